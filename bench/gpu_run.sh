@@ -1,0 +1,100 @@
+#!/usr/bin/env bash
+# One call on a GPU machine: build for sm_90, run every test (GPU tests included), check
+# the kernels with compute-sanitizer, read the load/store widths in the SASS, run the
+# ftbench suite and the PyTorch side-by-side, and print a short summary last.
+#
+#   bash bench/gpu_run.sh       results in $OUT (default build/gpu-out): summary.txt,
+#                               logs.txt, ours.csv, torch.csv, results.md, sass_summary.txt;
+#                               raw logs in build/gpu-logs
+#   FT_SKIP_BENCH=1 ...         tests only
+#   FT_SKIP_SANITIZER=1 ...     no compute-sanitizer pass
+set -uo pipefail
+cd "$(dirname "$0")/.."
+OUT=${OUT:-build/gpu-out}
+LOG=build/gpu-logs
+rm -rf "$LOG"
+mkdir -p "$OUT" "$LOG"
+export CMAKE_BUILD_PARALLEL_LEVEL=${CMAKE_BUILD_PARALLEL_LEVEL:-$(nproc)}
+export PYTHONUNBUFFERED=1
+status=0
+
+echo "== device"
+nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm,clocks.max.sm,clocks.mem --format=csv \
+  | tee "$LOG/device.txt"
+
+echo "== build (preset gpu)"
+if ! { cmake --preset gpu && cmake --build --preset gpu; } >"$LOG/build.log" 2>&1; then
+  tail -50 "$LOG/build.log"
+  cp "$LOG/build.log" "$OUT/logs.txt"
+  echo "BUILD FAILED"
+  exit 1
+fi
+
+echo "== tests (ctest --preset gpu)"
+ctest --preset gpu >"$LOG/ctest.log" 2>&1 || status=1
+tail -22 "$LOG/ctest.log"
+
+# The harness programs again, directly, for their per-test lines and counts.
+: >"$LOG/tests.txt"
+for t in build/gpu/tests/test_*; do
+  [ -x "$t" ] || continue
+  name=$(basename "$t")
+  "$t" >"$LOG/$name.log" 2>&1
+  rc=$?
+  grep -E '^FAIL' -A3 "$LOG/$name.log"
+  printf '%-26s %s (exit %d)\n' "$name" "$(tail -1 "$LOG/$name.log")" "$rc" >>"$LOG/tests.txt"
+  [ "$rc" -eq 0 ] || status=1
+done
+
+if [ -z "${FT_SKIP_SANITIZER:-}" ] && command -v compute-sanitizer >/dev/null; then
+  echo "== compute-sanitizer (memcheck, racecheck) on the GPU tests"
+  : >"$LOG/sanitizer.txt"
+  for t in build/gpu/tests/test_norm; do
+    for tool in memcheck racecheck; do
+      # a subset of each program keeps the sanitizer's run time bounded
+      timeout 240 compute-sanitizer --tool "$tool" --error-exitcode 3 "$t" layernorm_fp16 add_bias_act_fp16 \
+        >"$LOG/sanitizer_$tool.log" 2>&1
+      rc=$?
+      printf '%-12s %-10s exit %d: %s\n' "$(basename "$t")" "$tool" "$rc" \
+        "$(grep -E 'ERROR SUMMARY|passed,' "$LOG/sanitizer_$tool.log" | tr '\n' ' ')" >>"$LOG/sanitizer.txt"
+      [ "$rc" -eq 0 ] || status=1
+    done
+  done
+fi
+
+echo "== SASS: global load/store instructions per kernel"
+if command -v cuobjdump >/dev/null; then
+  cuobjdump -sass build/gpu/bench/ftbench >"$LOG/ftbench.sass" 2>&1
+  awk '/Function :/ {fn=$3} /(LDG|STG)\./ {match($0, /(LDG|STG)\.[A-Z0-9.]+/); c[fn" "substr($0, RSTART, RLENGTH)]++}
+       END {for (k in c) print k, c[k]}' "$LOG/ftbench.sass" | sort >"$OUT/sass_summary.txt"
+  grep -E '_w16' "$OUT/sass_summary.txt" | head -40
+fi
+
+if [ -z "${FT_SKIP_BENCH:-}" ]; then
+  echo "== ftbench suite"
+  build/gpu/bench/ftbench --csv | tee "$OUT/ours.csv" || status=1
+  echo "== PyTorch side-by-side"
+  if python3 bench/torch_bench.py "$OUT/ours.csv" >"$OUT/torch.csv" 2>"$LOG/torch.txt"; then
+    python3 bench/summarize.py "$OUT/ours.csv" "$OUT/torch.csv" --date "$(date +%F)" >"$OUT/results.md"
+  else
+    tail -5 "$LOG/torch.txt"
+    python3 bench/summarize.py "$OUT/ours.csv" --date "$(date +%F)" >"$OUT/results.md"
+  fi
+fi
+
+for f in "$LOG"/*.log "$LOG"/*.txt; do
+  echo "######## $f"
+  cat "$f"
+done >"$OUT/logs.txt" 2>/dev/null
+{
+  echo "================ summary"
+  head -2 "$LOG/device.txt" | tail -1
+  cat "$LOG/tests.txt"
+  [ -f "$LOG/sanitizer.txt" ] && cat "$LOG/sanitizer.txt"
+  grep -E 'tests passed|tests failed' "$LOG/ctest.log"
+  [ -f "$OUT/results.md" ] && cat "$OUT/results.md"
+  echo "overall: $([ $status -eq 0 ] && echo OK || echo FAILURES)"
+} >"$OUT/summary.txt"
+echo
+cat "$OUT/summary.txt"
+exit $status

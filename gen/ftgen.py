@@ -1,0 +1,400 @@
+#!/usr/bin/env python3
+"""ftgen: render ftkernels' Jinja2 templates into self-contained CUDA headers.
+
+    python3 gen/ftgen.py                 regenerate generated/ from gen/variants.toml
+    python3 gen/ftgen.py --check         fail, listing the files, if generated/ is stale
+    python3 gen/ftgen.py --list          print the variant ids of the manifest
+    python3 gen/ftgen.py --family norm --dtype bf16 --out build/gen
+                                         generate variants on demand into any folder
+                                         (comma lists take the cross product:
+                                         --dtype fp16,bf16 --width 8,16)
+    python3 gen/ftgen.py --family norm --dtype bf16 --print-outputs
+                                         print the header paths that would be written
+
+An impossible combination is rejected with one line on stderr, exit status 2, and
+nothing written. Output is deterministic: stable order, no timestamps, and files are
+only rewritten when their content changes. Needs Python 3.11+ and Jinja2.
+"""
+
+import argparse
+import difflib
+import itertools
+import os
+import sys
+import tomllib
+
+try:
+    import jinja2
+except ImportError:  # pragma: no cover - exercised on machines without jinja2
+    sys.exit("ftgen: Jinja2 is required (python3 -m pip install jinja2)")
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+TEMPLATES = os.path.join(ROOT, "templates")
+MANIFEST = os.path.join(ROOT, "gen", "variants.toml")
+GENERATED = os.path.join(ROOT, "generated")
+
+# Activation / storage types: C type, bytes, the ft_dtype enumerator, and the names of
+# the conversion helpers in include/ft/common.cuh.
+DTYPES = {
+    "fp32": {"T": "float", "esize": 4, "enum": "FT_FP32"},
+    "fp16": {"T": "__half", "esize": 2, "enum": "FT_FP16"},
+    "bf16": {"T": "__nv_bfloat16", "esize": 2, "enum": "FT_BF16"},
+    "int8": {"T": "int8_t", "esize": 1, "enum": "FT_INT8"},
+}
+WIDTHS = (4, 8, 16)  # vector copy widths in bytes
+
+
+class VariantError(ValueError):
+    """An impossible variant; the message is one line for the user."""
+
+
+# ---------------------------------------------------------------- families
+#
+# A family names its template, the dimensions a variant has (in the order they appear
+# in names), the values each may take, and how to turn one variant into the template's
+# context. `validate` is the one place where combination rules live.
+
+class Family:
+    name = ""
+    template = ""
+    dispatch_template = ""
+    dims = ()  # dimension names, in naming order; "dtype" last
+    allowed = {}  # dimension -> allowed values
+    manifest_keys = {}  # manifest list key -> dimension
+
+    def defaults(self, params):
+        """Fill dimensions the user may leave out (e.g. the copy width)."""
+        return dict(params)
+
+    def name_parts(self, params):
+        """Name pieces before the dtype, e.g. ["h64"]; non-default choices only."""
+        return []
+
+    def validate(self, params):
+        for dim in self.dims:
+            if dim not in params:
+                raise VariantError(f"{self.name}: missing dimension '{dim}'")
+            if params[dim] not in self.allowed[dim]:
+                choices = ", ".join(str(v) for v in self.allowed[dim])
+                raise VariantError(f"{self.name}: {dim} {params[dim]} is not supported (choose from {choices})")
+        extra = set(params) - set(self.dims)
+        if extra:
+            raise VariantError(f"{self.name}: no dimension named {', '.join(sorted(extra))}"
+                               f" (dimensions: {', '.join(self.dims)})")
+
+    def context(self, params):
+        raise NotImplementedError
+
+
+def width_plan(dtype, width):
+    """The copy widths a kernel is emitted for: the chosen one, then the element-wise
+    fallback (the same when width == element size). `cache` is how many vectors each
+    thread keeps in registers: 32 elements for vector paths, 16 for the scalar one."""
+    esize = DTYPES[dtype]["esize"]
+    plan = []
+    for nbytes in sorted({width, esize}, reverse=True):
+        vec = nbytes // esize
+        plan.append({
+            "bytes": nbytes,
+            "vec": vec,
+            "cache": 16 if vec == 1 else 32 // vec,
+            "load": f"ft_load_{dtype}x{vec}",
+            "store": f"ft_store_{dtype}x{vec}",
+            "pack": f"ft_pack_{dtype}x{vec}",
+            "unpack": f"ft_unpack_{dtype}x{vec}",
+            "word": f"ft_word_{dtype}x{vec}",
+        })
+    return plan
+
+
+class NormFamily(Family):
+    name = "norm"
+    template = "norm.cuh.j2"
+    dispatch_template = "norm_dispatch.cuh.j2"
+    dims = ("width", "dtype")
+    allowed = {"dtype": ("fp32", "fp16", "bf16"), "width": WIDTHS}
+    manifest_keys = {"dtypes": "dtype", "width": "width"}
+    default_width = 16
+
+    def defaults(self, params):
+        p = dict(params)
+        p.setdefault("width", self.default_width)
+        return p
+
+    def validate(self, params):
+        super().validate(params)
+        if params["width"] < DTYPES[params["dtype"]]["esize"]:
+            raise VariantError(f"norm: width {params['width']} is narrower than one {params['dtype']} element")
+
+    def name_parts(self, params):
+        parts = []
+        if params["width"] != self.default_width:
+            parts.append(f"w{params['width']}")
+        return parts
+
+    def context(self, params):
+        dt = params["dtype"]
+        names = variant_names(self, params)
+        widths = width_plan(dt, params["width"])
+        for w in widths:
+            w["macro"] = f"FT_NORM_{names['suffix'].upper()}_W{w['bytes']}"
+        return {
+            "dtype": dt,
+            "T": DTYPES[dt]["T"],
+            "esize": DTYPES[dt]["esize"],
+            "widths": widths,
+        }
+
+
+FAMILIES = {f.name: f for f in (NormFamily(),)}
+
+
+# ---------------------------------------------------------------- naming
+
+def variant_names(family, params):
+    """The one naming function: header path, launcher suffix, and id (used by tests,
+    bench and CMake) all derive from the same parameters.
+    norm, dtype fp16          -> id norm_fp16, header ft/norm_fp16.cuh, suffix fp16
+    norm, dtype fp16, width 8 -> id norm_w8_fp16, suffix w8_fp16"""
+    suffix = "_".join(family.name_parts(params) + [params["dtype"]])
+    vid = f"{family.name}_{suffix}"
+    return {"id": vid, "suffix": suffix, "header": f"ft/{vid}.cuh",
+            "guard": f"FT_{vid.upper()}_CUH"}
+
+
+def make_variant(family, params):
+    params = family.defaults(params)
+    family.validate(params)
+    names = variant_names(family, params)
+    return {"family": family, "params": params, **names, "dtype": params["dtype"],
+            "T": DTYPES[params["dtype"]]["T"], "enum": DTYPES[params["dtype"]]["enum"]}
+
+
+def expand(family, lists):
+    """Cross product of dimension -> list of values, in a stable order."""
+    dims = [d for d in family.dims if d in lists]
+    combos = itertools.product(*(lists[d] for d in dims))
+    return [make_variant(family, dict(zip(dims, c))) for c in combos]
+
+
+def load_manifest(path):
+    with open(path, "rb") as f:
+        data = tomllib.load(f)
+    variants = []
+    for fname, section in data.items():
+        family = FAMILIES.get(fname)
+        if family is None:
+            raise VariantError(f"{path}: unknown family [{fname}] (known: {', '.join(FAMILIES)})")
+        lists = {}
+        for key, value in section.items():
+            if key not in family.manifest_keys:
+                raise VariantError(f"{path}: [{fname}] has no key '{key}'")
+            lists[family.manifest_keys[key]] = value if isinstance(value, list) else [value]
+        variants.extend(expand(family, lists))
+    ids = [v["id"] for v in variants]
+    dup = sorted({i for i in ids if ids.count(i) > 1})
+    if dup:
+        raise VariantError(f"{path}: variant listed twice: {', '.join(dup)}")
+    return variants
+
+
+# ---------------------------------------------------------------- rendering
+
+def environment():
+    return jinja2.Environment(
+        loader=jinja2.FileSystemLoader(TEMPLATES),
+        undefined=jinja2.StrictUndefined,  # a misspelt name fails instead of rendering ""
+        trim_blocks=True,
+        lstrip_blocks=True,
+        keep_trailing_newline=True,
+    )
+
+
+def banner(template, command, describe):
+    return ("/* Generated by gen/ftgen.py from templates/" + template + " -- do not edit by hand.\n"
+            " * Regenerate: " + command + "\n"
+            " * Variant: " + describe + " */")
+
+
+def describe(v):
+    return f"{v['family'].name} " + " ".join(f"{k}={v['params'][k]}" for k in v["family"].dims)
+
+
+def render_variant(env, v, command):
+    family = v["family"]
+    ctx = family.context(v["params"])
+    ctx.update(suffix=v["suffix"], guard=v["guard"],
+               banner=banner(family.template, command, describe(v)))
+    return env.get_template(family.template).render(**ctx)
+
+
+def render_manifest(env, variants, command):
+    """Every file the default tree holds: variants, per-family dispatch, listings."""
+    files = {}
+    for v in variants:
+        files[v["header"]] = render_variant(env, v, command)
+    by_family = {}
+    for v in variants:
+        by_family.setdefault(v["family"].name, []).append(v)
+    for fname, vs in by_family.items():
+        family = FAMILIES[fname]
+        # the dispatch header covers the variants at the family's default width
+        default = [v for v in vs if not family.name_parts(v["params"])]
+        header = f"ft/{fname}.cuh"
+        files[header] = env.get_template(family.dispatch_template).render(
+            variants=default, guard=f"FT_{fname.upper()}_CUH",
+            banner=banner(family.dispatch_template, command, f"{fname} dispatch"))
+    files["ft/variants.h"] = env.get_template("variants.h.j2").render(
+        families=sorted(by_family.items()), banner=banner("variants.h.j2", command, "listing"))
+    files["variants.cmake"] = env.get_template("variants.cmake.j2").render(
+        variants=variants, families=sorted(by_family), command=command)
+    return files
+
+
+def write_if_different(out_dir, files):
+    written = []
+    for rel, text in sorted(files.items()):
+        path = os.path.join(out_dir, rel)
+        try:
+            with open(path, encoding="utf-8") as f:
+                if f.read() == text:
+                    continue
+        except FileNotFoundError:
+            pass
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        tmp = path + ".tmp"
+        with open(tmp, "w", encoding="utf-8", newline="\n") as f:
+            f.write(text)
+        os.replace(tmp, path)
+        written.append(rel)
+    return written
+
+
+def existing_files(out_dir):
+    found = set()
+    for base, _, names in os.walk(out_dir):
+        for n in names:
+            found.add(os.path.relpath(os.path.join(base, n), out_dir).replace(os.sep, "/"))
+    return found
+
+
+def check(out_dir, files):
+    """Differences between what the manifest renders and what out_dir holds."""
+    problems = []
+    for rel, text in sorted(files.items()):
+        path = os.path.join(out_dir, rel)
+        if not os.path.exists(path):
+            problems.append(f"missing: {rel}")
+            continue
+        with open(path, encoding="utf-8") as f:
+            old = f.read()
+        if old != text:
+            diff = list(difflib.unified_diff(old.splitlines(), text.splitlines(), lineterm="", n=0))
+            first = next((d for d in diff[2:] if not d.startswith("@@")), "")
+            problems.append(f"stale: {rel} ({len(diff) - 2} diff lines; first: {first[:100]})")
+    for rel in sorted(existing_files(out_dir) - set(files)):
+        problems.append(f"extra (not in the manifest): {rel}")
+    return problems
+
+
+# ---------------------------------------------------------------- command line
+
+def parse_list(text, conv=str):
+    return [conv(x.strip()) for x in text.split(",") if x.strip()]
+
+
+def on_demand_variants(args):
+    family = FAMILIES.get(args.family)
+    if family is None:
+        raise VariantError(f"unknown family '{args.family}' (known: {', '.join(FAMILIES)})")
+    lists = {}
+    for dim, text, conv in (("dtype", args.dtype, str), ("width", args.width, int)):
+        if text is None:
+            continue
+        try:
+            lists[dim] = parse_list(text, conv)
+        except ValueError:
+            raise VariantError(f"--{dim}: cannot read '{text}'") from None
+        if dim not in family.dims:
+            raise VariantError(f"{family.name}: no dimension '{dim}' (dimensions: {', '.join(family.dims)})")
+    if "dtype" not in lists:
+        raise VariantError(f"{family.name}: --dtype is required")
+    return expand(family, lists)
+
+
+def on_demand_command(args):
+    cmd = ["python3", "gen/ftgen.py", "--family", args.family]
+    for opt, val in (("--width", args.width), ("--dtype", args.dtype)):
+        if val is not None:
+            cmd += [opt, val]
+    return " ".join(cmd)
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(prog="ftgen.py", description=__doc__.split("\n\n")[0],
+                                 formatter_class=argparse.RawDescriptionHelpFormatter, epilog=__doc__)
+    ap.add_argument("--manifest", default=MANIFEST, help="variant manifest (default gen/variants.toml)")
+    ap.add_argument("--out", help="output folder (default generated/ for the manifest)")
+    ap.add_argument("--check", action="store_true", help="compare instead of writing; exit 1 if stale")
+    ap.add_argument("--list", action="store_true", help="print the manifest's variant ids")
+    ap.add_argument("--prune", action="store_true", help="delete files in the output that the manifest no longer makes")
+    ap.add_argument("--family", help="generate on demand: family name (e.g. norm)")
+    ap.add_argument("--dtype", help="on demand: dtype list, e.g. fp16,bf16")
+    ap.add_argument("--width", help="on demand: vector copy width list in bytes (4, 8, 16)")
+    ap.add_argument("--print-outputs", action="store_true", help="on demand: print header paths, write nothing")
+    args = ap.parse_args(argv)
+
+    env = environment()
+    try:
+        if args.family:
+            variants = on_demand_variants(args)
+            if args.print_outputs:
+                print("\n".join(v["header"] for v in variants))
+                return 0
+            if not args.out:
+                raise VariantError("--out is required with --family (generated/ holds the manifest's variants)")
+            command = on_demand_command(args)
+            files = {v["header"]: render_variant(env, v, command) for v in variants}
+            for rel in write_if_different(args.out, files):
+                print(f"ftgen: wrote {os.path.join(args.out, rel)}")
+            return 0
+        if args.dtype or args.width or args.print_outputs:
+            raise VariantError("--dtype/--width/--print-outputs need --family")
+        variants = load_manifest(args.manifest)
+    except VariantError as e:
+        print(f"ftgen: {e}", file=sys.stderr)
+        return 2
+
+    if args.list:
+        print("\n".join(v["id"] for v in variants))
+        return 0
+    command = "python3 gen/ftgen.py"
+    if os.path.abspath(args.manifest) != MANIFEST:
+        command += f" --manifest {os.path.basename(args.manifest)}"
+    files = render_manifest(env, variants, command)
+    out_dir = args.out or GENERATED
+
+    if args.check:
+        problems = check(out_dir, files)
+        if problems:
+            print(f"ftgen: {out_dir} is stale; run `python3 gen/ftgen.py` and commit the result:", file=sys.stderr)
+            for p in problems:
+                print("  " + p, file=sys.stderr)
+            return 1
+        print(f"ftgen: {len(files)} generated files up to date")
+        return 0
+
+    for rel in write_if_different(out_dir, files):
+        print(f"ftgen: wrote {rel}")
+    extra = sorted(existing_files(out_dir) - set(files)) if os.path.isdir(out_dir) else []
+    for rel in extra:
+        if args.prune:
+            os.remove(os.path.join(out_dir, rel))
+            print(f"ftgen: removed {rel}")
+        else:
+            print(f"ftgen: warning: {rel} is not made by the manifest (--prune removes it)", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

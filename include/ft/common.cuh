@@ -1,0 +1,209 @@
+/* ftkernels: CUDA helpers shared by every generated header.
+ *
+ * - argument checks that run before any CUDA call (so they are testable without a GPU);
+ * - the launch-status helper that turns a CUDA error into FT_ERR_CUDA with a message;
+ * - fp32/fp16/bf16 conversions and the vector packs behind 2-, 4-, 8- and 16-byte loads.
+ *
+ * Everything is `static` / `static inline`, so any number of translation units may
+ * include any set of ftkernels headers. */
+#ifndef FT_COMMON_CUH
+#define FT_COMMON_CUH
+
+#include <stdint.h>
+
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <cuda_runtime.h>
+
+#include "ft/types.h"
+
+/* ---------------------------------------------------------------- host-side checks */
+
+/* Non-zero when `p` is a multiple of `align` bytes (align is a power of two). */
+static inline int ft_aligned(const void *p, size_t align)
+{
+    return ((uintptr_t)p & (uintptr_t)(align - 1)) == 0;
+}
+
+/* A required pointer: non-NULL and aligned to its element size. */
+static inline ft_status ft_check_ptr(const char *fn, const char *name, const void *p, size_t elem)
+{
+    if (p == NULL)
+        return ft_fail(FT_ERR_INVALID_ARGUMENT, "%s: %s is NULL", fn, name);
+    if (!ft_aligned(p, elem))
+        return ft_fail(FT_ERR_MISALIGNED, "%s: %s (%p) is not aligned to its %zu-byte element",
+                       fn, name, p, elem);
+    return FT_OK;
+}
+
+/* An optional pointer: NULL allowed, otherwise aligned to its element size. */
+static inline ft_status ft_check_opt_ptr(const char *fn, const char *name, const void *p, size_t elem)
+{
+    return p == NULL ? FT_OK : ft_check_ptr(fn, name, p, elem);
+}
+
+/* A row-major [m, n] problem: both sizes positive, n addressable with 32-bit column
+ * indices (the kernels index within a row with int and across rows with int64). */
+static inline ft_status ft_check_rows(const char *fn, int64_t m, int64_t n)
+{
+    if (m <= 0)
+        return ft_fail(FT_ERR_INVALID_ARGUMENT, "%s: m (rows) must be positive, got %lld", fn,
+                       (long long)m);
+    if (n <= 0)
+        return ft_fail(FT_ERR_INVALID_ARGUMENT, "%s: n (columns) must be positive, got %lld", fn,
+                       (long long)n);
+    if (n > INT32_MAX)
+        return ft_fail(FT_ERR_INVALID_ARGUMENT, "%s: n = %lld exceeds the supported maximum %d", fn,
+                       (long long)n, INT32_MAX);
+    if (m > INT64_MAX / n)
+        return ft_fail(FT_ERR_INVALID_ARGUMENT, "%s: m*n overflows (m = %lld, n = %lld)", fn,
+                       (long long)m, (long long)n);
+    return FT_OK;
+}
+
+/* Reports the launch just made (bad configuration, no device, ...). Kernel faults that
+ * happen later surface at the caller's next synchronising call, as with any CUDA kernel. */
+static inline ft_status ft_launch_status(const char *fn)
+{
+    cudaError_t e = cudaGetLastError();
+    if (e != cudaSuccess)
+        return ft_fail(FT_ERR_CUDA, "%s: kernel launch failed: %s (%s)", fn, cudaGetErrorName(e),
+                       cudaGetErrorString(e));
+    return FT_OK;
+}
+
+/* Multiprocessor count of the current device, looked up once per device and cached
+ * (grid sizes of grid-stride kernels are a multiple of it). */
+static inline ft_status ft_sm_count(const char *fn, int *out)
+{
+    static int cache[64];
+    int dev = 0;
+    cudaError_t e = cudaGetDevice(&dev);
+    if (e == cudaSuccess && dev >= 0 && dev < 64 && cache[dev] > 0) {
+        *out = cache[dev];
+        return FT_OK;
+    }
+    int sms = 0;
+    if (e == cudaSuccess)
+        e = cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev);
+    if (e != cudaSuccess) {
+        cudaGetLastError(); /* do not leave the error sticky for the caller's next check */
+        return ft_fail(FT_ERR_CUDA, "%s: cannot query the device: %s", fn, cudaGetErrorString(e));
+    }
+    if (dev >= 0 && dev < 64)
+        cache[dev] = sms;
+    *out = sms;
+    return FT_OK;
+}
+
+/* Launch shape of a row kernel over [m rows, nvec vectors per row] where each thread can
+ * hold `cache` vectors in registers. Rows that fit in one warp's registers get the
+ * smallest power-of-two group of lanes that holds them, and a 128-thread block serves
+ * 128/group rows with shuffle-only reductions. Longer rows get one block of the fewest
+ * warps that hold the row; rows past 1024*cache vectors stream through 512 threads.
+ * Returns the threads per row; FT_ERR_UNSUPPORTED if the grid would exceed 2^31-1. */
+typedef struct ft_rows_launch {
+    int group;      /* threads per row: 1, 2, 4, ..., 32, or == block */
+    unsigned block; /* threads per block */
+    unsigned grid;  /* blocks */
+} ft_rows_launch;
+
+static inline ft_status ft_rows_config(const char *fn, int64_t m, int64_t nvec, int cache, ft_rows_launch *out)
+{
+    const int64_t need = (nvec + cache - 1) / cache;
+    int64_t blocks;
+    if (need <= 32) {
+        int g = 1;
+        while (g < need)
+            g <<= 1;
+        out->group = g;
+        out->block = 128;
+        blocks = (m + (128 / g) - 1) / (128 / g);
+    } else {
+        const int t = need <= 1024 ? (int)((need + 31) / 32) * 32 : 512;
+        out->group = t;
+        out->block = (unsigned)t;
+        blocks = m;
+    }
+    if (blocks > INT32_MAX)
+        return ft_fail(FT_ERR_UNSUPPORTED, "%s: %lld rows need more than 2^31-1 blocks; split the call",
+                       fn, (long long)m);
+    out->grid = (unsigned)blocks;
+    return FT_OK;
+}
+
+/* ---------------------------------------------------------------- conversions */
+
+static __device__ __forceinline__ float ft_to_float_fp32(float v) { return v; }
+static __device__ __forceinline__ float ft_to_float_fp16(__half v) { return __half2float(v); }
+static __device__ __forceinline__ float ft_to_float_bf16(__nv_bfloat16 v) { return __bfloat162float(v); }
+static __device__ __forceinline__ float ft_from_float_fp32(float v) { return v; }
+static __device__ __forceinline__ __half ft_from_float_fp16(float v) { return __float2half_rn(v); }
+static __device__ __forceinline__ __nv_bfloat16 ft_from_float_bf16(float v) { return __float2bfloat16_rn(v); }
+
+/* ---------------------------------------------------------------- vector packs
+ *
+ * A pack is N elements in one machine word of N*sizeof(T) bytes (WORD: 2 to 16 bytes):
+ *   ft_unpack_<dtype>x<N>(w, f)   widen the N elements of w to float
+ *   ft_pack_<dtype>x<N>(f)        narrow N floats (round to nearest even) into a word
+ *   ft_load_<dtype>x<N>(p, f)     one N*sizeof(T)-byte load, widened
+ *   ft_store_<dtype>x<N>(p, f)    narrowed, one N*sizeof(T)-byte store
+ * p must be aligned to N*sizeof(T). Kernels that keep data in registers keep the packed
+ * word: half the registers of floats for 2-byte types. */
+#define FT_DEFINE_PACK(DT, T, N, WORD)                                                          \
+    typedef union {                                                                             \
+        WORD w;                                                                                 \
+        T e[N];                                                                                 \
+    } ft_pack_##DT##x##N##_u;                                                                   \
+    typedef WORD ft_word_##DT##x##N;                                                            \
+    static __device__ __forceinline__ void ft_unpack_##DT##x##N(WORD w, float *f)               \
+    {                                                                                           \
+        ft_pack_##DT##x##N##_u u;                                                               \
+        u.w = w;                                                                                \
+        _Pragma("unroll") for (int i = 0; i < N; i++) f[i] = ft_to_float_##DT(u.e[i]);          \
+    }                                                                                           \
+    static __device__ __forceinline__ WORD ft_pack_##DT##x##N(const float *f)                   \
+    {                                                                                           \
+        ft_pack_##DT##x##N##_u u;                                                               \
+        _Pragma("unroll") for (int i = 0; i < N; i++) u.e[i] = ft_from_float_##DT(f[i]);        \
+        return u.w;                                                                             \
+    }                                                                                           \
+    static __device__ __forceinline__ void ft_load_##DT##x##N(const void *p, float *f)          \
+    {                                                                                           \
+        ft_unpack_##DT##x##N(*(const WORD *)p, f);                                              \
+    }                                                                                           \
+    static __device__ __forceinline__ void ft_store_##DT##x##N(void *p, const float *f)         \
+    {                                                                                           \
+        *(WORD *)p = ft_pack_##DT##x##N(f);                                                     \
+    }
+
+FT_DEFINE_PACK(fp32, float, 1, float)
+FT_DEFINE_PACK(fp32, float, 2, uint2)
+FT_DEFINE_PACK(fp32, float, 4, uint4)
+FT_DEFINE_PACK(fp16, __half, 1, unsigned short)
+FT_DEFINE_PACK(fp16, __half, 2, unsigned int)
+FT_DEFINE_PACK(fp16, __half, 4, uint2)
+FT_DEFINE_PACK(fp16, __half, 8, uint4)
+FT_DEFINE_PACK(bf16, __nv_bfloat16, 1, unsigned short)
+FT_DEFINE_PACK(bf16, __nv_bfloat16, 2, unsigned int)
+FT_DEFINE_PACK(bf16, __nv_bfloat16, 4, uint2)
+FT_DEFINE_PACK(bf16, __nv_bfloat16, 8, uint4)
+
+/* ---------------------------------------------------------------- activations */
+
+static __device__ __forceinline__ float ft_act_apply(float x, int act)
+{
+    switch (act) {
+    case FT_ACT_GELU: {
+        /* tanh form of GELU (BERT, FasterTransformer); tanhf keeps fp32 results within a
+         * few ulp of the double reference, and the kernel is memory-bound either way. */
+        const float k = 0.7978845608028654f; /* sqrt(2/pi) */
+        return 0.5f * x * (1.0f + tanhf(k * (x + 0.044715f * x * x * x)));
+    }
+    case FT_ACT_RELU: return x > 0.0f ? x : 0.0f;
+    case FT_ACT_SILU: return x / (1.0f + __expf(-x));
+    default: return x;
+    }
+}
+
+#endif /* FT_COMMON_CUH */

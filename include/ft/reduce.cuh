@@ -1,0 +1,94 @@
+/* ftkernels: sums over a warp, a group of lanes, or a whole block.
+ *
+ * The kernels pick their block size and the number of lanes that share a row at run
+ * time (from n), so these take the sizes as arguments. CUB's WarpReduce/BlockReduce fix
+ * them at compile time, which would force one kernel instantiation per configuration. */
+#ifndef FT_REDUCE_CUH
+#define FT_REDUCE_CUH
+
+#include "ft/common.cuh"
+
+/* Sum over an aligned group of `group` lanes (a power of two, 1..32) within one warp.
+ * Every lane of the group gets the total; `mask` names the group's lanes. */
+static __device__ __forceinline__ float ft_group_sum(float v, int group, unsigned mask)
+{
+    for (int off = group >> 1; off > 0; off >>= 1)
+        v += __shfl_xor_sync(mask, v, off);
+    return v;
+}
+
+static __device__ __forceinline__ float ft_warp_sum(float v)
+{
+#pragma unroll
+    for (int off = 16; off > 0; off >>= 1)
+        v += __shfl_xor_sync(0xffffffffu, v, off);
+    return v;
+}
+
+static __device__ __forceinline__ float ft_warp_max(float v)
+{
+#pragma unroll
+    for (int off = 16; off > 0; off >>= 1)
+        v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, off));
+    return v;
+}
+
+/* Sum over the whole block (blockDim.x a multiple of 32, at most 1024); every thread
+ * gets the total. One barrier: each warp writes its partial to `scratch[32]`, then every
+ * warp re-reduces all partials itself instead of waiting for warp 0 to broadcast.
+ * A second call must use a different scratch array (or follow a barrier). */
+static __device__ __forceinline__ float ft_block_sum(float v, float *scratch)
+{
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    v = ft_warp_sum(v);
+    if (lane == 0)
+        scratch[warp] = v;
+    __syncthreads();
+    v = lane < (int)(blockDim.x >> 5) ? scratch[lane] : 0.0f;
+    return ft_warp_sum(v);
+}
+
+/* Two sums at once (one barrier); scratch holds 64 floats. */
+static __device__ __forceinline__ float2 ft_block_sum2(float2 v, float *scratch)
+{
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    v.x = ft_warp_sum(v.x);
+    v.y = ft_warp_sum(v.y);
+    if (lane == 0) {
+        scratch[warp] = v.x;
+        scratch[32 + warp] = v.y;
+    }
+    __syncthreads();
+    const int live = lane < (int)(blockDim.x >> 5);
+    v.x = ft_warp_sum(live ? scratch[lane] : 0.0f);
+    v.y = ft_warp_sum(live ? scratch[32 + lane] : 0.0f);
+    return v;
+}
+
+/* Sum over the threads that share one row: a shuffle group when group <= 32, otherwise
+ * the whole block (group == blockDim.x; uniform branch, so the barrier is safe). */
+static __device__ __forceinline__ float ft_row_sum(float v, int group, unsigned mask, float *scratch)
+{
+    return group <= 32 ? ft_group_sum(v, group, mask) : ft_block_sum(v, scratch);
+}
+
+static __device__ __forceinline__ float2 ft_row_sum2(float2 v, int group, unsigned mask, float *scratch)
+{
+    if (group <= 32) {
+        v.x = ft_group_sum(v.x, group, mask);
+        v.y = ft_group_sum(v.y, group, mask);
+        return v;
+    }
+    return ft_block_sum2(v, scratch);
+}
+
+/* Shuffle mask of the aligned group of `group` lanes (power of two) holding this lane. */
+static __device__ __forceinline__ unsigned ft_group_mask(int group)
+{
+    if (group >= 32)
+        return 0xffffffffu;
+    const unsigned first = (threadIdx.x & 31u) & ~(unsigned)(group - 1);
+    return ((1u << group) - 1u) << first;
+}
+
+#endif /* FT_REDUCE_CUH */

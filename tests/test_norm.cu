@@ -1,0 +1,237 @@
+/* GPU tests of the norm family against the C references in ref/ref_norm.c.
+ *
+ * One test per (operation, generated variant), registered from ft/variants.h so a new
+ * manifest line is tested without edits here. Each runs fixed edge shapes (n = 1, n not
+ * a multiple of the vector width, rows exactly at and just past the register cache,
+ * very long rows, misaligned pointers, in-place aliasing, a large mean offset) and
+ * random shapes, with outputs poisoned to NaN before every launch. */
+#include "ft/norm.cuh"
+#include "ft/variants.h"
+
+#include "cuda_util.h"
+#include "harness.h"
+#include "ref/ref_norm.h"
+
+typedef enum norm_op {
+    OP_LAYERNORM,
+    OP_ABR_LAYERNORM, /* add_bias_residual_layernorm */
+    OP_RMSNORM,
+    OP_ABR_RMSNORM,
+    OP_ADD_BIAS_ACT,
+    OP_ADD_BIAS_RESIDUAL,
+    OP_COUNT
+} norm_op;
+
+static const char *op_names[OP_COUNT] = {"layernorm", "add_bias_residual_layernorm", "rmsnorm",
+                                         "add_bias_residual_rmsnorm", "add_bias_act", "add_bias_residual"};
+
+/* Aliasing of outputs onto inputs, as FasterTransformer's in-place kernels use them. */
+typedef enum alias_mode { ALIAS_NONE, ALIAS_Y_IS_X, ALIAS_Y_IS_RESIDUAL, ALIAS_SUM_IS_RESIDUAL } alias_mode;
+
+typedef struct norm_case {
+    int64_t m, n;
+    int misalign;  /* every pointer one element past a 16-byte boundary */
+    int bias;      /* pass a bias (the ops where it is optional) */
+    int sum;       /* ask for sum_out */
+    alias_mode alias;
+    ft_act act;
+    double offset; /* mean of x: a large one tests the variance's numerical stability */
+} norm_case;
+
+typedef struct norm_test_arg {
+    norm_op op;
+    ft_dtype dt;
+} norm_test_arg;
+
+/* A device buffer of `count` elements, optionally starting one element past alignment. */
+typedef struct dbuf {
+    void *base;
+    void *p;
+} dbuf;
+
+static dbuf dbuf_alloc(size_t count, ft_dtype dt, int misalign)
+{
+    const size_t es = ft_dtype_size(dt);
+    dbuf b;
+    b.base = dev_alloc((count + 16) * es);
+    b.p = (char *)b.base + (misalign ? es : 0);
+    return b;
+}
+
+static int op_has_residual(norm_op op)
+{
+    return op == OP_ABR_LAYERNORM || op == OP_ABR_RMSNORM || op == OP_ADD_BIAS_RESIDUAL;
+}
+
+static void run_case(ft_test *t, norm_op op, ft_dtype dt, norm_case c, ref_rng *rng)
+{
+    const int64_t m = c.m, n = c.n;
+    const size_t mn = (size_t)(m * n);
+    const int is_norm = op <= OP_ABR_RMSNORM;
+    const int rms = op == OP_RMSNORM || op == OP_ABR_RMSNORM;
+    const int has_res = op_has_residual(op);
+    const int has_sum = c.sum && (op == OP_ABR_LAYERNORM || op == OP_ABR_RMSNORM);
+    const int use_bias = c.bias && (has_res || op == OP_ADD_BIAS_ACT); /* the ops that take a bias */
+    const int has_beta = op == OP_LAYERNORM || op == OP_ABR_LAYERNORM;
+    const float eps = 1e-5f;
+
+    float *hx = (float *)malloc(mn * sizeof(float)), *hr = (float *)malloc(mn * sizeof(float));
+    float *hb = (float *)malloc(n * sizeof(float)), *hg = (float *)malloc(n * sizeof(float));
+    float *hbeta = (float *)malloc(n * sizeof(float));
+    float *got = (float *)malloc(mn * sizeof(float));
+    double *ref = (double *)malloc(mn * sizeof(double)), *ref_sum = (double *)malloc(mn * sizeof(double));
+    fill_normal(hx, mn, rng, c.offset, 1.0, dt);
+    fill_normal(hr, mn, rng, 0.0, 1.0, dt);
+    fill_normal(hb, n, rng, 0.0, 0.5, dt);
+    fill_normal(hg, n, rng, 1.0, 0.25, dt);
+    fill_normal(hbeta, n, rng, 0.0, 0.5, dt);
+
+    dbuf x = dbuf_alloc(mn, dt, c.misalign), r = dbuf_alloc(mn, dt, c.misalign);
+    dbuf b = dbuf_alloc(n, dt, c.misalign), g = dbuf_alloc(n, dt, c.misalign);
+    dbuf beta = dbuf_alloc(n, dt, c.misalign), yb = dbuf_alloc(mn, dt, c.misalign);
+    dbuf sb = dbuf_alloc(mn, dt, c.misalign);
+    dev_upload(x.p, hx, mn, dt);
+    dev_upload(r.p, hr, mn, dt);
+    dev_upload(b.p, hb, n, dt);
+    dev_upload(g.p, hg, n, dt);
+    dev_upload(beta.p, hbeta, n, dt);
+    const size_t es = ft_dtype_size(dt);
+    dev_poison(yb.p, mn * es);
+    dev_poison(sb.p, mn * es);
+
+    void *y = c.alias == ALIAS_Y_IS_X ? x.p : c.alias == ALIAS_Y_IS_RESIDUAL ? r.p : yb.p;
+    void *sum = !has_sum ? NULL : c.alias == ALIAS_SUM_IS_RESIDUAL ? r.p : sb.p;
+    const void *bias = use_bias ? b.p : NULL;
+    const void *betap = has_beta ? beta.p : NULL;
+
+    ft_status st = FT_ERR_CUDA;
+    switch (op) {
+    case OP_LAYERNORM: st = ft_layernorm(dt, x.p, g.p, betap, y, m, n, eps, 0); break;
+    case OP_ABR_LAYERNORM:
+        st = ft_add_bias_residual_layernorm(dt, x.p, r.p, bias, g.p, betap, y, sum, m, n, eps, 0);
+        break;
+    case OP_RMSNORM: st = ft_rmsnorm(dt, x.p, g.p, y, m, n, eps, 0); break;
+    case OP_ABR_RMSNORM: st = ft_add_bias_residual_rmsnorm(dt, x.p, r.p, bias, g.p, y, sum, m, n, eps, 0); break;
+    case OP_ADD_BIAS_ACT: st = ft_add_bias_act(dt, x.p, bias, y, m, n, c.act, 0); break;
+    case OP_ADD_BIAS_RESIDUAL: st = ft_add_bias_residual(dt, x.p, r.p, bias, y, m, n, 0); break;
+    default: break;
+    }
+    FT_CHECK_CUDA(cudaGetLastError());
+    FT_CHECK_CUDA(cudaDeviceSynchronize());
+
+    char what[200];
+    snprintf(what, sizeof what, "%s %s m=%lld n=%lld misalign=%d bias=%d sum=%d alias=%d act=%s offset=%g",
+             op_names[op], ft_dtype_name(dt), (long long)m, (long long)n, c.misalign, use_bias, has_sum, (int)c.alias,
+             ft_act_name(c.act), c.offset);
+    FT_EXPECT(t, st == FT_OK, "%s: status %s (%s)", what, ft_status_string(st), ft_last_error());
+    if (st == FT_OK) {
+        if (is_norm)
+            ref_norm_rows(hx, has_res ? hr : NULL, bias ? hb : NULL, hg, betap ? hbeta : NULL, ref,
+                          has_sum ? ref_sum : NULL, m, n, eps, rms, dt);
+        else
+            ref_pointwise(hx, bias ? hb : NULL, has_res ? hr : NULL, ref, m, n,
+                          op == OP_ADD_BIAS_ACT ? c.act : FT_ACT_IDENTITY);
+        ref_tol tol = ref_tolerance(dt);
+        dev_download(got, y, mn, dt);
+        ft_expect_close(t, what, got, ref, mn, tol.atol, tol.rtol);
+        if (has_sum) {
+            char w2[240];
+            snprintf(w2, sizeof w2, "%s (sum_out)", what);
+            dev_download(got, sum, mn, dt);
+            ft_expect_close(t, w2, got, ref_sum, mn, tol.atol, tol.rtol);
+        }
+    }
+
+    dbuf all[] = {x, r, b, g, beta, yb, sb};
+    for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
+        FT_CHECK_CUDA(cudaFree(all[i].base));
+    free(hx);
+    free(hr);
+    free(hb);
+    free(hg);
+    free(hbeta);
+    free(got);
+    free(ref);
+    free(ref_sum);
+}
+
+/* Shapes every op runs: the edges of each code path of the kernels. */
+static const int64_t edge_shapes[][2] = {
+    {1, 1},   {1, 2},   {3, 7},    {2, 8},     {5, 33},    {4, 64},    {7, 127},   {3, 128},
+    {2, 129}, {9, 256}, {3, 257},  {64, 768},  {17, 1000}, {8, 1024},  {300, 24},  {5, 4096},
+    {3, 4104}, {2, 8192}, {2, 32768}, {1, 32776}, {2, 65536}, {1, 100003},
+};
+
+static void norm_test(ft_test *t)
+{
+    const norm_test_arg *a = (const norm_test_arg *)t->arg;
+    ref_rng rng;
+    ref_rng_seed(&rng, ref_test_seed() + (uint64_t)a->op * 131 + (uint64_t)a->dt);
+    const int is_norm = a->op <= OP_ABR_RMSNORM;
+    const int nedge = (int)(sizeof edge_shapes / sizeof edge_shapes[0]);
+    const int nrandom = 12;
+    for (int i = 0; i < nedge + nrandom && t->failures == 0; i++) {
+        norm_case c;
+        memset(&c, 0, sizeof c);
+        if (i < nedge) {
+            c.m = edge_shapes[i][0];
+            c.n = edge_shapes[i][1];
+        } else {
+            c.m = ref_rng_range(&rng, 1, 200);
+            c.n = ref_rng_range(&rng, 1, 6000);
+            if (i % 2)
+                c.n = (c.n + 7) / 8 * 8; /* half of them take the vector path */
+        }
+        c.misalign = i % 5 == 3;
+        c.bias = i % 3 != 1;
+        c.sum = i % 2 == 0;
+        c.act = (ft_act)(i % 4);
+        c.offset = (is_norm && i % 4 == 2) ? 30.0 : 0.0;
+        switch (i % 4) { /* in-place forms that the op admits */
+        case 1: c.alias = ALIAS_Y_IS_X; break;
+        case 2: c.alias = op_has_residual(a->op) ? ALIAS_Y_IS_RESIDUAL : ALIAS_NONE; break;
+        case 3: c.alias = (a->op == OP_ABR_LAYERNORM || a->op == OP_ABR_RMSNORM) ? ALIAS_SUM_IS_RESIDUAL : ALIAS_NONE; break;
+        default: c.alias = ALIAS_NONE; break;
+        }
+        run_case(t, a->op, a->dt, c, &rng);
+    }
+    /* every activation on one vector-path and one scalar-path shape */
+    if (a->op == OP_ADD_BIAS_ACT)
+        for (int act = 0; act < 4; act++)
+            for (int s = 0; s < 2; s++) {
+                norm_case c;
+                memset(&c, 0, sizeof c);
+                c.m = 37;
+                c.n = s ? 777 : 3072;
+                c.bias = 1;
+                c.act = (ft_act)act;
+                run_case(t, a->op, a->dt, c, &rng);
+            }
+}
+
+static const ft_dtype variant_dtypes[] = {
+#define FT_X(suffix, dt) dt,
+    FT_NORM_VARIANTS(FT_X)
+#undef FT_X
+};
+#define NVARIANTS (sizeof variant_dtypes / sizeof variant_dtypes[0])
+
+static norm_test_arg test_args[OP_COUNT * NVARIANTS];
+
+__attribute__((constructor)) static void register_norm_tests(void)
+{
+    int k = 0;
+    for (int v = 0; v < (int)NVARIANTS; v++)
+        for (int op = 0; op < OP_COUNT; op++, k++) {
+            test_args[k].op = (norm_op)op;
+            test_args[k].dt = variant_dtypes[v];
+            char name[128];
+            snprintf(name, sizeof name, "%s_%s", op_names[op], ft_dtype_name(variant_dtypes[v]));
+            ft_test_register(name, norm_test, &test_args[k], 1);
+        }
+}
+
+int main(int argc, char **argv)
+{
+    return ft_test_main(argc, argv, ft_cuda_probe);
+}
