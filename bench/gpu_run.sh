@@ -49,14 +49,18 @@ done
 if [ -z "${FT_SKIP_SANITIZER:-}" ] && command -v compute-sanitizer >/dev/null; then
   echo "== compute-sanitizer (memcheck, racecheck) on the GPU tests"
   : >"$LOG/sanitizer.txt"
-  for t in build/gpu/tests/test_norm; do
+  # a subset of each program (its test-name filters) keeps the sanitizer's run time bounded
+  for spec in "test_norm layernorm_fp16 add_bias_act_fp16" "test_attention_fp16 h128 h80" \
+              "test_attention_fp32 h32 h256"; do
+    set -- $spec
+    t=$1
+    shift
     for tool in memcheck racecheck; do
-      # a subset of each program keeps the sanitizer's run time bounded
-      timeout 240 compute-sanitizer --tool "$tool" --error-exitcode 3 "$t" layernorm_fp16 add_bias_act_fp16 \
-        >"$LOG/sanitizer_$tool.log" 2>&1
+      timeout 300 compute-sanitizer --tool "$tool" --error-exitcode 3 "build/gpu/tests/$t" "$@" \
+        >"$LOG/sanitizer_${t}_$tool.log" 2>&1
       rc=$?
-      printf '%-12s %-10s exit %d: %s\n' "$(basename "$t")" "$tool" "$rc" \
-        "$(grep -E 'ERROR SUMMARY|passed,' "$LOG/sanitizer_$tool.log" | tr '\n' ' ')" >>"$LOG/sanitizer.txt"
+      printf '%-20s %-10s exit %d: %s\n' "$t" "$tool" "$rc" \
+        "$(grep -E 'ERROR SUMMARY|passed,' "$LOG/sanitizer_${t}_$tool.log" | tr '\n' ' ')" >>"$LOG/sanitizer.txt"
       [ "$rc" -eq 0 ] || status=1
     done
   done
@@ -67,7 +71,7 @@ if command -v cuobjdump >/dev/null; then
   cuobjdump -sass build/gpu/bench/ftbench >"$LOG/ftbench.sass" 2>&1
   awk '/Function :/ {fn=$3} /(LDG|STG)\./ {match($0, /(LDG|STG)\.[A-Z0-9.]+/); c[fn" "substr($0, RSTART, RLENGTH)]++}
        END {for (k in c) print k, c[k]}' "$LOG/ftbench.sass" | sort >"$OUT/sass_summary.txt"
-  grep -E '_w16' "$OUT/sass_summary.txt" | head -40
+  grep -E 'h128_fp16|norm_rows_fp16_w16' "$OUT/sass_summary.txt" | head -40
 fi
 
 if [ -z "${FT_SKIP_BENCH:-}" ]; then

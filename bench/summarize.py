@@ -17,7 +17,7 @@ def main(argv):
     torch_rows = {}
     if len(argv) > 1:
         for r in csv.DictReader(open(argv[1])):
-            torch_rows[(r["kernel"], r["variant"], r["dtype"], r["m"], r["n"])] = r
+            torch_rows[(r["kernel"], r["variant"], r["dtype"], r["shape"])] = r
     if not ours:
         print("(no benchmark rows)")
         return 0
@@ -25,15 +25,15 @@ def main(argv):
     copy = float(ours[0]["copy_gbps"])
     print(f"Device: {dev}; measured copy bandwidth {copy:.0f} GB/s (read + write)" + (f"; {date}" if date else ""))
     print()
-    print("| kernel | variant | dtype | m × n | time (µs) | effective GB/s | of copy BW | PyTorch (µs) | speed-up | PyTorch expression |")
+    print("| kernel | variant | dtype | shape | time (µs) | effective GB/s | of copy BW | PyTorch (µs) | speed-up | PyTorch expression |")
     print("|---|---|---|---|---:|---:|---:|---:|---:|---|")
     for r in ours:
-        key = (r["kernel"], r["variant"], r["dtype"], r["m"], r["n"])
+        key = (r["kernel"], r["variant"], r["dtype"], r["shape"])
         t = torch_rows.get(key)
         tus = f"{float(t['torch_us']):.1f}" if t else "-"
         speed = f"{float(t['torch_us']) / float(r['time_us']):.2f}×" if t else "-"
         expr = t["torch_expr"] if t else "-"
-        print(f"| {r['kernel']} | {r['variant']} | {r['dtype']} | {r['m']} × {r['n']} | {float(r['time_us']):.1f} | "
+        print(f"| {r['kernel']} | {r['variant']} | {r['dtype']} | {r['shape']} | {float(r['time_us']):.1f} | "
               f"{float(r['gbps']):.0f} | {100 * float(r['frac_copy']):.1f}% | {tus} | {speed} | {expr} |")
     return 0
 

@@ -6,7 +6,7 @@ rotated through enough sets to exceed 3x L2, random data).
     python3 bench/torch_bench.py ours.csv > torch.csv
 
 reads ftbench's --csv output and writes one row per line of it:
-kernel,variant,dtype,m,n,torch_us,torch_expr
+kernel,variant,dtype,shape,torch_us,torch_expr
 """
 import csv
 import math
@@ -19,8 +19,25 @@ DT = {"fp32": torch.float32, "fp16": torch.float16, "bf16": torch.bfloat16}
 ACT = {"gelu": lambda t: F.gelu(t, approximate="tanh"), "relu": F.relu, "silu": F.silu, "identity": lambda t: t}
 
 
-def expression(kernel, variant, m, n, dt):
+def attention(kernel, shape, dt):
+    """SDPA over the same cache (always [B, Hkv, L, D]; PyTorch has no appending form)."""
+    B, H, Hkv, D, L = (shape[k] for k in ("B", "H", "Hkv", "D", "L"))
+    gqa = H != Hkv
+
+    def make():
+        return (torch.randn(B, H, 1, D, device="cuda", dtype=dt), torch.randn(B, Hkv, L, D, device="cuda", dtype=dt),
+                torch.randn(B, Hkv, L, D, device="cuda", dtype=dt))
+
+    def fn(q, k, v):
+        return F.scaled_dot_product_attention(q, k, v, enable_gqa=gqa) if gqa else F.scaled_dot_product_attention(q, k, v)
+    return ("F.scaled_dot_product_attention" + (" (enable_gqa)" if gqa else ""), make, fn)
+
+
+def expression(kernel, variant, shape, dt):
     """(description, make_inputs, fn) for the PyTorch eager form of one kernel."""
+    if kernel in ("self_attention", "cross_attention"):
+        return attention(kernel, shape, dt)
+    m, n = shape["m"], shape["n"]
     def rows():
         return torch.randn(m, n, device="cuda", dtype=dt)
 
@@ -70,16 +87,17 @@ def time_us(make, fn, set_bytes, iters=100, warmup=10):
 def main():
     rows = list(csv.DictReader(open(sys.argv[1])))
     out = csv.writer(sys.stdout)
-    out.writerow(["kernel", "variant", "dtype", "m", "n", "torch_us", "torch_expr"])
+    out.writerow(["kernel", "variant", "dtype", "shape", "torch_us", "torch_expr"])
     with torch.inference_mode():
         for r in rows:
-            m, n, dt = int(r["m"]), int(r["n"]), DT[r["dtype"]]
-            desc, make, fn = expression(r["kernel"], r["variant"], m, n, dt)
+            shape = {k: int(v) for k, v in (kv.split("=") for kv in r["shape"].split())}
+            dt = DT[r["dtype"]]
+            desc, make, fn = expression(r["kernel"], r["variant"], shape, dt)
             sample = make()
             set_bytes = sum(t.numel() * t.element_size() for t in sample)
             del sample
             us = time_us(make, fn, set_bytes)
-            out.writerow([r["kernel"], r["variant"], r["dtype"], m, n, f"{us:.2f}", desc])
+            out.writerow([r["kernel"], r["variant"], r["dtype"], r["shape"], f"{us:.2f}", desc])
             sys.stdout.flush()
             torch.cuda.empty_cache()
 

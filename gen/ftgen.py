@@ -8,6 +8,7 @@
                                          generate variants on demand into any folder
                                          (comma lists take the cross product:
                                          --dtype fp16,bf16 --width 8,16)
+    python3 gen/ftgen.py --family attention --head-size 72 --dtype bf16 --out build/gen
     python3 gen/ftgen.py --family norm --dtype bf16 --print-outputs
                                          print the header paths that would be written
 
@@ -70,6 +71,21 @@ class Family:
         """Name pieces before the dtype, e.g. ["h64"]; non-default choices only."""
         return []
 
+    def is_default(self, params):
+        """Whether the dispatch headers cover this variant (no non-default choice)."""
+        return True
+
+    def listing_args(self, v):
+        """Extra X-macro arguments after (suffix, dtype enum) in ft/variants.h."""
+        return []
+
+    def dispatch_files(self, env, variants, command):
+        """{path: text} of the runtime-dispatch headers over the default variants."""
+        header = f"ft/{self.name}.cuh"
+        return {header: env.get_template(self.dispatch_template).render(
+            variants=variants, guard=f"FT_{self.name.upper()}_CUH",
+            banner=banner(self.dispatch_template, command, f"{self.name} dispatch"))}
+
     def validate(self, params):
         for dim in self.dims:
             if dim not in params:
@@ -127,10 +143,10 @@ class NormFamily(Family):
             raise VariantError(f"norm: width {params['width']} is narrower than one {params['dtype']} element")
 
     def name_parts(self, params):
-        parts = []
-        if params["width"] != self.default_width:
-            parts.append(f"w{params['width']}")
-        return parts
+        return [] if self.is_default(params) else [f"w{params['width']}"]
+
+    def is_default(self, params):
+        return params["width"] == self.default_width
 
     def context(self, params):
         dt = params["dtype"]
@@ -146,7 +162,99 @@ class NormFamily(Family):
         }
 
 
-FAMILIES = {f.name: f for f in (NormFamily(),)}
+def largest_pow2_divisor(n, cap):
+    p = 1
+    while n % (p * 2) == 0 and p * 2 <= cap:
+        p *= 2
+    return p
+
+
+class AttentionFamily(Family):
+    """Decoder attention per head size, dtype and cache copy width (templates/attention.cuh.j2)."""
+    name = "attention"
+    template = "attention.cuh.j2"
+    dims = ("head_size", "width", "dtype")
+    allowed = {"dtype": ("fp32", "fp16", "bf16"), "width": WIDTHS, "head_size": range(8, 513, 2)}
+    manifest_keys = {"head_sizes": "head_size", "dtypes": "dtype", "widths": "width"}
+    threads = 256
+
+    def default_width(self, params):
+        """The widest copy that divides a cache row."""
+        row = params["head_size"] * DTYPES[params["dtype"]]["esize"]
+        return next(w for w in sorted(WIDTHS, reverse=True) if row % w == 0) if row % 4 == 0 else None
+
+    def defaults(self, params):
+        p = dict(params)
+        if "width" not in p and "head_size" in p and p.get("dtype") in DTYPES:
+            p["width"] = self.default_width(p) or 4
+        return p
+
+    def validate(self, params):
+        if params.get("head_size") not in self.allowed["head_size"]:
+            raise VariantError(f"attention: head size {params.get('head_size')} is not supported "
+                               f"(even sizes from 8 to 512)")
+        super().validate(params)
+        row = params["head_size"] * DTYPES[params["dtype"]]["esize"]
+        if row % params["width"] != 0:
+            raise VariantError(f"attention: a head of {params['head_size']} {params['dtype']} ({row} bytes) is not a "
+                               f"multiple of the {params['width']}-byte copy width")
+        if row // params["width"] > self.threads:
+            raise VariantError(f"attention: {row // params['width']} copies of {params['width']} bytes per head row "
+                               f"exceed the {self.threads} threads of a block; choose a wider copy")
+
+    def is_default(self, params):
+        return params["width"] == self.default_width(params)
+
+    def name_parts(self, params):
+        parts = [f"h{params['head_size']}"]
+        if not self.is_default(params):
+            parts.append(f"w{params['width']}")
+        return parts
+
+    def listing_args(self, v):
+        return [str(v["params"]["head_size"])]
+
+    def context(self, params):
+        dt, D, W = params["dtype"], params["head_size"], params["width"]
+        es = DTYPES[dt]["esize"]
+        vec = W // es
+        nv = D * es // W
+        tpk = largest_pow2_divisor(nv, 32)
+        cpt = nv // tpk
+        q_floats = cpt * vec  # per query head held in registers for QK^T
+        gq_list = [1] + ([4] if 4 * q_floats <= 64 else [2] if 2 * q_floats <= 64 else [])
+        names = variant_names(self, params)
+        return {
+            "dtype": dt, "T": DTYPES[dt]["T"], "esize": es, "D": D, "W": W,
+            "NT": self.threads, "VEC": vec, "NV": nv, "TPK": tpk, "CPT": cpt,
+            "KU": max(1, 4 // cpt), "PL": self.threads // nv, "VU": 4,
+            "gq_list": gq_list,
+            "sub": {gq: 4096 // gq for gq in gq_list},
+            # one head per block stays under 128 registers (two blocks per SM); larger
+            # groups hold GQ heads' q slices and accumulators and may use up to 255
+            "min_blocks": {gq: 2 if gq == 1 else 1 for gq in gq_list},
+            "P": f"FT_ATTN_{names['suffix'].upper()}",
+            "word": f"ft_word_{dt}x{vec}", "unpack": f"ft_unpack_{dt}x{vec}",
+            "load": f"ft_load_{dt}x{vec}", "store": f"ft_store_{dt}x{vec}",
+            "to_float": f"ft_to_float_{dt}", "from_float": f"ft_from_float_{dt}",
+        }
+
+    def dispatch_files(self, env, variants, command):
+        files = {}
+        by_dtype = {}
+        for v in variants:
+            by_dtype.setdefault(v["dtype"], []).append(v)
+        for dt, vs in by_dtype.items():
+            files[f"ft/attention_{dt}.cuh"] = env.get_template("attention_dtype_dispatch.cuh.j2").render(
+                dtype=dt, variants=vs, guard=f"FT_ATTENTION_{dt.upper()}_CUH",
+                banner=banner("attention_dtype_dispatch.cuh.j2", command, f"attention dispatch for {dt}"))
+        files["ft/attention.cuh"] = env.get_template("attention_dispatch.cuh.j2").render(
+            dtypes=[{"dtype": dt, "enum": DTYPES[dt]["enum"]} for dt in by_dtype], guard="FT_ATTENTION_CUH",
+            banner=banner("attention_dispatch.cuh.j2", command, "attention dispatch"))
+        return files
+
+
+FAMILIES = {f.name: f for f in (NormFamily(), AttentionFamily())}
 
 
 # ---------------------------------------------------------------- naming
@@ -238,12 +346,10 @@ def render_manifest(env, variants, command):
         by_family.setdefault(v["family"].name, []).append(v)
     for fname, vs in by_family.items():
         family = FAMILIES[fname]
-        # the dispatch header covers the variants at the family's default width
-        default = [v for v in vs if not family.name_parts(v["params"])]
-        header = f"ft/{fname}.cuh"
-        files[header] = env.get_template(family.dispatch_template).render(
-            variants=default, guard=f"FT_{fname.upper()}_CUH",
-            banner=banner(family.dispatch_template, command, f"{fname} dispatch"))
+        # the dispatch headers cover the variants at the family's default choices
+        files.update(family.dispatch_files(env, [v for v in vs if family.is_default(v["params"])], command))
+    for v in variants:
+        v["xargs"] = ", ".join([v["suffix"], v["enum"]] + v["family"].listing_args(v))
     files["ft/variants.h"] = env.get_template("variants.h.j2").render(
         families=sorted(by_family.items()), banner=banner("variants.h.j2", command, "listing"))
     files["variants.cmake"] = env.get_template("variants.cmake.j2").render(
@@ -308,7 +414,8 @@ def on_demand_variants(args):
     if family is None:
         raise VariantError(f"unknown family '{args.family}' (known: {', '.join(FAMILIES)})")
     lists = {}
-    for dim, text, conv in (("dtype", args.dtype, str), ("width", args.width, int)):
+    for dim, text, conv in (("dtype", args.dtype, str), ("width", args.width, int),
+                            ("head_size", args.head_size, int)):
         if text is None:
             continue
         try:
@@ -324,7 +431,7 @@ def on_demand_variants(args):
 
 def on_demand_command(args):
     cmd = ["python3", "gen/ftgen.py", "--family", args.family]
-    for opt, val in (("--width", args.width), ("--dtype", args.dtype)):
+    for opt, val in (("--head-size", args.head_size), ("--width", args.width), ("--dtype", args.dtype)):
         if val is not None:
             cmd += [opt, val]
     return " ".join(cmd)
@@ -341,6 +448,7 @@ def main(argv=None):
     ap.add_argument("--family", help="generate on demand: family name (e.g. norm)")
     ap.add_argument("--dtype", help="on demand: dtype list, e.g. fp16,bf16")
     ap.add_argument("--width", help="on demand: vector copy width list in bytes (4, 8, 16)")
+    ap.add_argument("--head-size", help="on demand (attention): head size list, e.g. 80,96")
     ap.add_argument("--print-outputs", action="store_true", help="on demand: print header paths, write nothing")
     args = ap.parse_args(argv)
 
@@ -358,8 +466,8 @@ def main(argv=None):
             for rel in write_if_different(args.out, files):
                 print(f"ftgen: wrote {os.path.join(args.out, rel)}")
             return 0
-        if args.dtype or args.width or args.print_outputs:
-            raise VariantError("--dtype/--width/--print-outputs need --family")
+        if args.dtype or args.width or args.head_size or args.print_outputs:
+            raise VariantError("--dtype/--width/--head-size/--print-outputs need --family")
         variants = load_manifest(args.manifest)
     except VariantError as e:
         print(f"ftgen: {e}", file=sys.stderr)

@@ -137,8 +137,47 @@ class GeneratorTest(unittest.TestCase):
     def test_listing_covers_every_variant(self):
         files = ftgen.render_manifest(ftgen.environment(), ftgen.load_manifest(ftgen.MANIFEST), "CMD")
         for v in ftgen.load_manifest(ftgen.MANIFEST):
-            self.assertIn(f"X({v['suffix']}, {v['enum']})", files["ft/variants.h"])
+            extra = "".join(", " + a for a in v["family"].listing_args(v))
+            self.assertIn(f"X({v['suffix']}, {v['enum']}{extra})", files["ft/variants.h"])
             self.assertIn(v["header"], files["variants.cmake"])
+        self.assertIn("X(h64_fp16, FT_FP16, 64)", files["ft/variants.h"])
+
+    def test_attention_names_and_default_width(self):
+        fam = ftgen.FAMILIES["attention"]
+        v = ftgen.make_variant(fam, {"head_size": 64, "dtype": "fp16"})
+        self.assertEqual((v["header"], v["suffix"]), ("ft/attention_h64_fp16.cuh", "h64_fp16"))
+        self.assertEqual(v["params"]["width"], 16)
+        w = ftgen.make_variant(fam, {"head_size": 80, "dtype": "fp16", "width": 8})
+        self.assertEqual(w["suffix"], "h80_w8_fp16")
+        # 20 fp16 = 40 bytes: 16 does not divide it, 8 does
+        self.assertEqual(ftgen.make_variant(fam, {"head_size": 20, "dtype": "fp16"})["params"]["width"], 8)
+
+    def test_attention_plan_constants(self):
+        ctx = ftgen.FAMILIES["attention"].context({"head_size": 80, "dtype": "fp16", "width": 16})
+        # 160-byte rows: 10 vectors, 2 threads per key with 5 vectors each
+        self.assertEqual((ctx["NV"], ctx["TPK"], ctx["CPT"], ctx["VEC"]), (10, 2, 5, 8))
+        ctx = ftgen.FAMILIES["attention"].context({"head_size": 128, "dtype": "bf16", "width": 16})
+        self.assertEqual((ctx["NV"], ctx["TPK"], ctx["CPT"], ctx["gq_list"]), (16, 16, 1, [1, 4]))
+
+    def test_on_demand_attention(self):
+        rc, out, err = run("--family", "attention", "--head-size", "72", "--dtype", "bf16", "--out", self.tmp)
+        self.assertEqual(rc, 0, err)
+        with open(os.path.join(self.tmp, "ft", "attention_h72_bf16.cuh")) as f:
+            text = f.read()
+        self.assertIn("ft_masked_self_attention_decode_h72_bf16(", text)
+        self.assertIn("--family attention --head-size 72 --dtype bf16", text)
+
+    def test_attention_impossible_combinations(self):
+        for args in (("--head-size", "7"), ("--head-size", "1024"), ("--head-size", "20", "--width", "16"),
+                     ("--head-size", "512", "--dtype", "fp32", "--width", "4")):
+            full = ("--family", "attention") + args + (() if "--dtype" in args else ("--dtype", "fp16"))
+            rc, _, err = run(*full, "--out", self.tmp)
+            self.assertEqual(rc, 2, (args, err))
+            self.assertEqual(len(err.strip().splitlines()), 1, err)
+            self.assertEqual(ftgen.existing_files(self.tmp), set())
+        rc, _, err = run("--family", "norm", "--dtype", "fp16", "--head-size", "64", "--out", self.tmp)
+        self.assertEqual(rc, 2)
+        self.assertIn("no dimension 'head_size'", err)
 
 
 if __name__ == "__main__":

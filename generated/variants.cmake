@@ -5,7 +5,38 @@ set(FT_GENERATED_HEADERS
     ft/norm_fp32.cuh
     ft/norm_fp16.cuh
     ft/norm_bf16.cuh
+    ft/attention_h32_fp32.cuh
+    ft/attention_h32_fp16.cuh
+    ft/attention_h32_bf16.cuh
+    ft/attention_h48_fp32.cuh
+    ft/attention_h48_fp16.cuh
+    ft/attention_h48_bf16.cuh
+    ft/attention_h64_fp32.cuh
+    ft/attention_h64_fp16.cuh
+    ft/attention_h64_bf16.cuh
+    ft/attention_h80_fp32.cuh
+    ft/attention_h80_fp16.cuh
+    ft/attention_h80_bf16.cuh
+    ft/attention_h96_fp32.cuh
+    ft/attention_h96_fp16.cuh
+    ft/attention_h96_bf16.cuh
+    ft/attention_h112_fp32.cuh
+    ft/attention_h112_fp16.cuh
+    ft/attention_h112_bf16.cuh
+    ft/attention_h128_fp32.cuh
+    ft/attention_h128_fp16.cuh
+    ft/attention_h128_bf16.cuh
+    ft/attention_h160_fp32.cuh
+    ft/attention_h160_fp16.cuh
+    ft/attention_h160_bf16.cuh
+    ft/attention_h192_fp32.cuh
+    ft/attention_h192_fp16.cuh
+    ft/attention_h192_bf16.cuh
+    ft/attention_h256_fp32.cuh
+    ft/attention_h256_fp16.cuh
+    ft/attention_h256_bf16.cuh
+    ft/attention.cuh
     ft/norm.cuh
     ft/variants.h
 )
-set(FT_GENERATED_FAMILIES norm)
+set(FT_GENERATED_FAMILIES attention norm)

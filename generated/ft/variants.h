@@ -2,9 +2,42 @@
  * Regenerate: python3 gen/ftgen.py
  * Variant: listing */
 /* Every generated variant, as X-macros, so tests and benchmarks loop over exactly what
- * the manifest ships: X(suffix, dtype_enum) per variant of a family's dispatch header. */
+ * the manifest ships. Per variant: X(suffix, dtype_enum) for norm, X(suffix, dtype_enum,
+ * head_size) for attention. */
 #ifndef FT_VARIANTS_H
 #define FT_VARIANTS_H
+
+#define FT_ATTENTION_VARIANTS(X) \
+    X(h32_fp32, FT_FP32, 32) \
+    X(h32_fp16, FT_FP16, 32) \
+    X(h32_bf16, FT_BF16, 32) \
+    X(h48_fp32, FT_FP32, 48) \
+    X(h48_fp16, FT_FP16, 48) \
+    X(h48_bf16, FT_BF16, 48) \
+    X(h64_fp32, FT_FP32, 64) \
+    X(h64_fp16, FT_FP16, 64) \
+    X(h64_bf16, FT_BF16, 64) \
+    X(h80_fp32, FT_FP32, 80) \
+    X(h80_fp16, FT_FP16, 80) \
+    X(h80_bf16, FT_BF16, 80) \
+    X(h96_fp32, FT_FP32, 96) \
+    X(h96_fp16, FT_FP16, 96) \
+    X(h96_bf16, FT_BF16, 96) \
+    X(h112_fp32, FT_FP32, 112) \
+    X(h112_fp16, FT_FP16, 112) \
+    X(h112_bf16, FT_BF16, 112) \
+    X(h128_fp32, FT_FP32, 128) \
+    X(h128_fp16, FT_FP16, 128) \
+    X(h128_bf16, FT_BF16, 128) \
+    X(h160_fp32, FT_FP32, 160) \
+    X(h160_fp16, FT_FP16, 160) \
+    X(h160_bf16, FT_BF16, 160) \
+    X(h192_fp32, FT_FP32, 192) \
+    X(h192_fp16, FT_FP16, 192) \
+    X(h192_bf16, FT_BF16, 192) \
+    X(h256_fp32, FT_FP32, 256) \
+    X(h256_fp16, FT_FP16, 256) \
+    X(h256_bf16, FT_BF16, 256)
 
 #define FT_NORM_VARIANTS(X) \
     X(fp32, FT_FP32) \

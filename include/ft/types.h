@@ -36,6 +36,20 @@ typedef enum ft_act {
     FT_ACT_SILU = 3
 } ft_act;
 
+/* Where position t of sequence b, key/value head h lives in a cache of capacity Lmax. */
+typedef enum ft_kv_layout {
+    FT_KV_BHLD = 0, /* [B, Hkv, Lmax, D]  (LLaMA-style; each head's steps contiguous) */
+    FT_KV_LBHD = 1, /* [Lmax, B, Hkv*D]   (FasterTransformer's self-attention cache) */
+    FT_KV_BLHD = 2  /* [B, Lmax, Hkv*D]   (FasterTransformer's encoder memory) */
+} ft_kv_layout;
+
+/* Rotary embedding of q and the new k at position lengths[b], angle pos * base^(-2i/rd). */
+typedef enum ft_rope {
+    FT_ROPE_NONE = 0,
+    FT_ROPE_INTERLEAVED = 1, /* pairs (2i, 2i+1): GPT-J, Meta's LLaMA (FasterLLaMA seed) */
+    FT_ROPE_HALF = 2         /* pairs (i, i + rd/2): GPT-NeoX, Hugging Face LLaMA */
+} ft_rope;
+
 #define FT_ERROR_MESSAGE_LEN 512
 
 static inline const char *ft_status_string(ft_status s)

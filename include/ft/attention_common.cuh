@@ -1,0 +1,216 @@
+/* ftkernels: what every decoder-attention variant shares — argument structs, cache
+ * layouts, rotary styles, the split-KV plan and its workspace, host-side checks.
+ *
+ * The kernels themselves are generated per head size, dtype and copy width
+ * (ft/attention_h<D>_<dtype>.cuh); ft/attention.cuh dispatches among them at run time. */
+#ifndef FT_ATTENTION_COMMON_CUH
+#define FT_ATTENTION_COMMON_CUH
+
+#include <math.h>
+#include <string.h>
+
+#include "ft/common.cuh"
+#include "ft/reduce.cuh"
+
+/* Splits of one (sequence, head) the automatic plan may choose; forced splits may not
+ * exceed it either (the combine step merges at most this many partials). */
+#define FT_ATTN_MAX_SPLITS 64
+
+/* One decoding step of masked self-attention for a batch. Pointers are device memory of
+ * the launcher's dtype unless said otherwise; D is the variant's head size. */
+typedef struct ft_self_attention_args {
+    int batch;        /* B */
+    int num_heads;    /* H, query heads */
+    int num_kv_heads; /* Hkv; H % Hkv == 0 (Hkv == H: multi-head, 1: multi-query) */
+    int max_len;      /* Lmax: the cache's capacity in steps */
+    int max_seq_len;  /* host-side bound on lengths[b] + 1 used to plan split-KV (0: max_len);
+                         a longer sequence is still handled correctly, only less evenly */
+    const void *q;    /* [B, H*D]   this step's query */
+    const void *k;    /* [B, Hkv*D] this step's key, appended to the cache */
+    const void *v;    /* [B, Hkv*D] this step's value, appended to the cache */
+    const void *q_bias, *k_bias, *v_bias; /* [H*D], [Hkv*D], [Hkv*D], or NULL */
+    void *k_cache, *v_cache;              /* see layout */
+    ft_kv_layout layout;                  /* FT_KV_BHLD or FT_KV_LBHD */
+    const int *lengths; /* [B] int32, device: steps already cached. This step's k, v are
+                           written at position lengths[b] and attention covers
+                           lengths[b] + 1 steps. lengths[b] < 0 marks an empty slot (out
+                           is zero, the cache untouched); lengths[b] >= max_len cannot be
+                           appended (out is NaN, the cache untouched). */
+    void *out;          /* [B, H*D] */
+    float scale;        /* softmax scale; 0 means 1/sqrt(D) */
+    ft_rope rope;
+    int rotary_dim;     /* even, <= D; 0 means D (ignored without rope) */
+    float rotary_base;  /* 0 means 10000 */
+    int splits;         /* split-KV: 0 automatic, 1 off, n > 1 forced */
+    void *workspace;    /* for splits > 1: ft_attention_workspace_bytes(B, H, D, splits) */
+    size_t workspace_bytes;
+} ft_self_attention_args;
+
+/* Decoder cross-attention of one query per sequence against encoder memory K/V, whose
+ * bias is added once beforehand by ft_add_memory_bias_h<D>_<dtype>. */
+typedef struct ft_cross_attention_args {
+    int batch, num_heads, num_kv_heads;
+    int mem_len;                /* Lmem: capacity of the memory in steps */
+    int max_mem_seq_len;        /* host-side bound on mem_lengths[b] for planning (0: mem_len) */
+    const void *q;              /* [B, H*D] */
+    const void *q_bias;         /* [H*D] or NULL */
+    const void *k_mem, *v_mem;  /* see layout */
+    ft_kv_layout layout;        /* FT_KV_BLHD ([B, Lmem, Hkv*D]) or FT_KV_BHLD */
+    const int *mem_lengths;     /* [B] int32, device: valid memory steps; <= 0 gives zeros,
+                                   > mem_len gives NaN */
+    void *out;                  /* [B, H*D] */
+    float scale;                /* 0 means 1/sqrt(D) */
+    int splits;                 /* 0 automatic, 1 off, n > 1 forced */
+    void *workspace;
+    size_t workspace_bytes;
+} ft_cross_attention_args;
+
+/* Device-memory bytes the split-KV partials need: per split, per (sequence, head), D
+ * floats of unnormalised output plus the running max and sum. */
+static inline size_t ft_attention_workspace_bytes(int batch, int num_heads, int head_size, int splits)
+{
+    if (batch <= 0 || num_heads <= 0 || head_size <= 0 || splits <= 1)
+        return 0;
+    return (size_t)splits * (size_t)batch * (size_t)num_heads * ((size_t)head_size + 2) * sizeof(float);
+}
+
+/* ---------------------------------------------------------------- host-side plan */
+
+/* What every launcher of the family resolves before launching. */
+typedef struct ft_attn_plan {
+    int B, H, Hkv, G;   /* G = H / Hkv query heads per key/value head */
+    int L;              /* capacity */
+    int max_seq;        /* planning bound on steps per sequence */
+    int splits;
+    int chunk;          /* steps per split */
+    float qk_scale;     /* scale * log2(e): logits live in the exp2 domain */
+    float rope_log2_base;
+} ft_attn_plan;
+
+/* Shape checks shared by self- and cross-attention. */
+static inline ft_status ft_attn_check_shape(const char *fn, int B, int H, int Hkv, int L, int D,
+                                            ft_attn_plan *p)
+{
+    if (B <= 0)
+        return ft_fail(FT_ERR_INVALID_ARGUMENT, "%s: batch must be positive, got %d", fn, B);
+    if (H <= 0 || Hkv <= 0)
+        return ft_fail(FT_ERR_INVALID_ARGUMENT, "%s: num_heads (%d) and num_kv_heads (%d) must be positive", fn,
+                       H, Hkv);
+    if (H % Hkv != 0)
+        return ft_fail(FT_ERR_INVALID_ARGUMENT, "%s: num_heads %d is not a multiple of num_kv_heads %d", fn, H,
+                       Hkv);
+    if (L <= 0)
+        return ft_fail(FT_ERR_INVALID_ARGUMENT, "%s: cache capacity must be positive, got %d", fn, L);
+    if ((int64_t)B * Hkv * (int64_t)L * D > ((int64_t)1 << 46))
+        return ft_fail(FT_ERR_INVALID_ARGUMENT, "%s: cache of %d x %d x %d x %d elements is implausibly large", fn,
+                       B, Hkv, L, D);
+    p->B = B;
+    p->H = H;
+    p->Hkv = Hkv;
+    p->G = H / Hkv;
+    p->L = L;
+    return FT_OK;
+}
+
+/* Chooses the number of KV splits. Automatic: enough blocks for about four per
+ * multiprocessor, each split at least 256 steps, no more than the workspace holds. */
+static inline ft_status ft_attn_plan_splits(const char *fn, ft_attn_plan *p, int requested, int max_seq,
+                                            int blocks_per_split, int D, size_t ws_bytes, const void *ws)
+{
+    if (max_seq < 0)
+        return ft_fail(FT_ERR_INVALID_ARGUMENT, "%s: the sequence-length bound must not be negative, got %d", fn,
+                       max_seq);
+    p->max_seq = max_seq == 0 || max_seq > p->L ? p->L : max_seq;
+    if (requested < 0 || requested > FT_ATTN_MAX_SPLITS)
+        return ft_fail(FT_ERR_INVALID_ARGUMENT, "%s: splits must be 0 (automatic) .. %d, got %d", fn,
+                       FT_ATTN_MAX_SPLITS, requested);
+    int splits = requested;
+    if (requested == 0) {
+        int sms = 0;
+        ft_status st = ft_sm_count(fn, &sms);
+        if (st != FT_OK)
+            return st;
+        const int target = 4 * sms;
+        splits = (target + blocks_per_split - 1) / blocks_per_split;
+        const int by_len = (p->max_seq + 255) / 256;
+        if (splits > by_len)
+            splits = by_len;
+        if (splits > FT_ATTN_MAX_SPLITS)
+            splits = FT_ATTN_MAX_SPLITS;
+        while (splits > 1 && (ws == NULL || ft_attention_workspace_bytes(p->B, p->H, D, splits) > ws_bytes))
+            splits--;
+        if (splits < 1)
+            splits = 1;
+    } else if (requested > 1) {
+        const size_t need = ft_attention_workspace_bytes(p->B, p->H, D, requested);
+        if (ws == NULL || ws_bytes < need)
+            return ft_fail(FT_ERR_INVALID_ARGUMENT,
+                           "%s: %d splits need a workspace of %zu bytes (ft_attention_workspace_bytes), got %zu%s",
+                           fn, requested, need, ws_bytes, ws == NULL ? " (NULL)" : "");
+        if (!ft_aligned(ws, 16))
+            return ft_fail(FT_ERR_MISALIGNED, "%s: workspace must be 16-byte aligned", fn);
+    }
+    p->splits = splits;
+    p->chunk = (p->max_seq + splits - 1) / splits;
+    if (p->chunk < 1)
+        p->chunk = 1;
+    return FT_OK;
+}
+
+static inline ft_status ft_attn_check_scale(const char *fn, float scale, int D, ft_attn_plan *p)
+{
+    if (!(scale >= 0.0f && scale <= 3.0e38f))
+        return ft_fail(FT_ERR_INVALID_ARGUMENT, "%s: scale must be finite and >= 0 (0: 1/sqrt(D)), got %g", fn,
+                       (double)scale);
+    const float s = scale == 0.0f ? 1.0f / sqrtf((float)D) : scale;
+    p->qk_scale = s * 1.4426950408889634f; /* log2(e) */
+    return FT_OK;
+}
+
+/* ---------------------------------------------------------------- device helpers */
+
+/* First element of (sequence b, kv head h) and the distance between its steps. */
+static __device__ __forceinline__ void ft_kv_base(int layout, int b, int h, int B, int Hkv, int L, int D,
+                                                  int64_t *base, int64_t *stride)
+{
+    if (layout == FT_KV_BHLD) {
+        *base = ((int64_t)b * Hkv + h) * L * D;
+        *stride = D;
+    } else if (layout == FT_KV_LBHD) {
+        *base = ((int64_t)b * Hkv + h) * D;
+        *stride = (int64_t)B * Hkv * D;
+    } else { /* FT_KV_BLHD */
+        *base = (int64_t)b * L * Hkv * D + (int64_t)h * D;
+        *stride = (int64_t)Hkv * D;
+    }
+}
+
+/* Rotates element d of a head vector in smem `x` (float[D], already biased) at position
+ * pos; returns the new value of x[d]. Reads only x, so all d can be computed before any
+ * is written back. inv_freq = base^(-2i/rd) is taken in double and rounded once, so the
+ * C reference reproduces the angle bit for bit. */
+static __device__ __forceinline__ float ft_rope_elem(const float *x, int d, int pos, int style, int rd,
+                                                     float log2_base)
+{
+    if (style == FT_ROPE_NONE || d >= rd)
+        return x[d];
+    int i, partner;
+    float sign;
+    if (style == FT_ROPE_INTERLEAVED) {
+        i = d >> 1;
+        partner = d ^ 1;
+        sign = (d & 1) ? 1.0f : -1.0f;
+    } else {
+        const int half = rd >> 1;
+        i = d < half ? d : d - half;
+        partner = d < half ? d + half : d - half;
+        sign = d < half ? -1.0f : 1.0f;
+    }
+    const float inv_freq = (float)exp2(-(2.0 * i / rd) * (double)log2_base);
+    const float angle = (float)pos * inv_freq;
+    float s, c;
+    sincosf(angle, &s, &c);
+    return x[d] * c + sign * x[partner] * s;
+}
+
+#endif /* FT_ATTENTION_COMMON_CUH */

@@ -1,0 +1,38 @@
+/* CPU reference of decoder attention (self and cross), plain C, double accumulation. */
+#ifndef FT_REF_ATTENTION_H
+#define FT_REF_ATTENTION_H
+
+#include <stdint.h>
+
+#include "ref_common.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct ref_attn {
+    int B, H, Hkv, D, L; /* L: cache / memory capacity */
+    int layout;          /* ft_kv_layout */
+    int is_self;
+    const int *lengths;  /* self: cached steps (new token at lengths[b]); cross: memory steps */
+    const float *q, *q_bias;                 /* [B, H*D], [H*D] or NULL */
+    const float *k_new, *v_new;              /* self: [B, Hkv*D] */
+    const float *k_bias, *v_bias;            /* self: [Hkv*D] or NULL */
+    float *k_cache, *v_cache;                /* in layout; self appends the new k, v (rounded to dt) */
+    int rope, rotary_dim;                    /* ft_rope; rotary_dim already resolved (0 -> D) */
+    float log2_base;                         /* log2f(base), as the launcher computes it */
+    double scale;                            /* already resolved (0 -> 1/sqrt(D)) */
+    ft_dtype dt;
+    double *out;                             /* [B, H*D] */
+} ref_attn;
+
+/* Index of (b, h, t, d) in a cache of the given layout. */
+int64_t ref_kv_index(int layout, int B, int Hkv, int L, int D, int b, int h, int t, int d);
+
+void ref_attention_decode(const ref_attn *a);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* FT_REF_ATTENTION_H */

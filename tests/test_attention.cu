@@ -1,0 +1,336 @@
+/* GPU tests of the decoder-attention family against ref/ref_attention.c.
+ *
+ * Built once per dtype (FT_ATTN_TEST_DT = fp32 | fp16 | bf16, so the three compile in
+ * parallel); one test per generated head size of that dtype, registered from
+ * ft/variants.h. Each runs fixed cases (GQA ratios 1, 4, 8 and H; both cache layouts;
+ * rotary off, interleaved, half, partial; split-KV off, automatic and forced; lengths
+ * 0, 1, the last slot, past one sub-chunk; empty slots and over-capacity rows; cross-
+ * attention with memory bias and per-sequence lengths) and random ones. Outputs and
+ * the whole cache are compared after every launch; outputs are poisoned before it. */
+#include "ft/variants.h"
+
+#include "cuda_util.h"
+#include "harness.h"
+#include "ref/ref_attention.h"
+
+/* FT_ATTN_TEST_HEADER ("ft/attention_fp16.cuh"), FT_ATTN_TEST_DT (fp16) and
+ * FT_ATTN_TEST_DT_UPPER (FP16) come from tests/CMakeLists.txt */
+#include FT_ATTN_TEST_HEADER
+
+#define FT_CAT3(a, b, c) a##b##c
+#define FT_CAT(a, b, c) FT_CAT3(a, b, c)
+
+#define SELF_DECODE FT_CAT(ft_masked_self_attention_decode_, FT_ATTN_TEST_DT, )
+#define CROSS_DECODE FT_CAT(ft_cross_attention_decode_, FT_ATTN_TEST_DT, )
+#define MEMORY_BIAS FT_CAT(ft_add_memory_bias_, FT_ATTN_TEST_DT, )
+
+typedef struct attn_case {
+    int is_self;
+    int B, H, Hkv, L;
+    int layout;
+    int rope, rotary_dim; /* rotary_dim 0: D */
+    int splits;           /* 0 auto, 1 off, n forced */
+    int with_bias;
+    int lengths[16];
+} attn_case;
+
+static ref_tol attn_tolerance(ft_dtype dt)
+{
+    /* softmax-weighted sums over thousands of steps in fp32: a little above the norm
+     * family's fp32 tolerance; fp16/bf16 outputs are dominated by their own rounding */
+    ref_tol t = ref_tolerance(dt);
+    if (dt == FT_FP32)
+        t.atol = t.rtol = 2e-4;
+    return t;
+}
+
+static void run_case(ft_test *t, ft_dtype dt, int D, const attn_case *c, ref_rng *rng)
+{
+    const int B = c->B, H = c->H, Hkv = c->Hkv, L = c->L;
+    const size_t es = ft_dtype_size(dt);
+    const size_t nq = (size_t)B * H * D, nkv = (size_t)B * Hkv * D, ncache = (size_t)B * Hkv * L * D;
+    float *q = (float *)malloc(nq * 4), *kn = (float *)malloc(nkv * 4), *vn = (float *)malloc(nkv * 4);
+    float *qb = (float *)malloc((size_t)H * D * 4), *kb = (float *)malloc((size_t)Hkv * D * 4);
+    float *vb = (float *)malloc((size_t)Hkv * D * 4);
+    float *kc = (float *)malloc(ncache * 4), *vc = (float *)malloc(ncache * 4);
+    float *got = (float *)malloc((ncache > nq ? ncache : nq) * 4);
+    double *ref = (double *)malloc(nq * sizeof(double)), *refc = (double *)malloc(ncache * sizeof(double));
+    fill_normal(q, nq, rng, 0.0, 1.0, dt);
+    fill_normal(kn, nkv, rng, 0.0, 1.0, dt);
+    fill_normal(vn, nkv, rng, 0.0, 1.0, dt);
+    fill_normal(qb, (size_t)H * D, rng, 0.0, 0.5, dt);
+    fill_normal(kb, (size_t)Hkv * D, rng, 0.0, 0.5, dt);
+    fill_normal(vb, (size_t)Hkv * D, rng, 0.0, 0.5, dt);
+    fill_normal(kc, ncache, rng, 0.0, 1.0, dt);
+    fill_normal(vc, ncache, rng, 0.0, 1.0, dt);
+
+    void *dq = dev_alloc(nq * es), *dkn = dev_alloc(nkv * es), *dvn = dev_alloc(nkv * es);
+    void *dqb = dev_alloc((size_t)H * D * es), *dkb = dev_alloc((size_t)Hkv * D * es);
+    void *dvb = dev_alloc((size_t)Hkv * D * es), *dkc = dev_alloc(ncache * es), *dvc = dev_alloc(ncache * es);
+    void *dout = dev_alloc(nq * es);
+    int *dlen = (int *)dev_alloc(sizeof(int) * B);
+    const size_t ws_bytes = ft_attention_workspace_bytes(B, H, D, FT_ATTN_MAX_SPLITS);
+    void *ws = dev_alloc(ws_bytes);
+    dev_upload(dq, q, nq, dt);
+    dev_upload(dkn, kn, nkv, dt);
+    dev_upload(dvn, vn, nkv, dt);
+    dev_upload(dqb, qb, (size_t)H * D, dt);
+    dev_upload(dkb, kb, (size_t)Hkv * D, dt);
+    dev_upload(dvb, vb, (size_t)Hkv * D, dt);
+    dev_upload(dkc, kc, ncache, dt);
+    dev_upload(dvc, vc, ncache, dt);
+    dev_poison(dout, nq * es);
+    FT_CHECK_CUDA(cudaMemcpy(dlen, c->lengths, sizeof(int) * B, cudaMemcpyHostToDevice));
+
+    char what[256];
+    snprintf(what, sizeof what,
+             "%s h%d %s B=%d H=%d Hkv=%d L=%d layout=%d rope=%d rd=%d splits=%d bias=%d len0=%d len_last=%d",
+             c->is_self ? "self" : "cross", D, ft_dtype_name(dt), B, H, Hkv, L, c->layout, c->rope, c->rotary_dim,
+             c->splits, c->with_bias, c->lengths[0], c->lengths[B - 1]);
+
+    ref_attn r;
+    memset(&r, 0, sizeof r);
+    r.B = B;
+    r.H = H;
+    r.Hkv = Hkv;
+    r.D = D;
+    r.L = L;
+    r.layout = c->layout;
+    r.is_self = c->is_self;
+    r.lengths = c->lengths;
+    r.q = q;
+    r.q_bias = c->with_bias ? qb : NULL;
+    r.k_cache = kc;
+    r.v_cache = vc;
+    r.scale = 1.0 / sqrt((double)D);
+    r.dt = dt;
+    r.out = ref;
+
+    ft_status st;
+    if (c->is_self) {
+        ft_self_attention_args a;
+        memset(&a, 0, sizeof a);
+        a.batch = B;
+        a.num_heads = H;
+        a.num_kv_heads = Hkv;
+        a.max_len = L;
+        a.q = dq;
+        a.k = dkn;
+        a.v = dvn;
+        a.q_bias = c->with_bias ? dqb : NULL;
+        a.k_bias = c->with_bias ? dkb : NULL;
+        a.v_bias = c->with_bias ? dvb : NULL;
+        a.k_cache = dkc;
+        a.v_cache = dvc;
+        a.layout = (ft_kv_layout)c->layout;
+        a.lengths = dlen;
+        a.out = dout;
+        a.rope = (ft_rope)c->rope;
+        a.rotary_dim = c->rotary_dim;
+        a.rotary_base = 10000.0f;
+        a.splits = c->splits;
+        a.workspace = ws;
+        a.workspace_bytes = ws_bytes;
+        st = SELF_DECODE(D, &a, 0);
+        r.k_new = kn;
+        r.v_new = vn;
+        r.k_bias = c->with_bias ? kb : NULL;
+        r.v_bias = c->with_bias ? vb : NULL;
+        r.rope = c->rope;
+        r.rotary_dim = c->rotary_dim ? c->rotary_dim : D;
+        r.log2_base = log2f(10000.0f);
+    } else {
+        /* the memory bias is added once, in place, by its own launcher */
+        st = c->with_bias ? MEMORY_BIAS(D, dkc, dkb, dvc, dvb, B, Hkv, L, (ft_kv_layout)c->layout, 0) : FT_OK;
+        FT_EXPECT(t, st == FT_OK, "%s: memory bias: %s", what, ft_last_error());
+        if (c->with_bias)
+            for (int b = 0; b < B; b++)
+                for (int h = 0; h < Hkv; h++)
+                    for (int s = 0; s < L; s++)
+                        for (int d = 0; d < D; d++) {
+                            const int64_t i = ref_kv_index(c->layout, B, Hkv, L, D, b, h, s, d);
+                            kc[i] = (float)ref_round((double)kc[i] + kb[h * D + d], dt);
+                            vc[i] = (float)ref_round((double)vc[i] + vb[h * D + d], dt);
+                        }
+        ft_cross_attention_args a;
+        memset(&a, 0, sizeof a);
+        a.batch = B;
+        a.num_heads = H;
+        a.num_kv_heads = Hkv;
+        a.mem_len = L;
+        a.q = dq;
+        a.q_bias = c->with_bias ? dqb : NULL;
+        a.k_mem = dkc;
+        a.v_mem = dvc;
+        a.layout = (ft_kv_layout)c->layout;
+        a.mem_lengths = dlen;
+        a.out = dout;
+        a.splits = c->splits;
+        a.workspace = ws;
+        a.workspace_bytes = ws_bytes;
+        st = CROSS_DECODE(D, &a, 0);
+    }
+    FT_CHECK_CUDA(cudaGetLastError());
+    FT_CHECK_CUDA(cudaDeviceSynchronize());
+    FT_EXPECT(t, st == FT_OK, "%s: status %s (%s)", what, ft_status_string(st), ft_last_error());
+    if (st == FT_OK) {
+        ref_attention_decode(&r);
+        const ref_tol tol = attn_tolerance(dt);
+        dev_download(got, dout, nq, dt);
+        /* rows past capacity must be NaN: compare those separately */
+        size_t nan_rows_ok = 1;
+        for (int b = 0; b < B; b++) {
+            const int len = c->lengths[b];
+            const int over = c->is_self ? len >= L : len > L;
+            for (int i = 0; i < H * D; i++) {
+                const size_t k = (size_t)b * H * D + i;
+                if (over) {
+                    nan_rows_ok &= isnan(got[k]) != 0;
+                    got[k] = 0.0f;
+                    ref[k] = 0.0;
+                }
+            }
+        }
+        FT_EXPECT(t, nan_rows_ok, "%s: a row past capacity is not NaN", what);
+        ft_expect_close(t, what, got, ref, nq, tol.atol, tol.rtol);
+        /* the caches: appended steps as stored, every other element untouched */
+        const char *names[2] = {"k cache", "v cache"};
+        void *dc[2] = {dkc, dvc};
+        float *hc[2] = {kc, vc};
+        for (int w = 0; w < 2; w++) {
+            char w2[300];
+            snprintf(w2, sizeof w2, "%s (%s)", what, names[w]);
+            dev_download(got, dc[w], ncache, dt);
+            for (size_t i = 0; i < ncache; i++)
+                refc[i] = hc[w][i];
+            ft_expect_close(t, w2, got, refc, ncache, tol.atol, tol.rtol);
+        }
+    }
+    void *bufs[] = {dq, dkn, dvn, dqb, dkb, dvb, dkc, dvc, dout, dlen, ws};
+    for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++)
+        FT_CHECK_CUDA(cudaFree(bufs[i]));
+    free(q);
+    free(kn);
+    free(vn);
+    free(qb);
+    free(kb);
+    free(vb);
+    free(kc);
+    free(vc);
+    free(got);
+    free(ref);
+    free(refc);
+}
+
+static attn_case self_case(int B, int H, int Hkv, int L, int layout, int rope, int rd, int splits, const int *len)
+{
+    attn_case c;
+    memset(&c, 0, sizeof c);
+    c.is_self = 1;
+    c.B = B;
+    c.H = H;
+    c.Hkv = Hkv;
+    c.L = L;
+    c.layout = layout;
+    c.rope = rope;
+    c.rotary_dim = rd;
+    c.splits = splits;
+    c.with_bias = 1;
+    for (int b = 0; b < B; b++)
+        c.lengths[b] = len[b];
+    return c;
+}
+
+static void attention_test(ft_test *t)
+{
+    const int D = (int)(intptr_t)t->arg;
+    const ft_dtype dt = FT_CAT(FT_, FT_ATTN_TEST_DT_UPPER, );
+    ref_rng rng;
+    ref_rng_seed(&rng, ref_test_seed() * 7 + (uint64_t)D * 131 + (uint64_t)dt);
+    attn_case cases[32];
+    int n = 0;
+    {
+        const int l1[] = {0, 17, 63};
+        cases[n++] = self_case(3, 4, 4, 64, FT_KV_BHLD, FT_ROPE_NONE, 0, 0, l1);
+        const int l2[] = {299, 100};
+        cases[n++] = self_case(2, 8, 2, 300, FT_KV_LBHD, FT_ROPE_INTERLEAVED, 0, 1, l2);
+        const int l3[] = {1499, 5};
+        cases[n++] = self_case(2, 8, 1, 1500, FT_KV_BHLD, FT_ROPE_HALF, D / 2 + (D / 2) % 2, 7, l3);
+        const int l4[] = {-1, 3, 64, 10};
+        cases[n++] = self_case(4, 4, 2, 64, FT_KV_LBHD, FT_ROPE_INTERLEAVED, 0, 0, l4);
+        cases[n++] = self_case(4, 4, 2, 64, FT_KV_BHLD, FT_ROPE_HALF, 0, 3, l4);
+        const int l5[] = {4500};
+        cases[n++] = self_case(1, 2, 2, 5000, FT_KV_BHLD, FT_ROPE_NONE, 0, 1, l5); /* two sub-chunks, one block */
+        cases[n++] = self_case(1, 8, 2, 5000, FT_KV_LBHD, FT_ROPE_HALF, 0, 0, l5);  /* automatic split */
+        const int l6[] = {1, 0};
+        cases[n++] = self_case(2, 3, 3, 8, FT_KV_BHLD, FT_ROPE_NONE, 0, 5, l6); /* more splits than steps */
+        cases[n] = self_case(1, 4, 4, 16, FT_KV_BHLD, FT_ROPE_NONE, 0, 0, l6);
+        cases[n++].with_bias = 0;
+    }
+    {
+        attn_case c;
+        memset(&c, 0, sizeof c);
+        c.B = 3;
+        c.H = 4;
+        c.Hkv = 2;
+        c.L = 200;
+        c.layout = FT_KV_BLHD;
+        c.splits = 3;
+        c.with_bias = 1;
+        c.lengths[0] = 200;
+        c.lengths[1] = 1;
+        c.lengths[2] = 77;
+        cases[n++] = c;
+        c.layout = FT_KV_BHLD;
+        c.H = 8;
+        c.Hkv = 1;
+        c.splits = 0;
+        c.lengths[1] = 0;   /* empty: zeros */
+        c.lengths[2] = 201; /* past capacity: NaN */
+        cases[n++] = c;
+        c.B = 1;
+        c.H = 2;
+        c.Hkv = 2;
+        c.L = 4500;
+        c.layout = FT_KV_BLHD;
+        c.splits = 1;
+        c.with_bias = 0;
+        c.lengths[0] = 4400;
+        cases[n++] = c;
+    }
+    /* random shapes */
+    const int gs[] = {1, 2, 4, 8};
+    for (int i = 0; i < 8; i++) {
+        attn_case c;
+        memset(&c, 0, sizeof c);
+        c.is_self = i % 4 != 3;
+        c.B = (int)ref_rng_range(&rng, 1, 5);
+        c.Hkv = (int)ref_rng_range(&rng, 1, 3);
+        c.H = c.Hkv * gs[ref_rng_range(&rng, 0, 3)];
+        c.L = (int)ref_rng_range(&rng, 1, i < 6 ? 700 : 3000);
+        c.layout = c.is_self ? (int)ref_rng_range(&rng, 0, 1) : (i % 2 ? FT_KV_BLHD : FT_KV_BHLD);
+        c.rope = c.is_self ? (int)ref_rng_range(&rng, 0, 2) : 0;
+        c.splits = (int)ref_rng_range(&rng, 0, 2) == 2 ? (int)ref_rng_range(&rng, 2, 9) : (int)ref_rng_range(&rng, 0, 1);
+        c.with_bias = i % 3 != 0;
+        for (int b = 0; b < c.B; b++)
+            c.lengths[b] = c.is_self ? (int)ref_rng_range(&rng, 0, c.L - 1) : (int)ref_rng_range(&rng, 1, c.L);
+        cases[n++] = c;
+    }
+    for (int i = 0; i < n && t->failures == 0; i++)
+        run_case(t, dt, D, &cases[i], &rng);
+}
+
+__attribute__((constructor)) static void register_attention_tests(void)
+{
+    const ft_dtype want = FT_CAT(FT_, FT_ATTN_TEST_DT_UPPER, );
+#define FT_X(suffix, dt, head_size)                                                              \
+    if (dt == want)                                                                              \
+        ft_test_register("attention_" #suffix, attention_test, (void *)(intptr_t)(head_size), 1);
+    FT_ATTENTION_VARIANTS(FT_X)
+#undef FT_X
+}
+
+int main(int argc, char **argv)
+{
+    return ft_test_main(argc, argv, ft_cuda_probe);
+}

@@ -1,0 +1,153 @@
+/* Argument checks of the attention launchers and dispatchers: every bad input returns
+ * the right status and names itself, without a CUDA call (these run in CI). */
+#include "ft/attention.cuh"
+
+#include "harness.h"
+
+#define P(addr) ((void *)(uintptr_t)(addr))
+
+static ft_self_attention_args good_self(void)
+{
+    ft_self_attention_args a;
+    memset(&a, 0, sizeof a);
+    a.batch = 2;
+    a.num_heads = 8;
+    a.num_kv_heads = 2;
+    a.max_len = 128;
+    a.q = P(0x1000);
+    a.k = P(0x2000);
+    a.v = P(0x3000);
+    a.k_cache = P(0x10000);
+    a.v_cache = P(0x20000);
+    a.layout = FT_KV_BHLD;
+    a.lengths = (const int *)P(0x4000);
+    a.out = P(0x5000);
+    a.splits = 4; /* forced: planned without asking the device */
+    a.workspace = P(0x100000);
+    a.workspace_bytes = ft_attention_workspace_bytes(2, 8, 128, 4);
+    return a;
+}
+
+static ft_cross_attention_args good_cross(void)
+{
+    ft_cross_attention_args a;
+    memset(&a, 0, sizeof a);
+    a.batch = 2;
+    a.num_heads = 8;
+    a.num_kv_heads = 8;
+    a.mem_len = 64;
+    a.q = P(0x1000);
+    a.k_mem = P(0x10000);
+    a.v_mem = P(0x20000);
+    a.layout = FT_KV_BLHD;
+    a.mem_lengths = (const int *)P(0x4000);
+    a.out = P(0x5000);
+    a.splits = 2;
+    a.workspace = P(0x100000);
+    a.workspace_bytes = ft_attention_workspace_bytes(2, 8, 128, 2);
+    return a;
+}
+
+#define EXPECT_SELF(t, mutate, want, needle)                                                      \
+    do {                                                                                          \
+        ft_self_attention_args a = good_self();                                                   \
+        mutate;                                                                                   \
+        const ft_status st = ft_masked_self_attention_decode(FT_FP16, 128, &a, 0);                \
+        FT_EXPECT(t, st == (want), "%s: got %s, want %s (%s)", #mutate, ft_status_string(st),      \
+                  ft_status_string(want), ft_last_error());                                       \
+        FT_EXPECT(t, strstr(ft_last_error(), needle) != NULL, "%s: message '%s' lacks '%s'",       \
+                  #mutate, ft_last_error(), needle);                                              \
+    } while (0)
+
+#define EXPECT_CROSS(t, mutate, want, needle)                                                     \
+    do {                                                                                          \
+        ft_cross_attention_args a = good_cross();                                                 \
+        mutate;                                                                                   \
+        const ft_status st = ft_cross_attention_decode(FT_BF16, 128, &a, 0);                      \
+        FT_EXPECT(t, st == (want), "%s: got %s, want %s (%s)", #mutate, ft_status_string(st),      \
+                  ft_status_string(want), ft_last_error());                                       \
+        FT_EXPECT(t, strstr(ft_last_error(), needle) != NULL, "%s: message '%s' lacks '%s'",       \
+                  #mutate, ft_last_error(), needle);                                              \
+    } while (0)
+
+FT_TEST(attention_args_shapes)
+{
+    EXPECT_SELF(t, a.batch = 0, FT_ERR_INVALID_ARGUMENT, "batch must be positive");
+    EXPECT_SELF(t, a.num_heads = 0, FT_ERR_INVALID_ARGUMENT, "num_heads");
+    EXPECT_SELF(t, a.num_kv_heads = 3, FT_ERR_INVALID_ARGUMENT, "not a multiple of num_kv_heads 3");
+    EXPECT_SELF(t, a.max_len = 0, FT_ERR_INVALID_ARGUMENT, "capacity must be positive");
+    EXPECT_SELF(t, a.max_seq_len = 129, FT_ERR_INVALID_ARGUMENT, "exceeds the cache capacity");
+    EXPECT_SELF(t, a.max_seq_len = -1, FT_ERR_INVALID_ARGUMENT, "must not be negative");
+    EXPECT_CROSS(t, a.num_kv_heads = 16, FT_ERR_INVALID_ARGUMENT, "not a multiple");
+    EXPECT_CROSS(t, a.max_mem_seq_len = 65, FT_ERR_INVALID_ARGUMENT, "exceeds mem_len");
+}
+
+FT_TEST(attention_args_pointers)
+{
+    EXPECT_SELF(t, a.q = NULL, FT_ERR_INVALID_ARGUMENT, "q is NULL");
+    EXPECT_SELF(t, a.k = NULL, FT_ERR_INVALID_ARGUMENT, "k is NULL");
+    EXPECT_SELF(t, a.v_cache = NULL, FT_ERR_INVALID_ARGUMENT, "v_cache is NULL");
+    EXPECT_SELF(t, a.lengths = NULL, FT_ERR_INVALID_ARGUMENT, "lengths is NULL");
+    EXPECT_SELF(t, a.out = NULL, FT_ERR_INVALID_ARGUMENT, "out is NULL");
+    EXPECT_SELF(t, a.k_cache = P(0x10008), FT_ERR_MISALIGNED, "k_cache");
+    EXPECT_SELF(t, a.q = P(0x1001), FT_ERR_MISALIGNED, "q (");
+    EXPECT_SELF(t, a.k_bias = P(0x1003), FT_ERR_MISALIGNED, "k_bias");
+    EXPECT_CROSS(t, a.k_mem = NULL, FT_ERR_INVALID_ARGUMENT, "k_mem is NULL");
+    EXPECT_CROSS(t, a.v_mem = P(0x20004), FT_ERR_MISALIGNED, "v_mem");
+    EXPECT_CROSS(t, a.mem_lengths = (const int *)P(0x4002), FT_ERR_MISALIGNED, "mem_lengths");
+    ft_status st = ft_masked_self_attention_decode_h64_fp32(NULL, 0);
+    FT_EXPECT(t, st == FT_ERR_INVALID_ARGUMENT && strstr(ft_last_error(), "args is NULL"), "NULL args: %s",
+              ft_last_error());
+}
+
+FT_TEST(attention_args_options)
+{
+    EXPECT_SELF(t, a.layout = FT_KV_BLHD, FT_ERR_INVALID_ARGUMENT, "FT_KV_BHLD or FT_KV_LBHD");
+    EXPECT_SELF(t, a.layout = (ft_kv_layout)7, FT_ERR_INVALID_ARGUMENT, "layout");
+    EXPECT_SELF(t, a.rope = (ft_rope)5, FT_ERR_INVALID_ARGUMENT, "unknown rotary style 5");
+    EXPECT_SELF(t, (a.rope = FT_ROPE_HALF, a.rotary_dim = 63), FT_ERR_INVALID_ARGUMENT, "rotary_dim");
+    EXPECT_SELF(t, (a.rope = FT_ROPE_HALF, a.rotary_dim = 130), FT_ERR_INVALID_ARGUMENT, "rotary_dim");
+    EXPECT_SELF(t, (a.rope = FT_ROPE_INTERLEAVED, a.rotary_base = 0.5f), FT_ERR_INVALID_ARGUMENT, "rotary_base");
+    EXPECT_SELF(t, a.scale = -1.0f, FT_ERR_INVALID_ARGUMENT, "scale");
+    EXPECT_SELF(t, a.scale = __builtin_nanf(""), FT_ERR_INVALID_ARGUMENT, "scale");
+    EXPECT_SELF(t, a.splits = 65, FT_ERR_INVALID_ARGUMENT, "splits must be");
+    EXPECT_SELF(t, a.splits = -2, FT_ERR_INVALID_ARGUMENT, "splits must be");
+    EXPECT_SELF(t, a.workspace = NULL, FT_ERR_INVALID_ARGUMENT, "need a workspace");
+    EXPECT_SELF(t, a.workspace_bytes = 100, FT_ERR_INVALID_ARGUMENT, "need a workspace");
+    EXPECT_SELF(t, a.workspace = P(0x100004), FT_ERR_MISALIGNED, "workspace");
+    EXPECT_CROSS(t, a.layout = FT_KV_LBHD, FT_ERR_INVALID_ARGUMENT, "FT_KV_BLHD or FT_KV_BHLD");
+    EXPECT_CROSS(t, a.splits = 3, FT_ERR_INVALID_ARGUMENT, "need a workspace");
+}
+
+FT_TEST(attention_args_unsupported)
+{
+    ft_self_attention_args a = good_self();
+    ft_status st = ft_masked_self_attention_decode(FT_FP16, 72, &a, 0);
+    FT_EXPECT(t, st == FT_ERR_UNSUPPORTED, "head size 72: %s", ft_status_string(st));
+    FT_EXPECT(t, strstr(ft_last_error(), "--head-size 72 --dtype fp16"), "message: %s", ft_last_error());
+    FT_EXPECT(t, strstr(ft_last_error(), "generated: 32 48 64"), "message lists the sizes: %s", ft_last_error());
+    st = ft_masked_self_attention_decode(FT_INT8, 128, &a, 0);
+    FT_EXPECT(t, st == FT_ERR_UNSUPPORTED && strstr(ft_last_error(), "int8"), "int8: %s", ft_last_error());
+    ft_cross_attention_args c = good_cross();
+    st = ft_cross_attention_decode(FT_FP32, 100, &c, 0);
+    FT_EXPECT(t, st == FT_ERR_UNSUPPORTED && strstr(ft_last_error(), "head size 100"), "cross 100: %s",
+              ft_last_error());
+    st = ft_add_memory_bias(FT_BF16, 96, P(0x10000), P(0x100), P(0x20000), NULL, 0, 4, 16, FT_KV_BLHD, 0);
+    FT_EXPECT(t, st == FT_ERR_INVALID_ARGUMENT && strstr(ft_last_error(), "ft_add_memory_bias_h96_bf16"),
+              "memory bias batch 0: %s", ft_last_error());
+    st = ft_add_memory_bias(FT_BF16, 96, P(0x10000), P(0x100), P(0x20000), NULL, 2, 4, 16, FT_KV_LBHD, 0);
+    FT_EXPECT(t, st == FT_ERR_INVALID_ARGUMENT && strstr(ft_last_error(), "layout"), "memory bias layout: %s",
+              ft_last_error());
+}
+
+FT_TEST(attention_workspace_size)
+{
+    FT_EXPECT(t, ft_attention_workspace_bytes(2, 8, 128, 1) == 0, "one split needs no workspace");
+    FT_EXPECT(t, ft_attention_workspace_bytes(2, 8, 128, 4) == (size_t)4 * 2 * 8 * 130 * 4, "4 splits");
+    FT_EXPECT(t, ft_attention_workspace_bytes(0, 8, 128, 4) == 0, "empty batch");
+}
+
+int main(int argc, char **argv)
+{
+    return ft_test_main(argc, argv, NULL);
+}
