@@ -224,15 +224,20 @@ class AttentionFamily(Family):
         q_floats = cpt * vec  # per query head held in registers for QK^T
         gq_list = [1] + ([4] if 4 * q_floats <= 64 else [2] if 2 * q_floats <= 64 else [])
         names = variant_names(self, params)
+        # FTGEN_ATTN_TUNE="KU=8,VU=8,MINB=3" overrides the plan below for tuning runs
+        # (bench/attn_tune.sh); shipped headers are generated without it.
+        tune = {k: int(v) for k, v in (kv.split("=") for kv in os.environ.get("FTGEN_ATTN_TUNE", "").split(",") if kv)}
         return {
             "dtype": dt, "T": DTYPES[dt]["T"], "esize": es, "D": D, "W": W,
             "NT": self.threads, "VEC": vec, "NV": nv, "TPK": tpk, "CPT": cpt,
-            "KU": max(1, 4 // cpt), "PL": self.threads // nv, "VU": 4,
+            # up to 8 cache vectors in flight per thread in each phase (bench/attn_tune.sh on
+            # the H100: 8 beat 4 by 4-9% at every benchmark shape, 2 lost 10-25%)
+            "KU": tune.get("KU", max(1, 8 // cpt)), "PL": self.threads // nv, "VU": tune.get("VU", 8),
             "gq_list": gq_list,
             "sub": {gq: 4096 // gq for gq in gq_list},
             # one head per block stays under 128 registers (two blocks per SM); larger
             # groups hold GQ heads' q slices and accumulators and may use up to 255
-            "min_blocks": {gq: 2 if gq == 1 else 1 for gq in gq_list},
+            "min_blocks": {gq: tune.get("MINB", 2) if gq == 1 else tune.get("GQMINB", 1) for gq in gq_list},
             "P": f"FT_ATTN_{names['suffix'].upper()}",
             "word": f"ft_word_{dt}x{vec}", "unpack": f"ft_unpack_{dt}x{vec}",
             "load": f"ft_load_{dt}x{vec}", "store": f"ft_store_{dt}x{vec}",

@@ -25,7 +25,7 @@
 
 /* Cache rows of 112 x 2 bytes are read as 14 vectors of 16 bytes (8 elements).
  * QK^T: 2 threads per key, 7 vector(s) each, 1 key(s) per thread in flight.
- * P.V: 14 threads per step (one vector each), 18 steps at a time, 4 per thread in flight. */
+ * P.V: 14 threads per step (one vector each), 18 steps at a time, 8 per thread in flight. */
 #define FT_ATTN_H112_FP16_D 112
 #define FT_ATTN_H112_FP16_THREADS 256
 #define FT_ATTN_H112_FP16_VEC 8
@@ -34,7 +34,7 @@
 #define FT_ATTN_H112_FP16_CPT 7
 #define FT_ATTN_H112_FP16_KU 1
 #define FT_ATTN_H112_FP16_PL 18
-#define FT_ATTN_H112_FP16_VU 4
+#define FT_ATTN_H112_FP16_VU 8
 
 typedef struct ft_attn_kargs_h112_fp16 {
     const __half *q, *q_bias;

@@ -25,7 +25,7 @@
 
 /* Cache rows of 112 x 4 bytes are read as 28 vectors of 16 bytes (4 elements).
  * QK^T: 4 threads per key, 7 vector(s) each, 1 key(s) per thread in flight.
- * P.V: 28 threads per step (one vector each), 9 steps at a time, 4 per thread in flight. */
+ * P.V: 28 threads per step (one vector each), 9 steps at a time, 8 per thread in flight. */
 #define FT_ATTN_H112_FP32_D 112
 #define FT_ATTN_H112_FP32_THREADS 256
 #define FT_ATTN_H112_FP32_VEC 4
@@ -34,7 +34,7 @@
 #define FT_ATTN_H112_FP32_CPT 7
 #define FT_ATTN_H112_FP32_KU 1
 #define FT_ATTN_H112_FP32_PL 9
-#define FT_ATTN_H112_FP32_VU 4
+#define FT_ATTN_H112_FP32_VU 8
 
 typedef struct ft_attn_kargs_h112_fp32 {
     const float *q, *q_bias;

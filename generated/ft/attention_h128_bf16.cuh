@@ -24,17 +24,17 @@
 #include "ft/attention_common.cuh"
 
 /* Cache rows of 128 x 2 bytes are read as 16 vectors of 16 bytes (8 elements).
- * QK^T: 16 threads per key, 1 vector(s) each, 4 key(s) per thread in flight.
- * P.V: 16 threads per step (one vector each), 16 steps at a time, 4 per thread in flight. */
+ * QK^T: 16 threads per key, 1 vector(s) each, 8 key(s) per thread in flight.
+ * P.V: 16 threads per step (one vector each), 16 steps at a time, 8 per thread in flight. */
 #define FT_ATTN_H128_BF16_D 128
 #define FT_ATTN_H128_BF16_THREADS 256
 #define FT_ATTN_H128_BF16_VEC 8
 #define FT_ATTN_H128_BF16_NV 16
 #define FT_ATTN_H128_BF16_TPK 16
 #define FT_ATTN_H128_BF16_CPT 1
-#define FT_ATTN_H128_BF16_KU 4
+#define FT_ATTN_H128_BF16_KU 8
 #define FT_ATTN_H128_BF16_PL 16
-#define FT_ATTN_H128_BF16_VU 4
+#define FT_ATTN_H128_BF16_VU 8
 
 typedef struct ft_attn_kargs_h128_bf16 {
     const __nv_bfloat16 *q, *q_bias;

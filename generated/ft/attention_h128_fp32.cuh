@@ -24,17 +24,17 @@
 #include "ft/attention_common.cuh"
 
 /* Cache rows of 128 x 4 bytes are read as 32 vectors of 16 bytes (4 elements).
- * QK^T: 32 threads per key, 1 vector(s) each, 4 key(s) per thread in flight.
- * P.V: 32 threads per step (one vector each), 8 steps at a time, 4 per thread in flight. */
+ * QK^T: 32 threads per key, 1 vector(s) each, 8 key(s) per thread in flight.
+ * P.V: 32 threads per step (one vector each), 8 steps at a time, 8 per thread in flight. */
 #define FT_ATTN_H128_FP32_D 128
 #define FT_ATTN_H128_FP32_THREADS 256
 #define FT_ATTN_H128_FP32_VEC 4
 #define FT_ATTN_H128_FP32_NV 32
 #define FT_ATTN_H128_FP32_TPK 32
 #define FT_ATTN_H128_FP32_CPT 1
-#define FT_ATTN_H128_FP32_KU 4
+#define FT_ATTN_H128_FP32_KU 8
 #define FT_ATTN_H128_FP32_PL 8
-#define FT_ATTN_H128_FP32_VU 4
+#define FT_ATTN_H128_FP32_VU 8
 
 typedef struct ft_attn_kargs_h128_fp32 {
     const float *q, *q_bias;

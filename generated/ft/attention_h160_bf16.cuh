@@ -25,7 +25,7 @@
 
 /* Cache rows of 160 x 2 bytes are read as 20 vectors of 16 bytes (8 elements).
  * QK^T: 4 threads per key, 5 vector(s) each, 1 key(s) per thread in flight.
- * P.V: 20 threads per step (one vector each), 12 steps at a time, 4 per thread in flight. */
+ * P.V: 20 threads per step (one vector each), 12 steps at a time, 8 per thread in flight. */
 #define FT_ATTN_H160_BF16_D 160
 #define FT_ATTN_H160_BF16_THREADS 256
 #define FT_ATTN_H160_BF16_VEC 8
@@ -34,7 +34,7 @@
 #define FT_ATTN_H160_BF16_CPT 5
 #define FT_ATTN_H160_BF16_KU 1
 #define FT_ATTN_H160_BF16_PL 12
-#define FT_ATTN_H160_BF16_VU 4
+#define FT_ATTN_H160_BF16_VU 8
 
 typedef struct ft_attn_kargs_h160_bf16 {
     const __nv_bfloat16 *q, *q_bias;

@@ -24,17 +24,17 @@
 #include "ft/attention_common.cuh"
 
 /* Cache rows of 192 x 2 bytes are read as 24 vectors of 16 bytes (8 elements).
- * QK^T: 8 threads per key, 3 vector(s) each, 1 key(s) per thread in flight.
- * P.V: 24 threads per step (one vector each), 10 steps at a time, 4 per thread in flight. */
+ * QK^T: 8 threads per key, 3 vector(s) each, 2 key(s) per thread in flight.
+ * P.V: 24 threads per step (one vector each), 10 steps at a time, 8 per thread in flight. */
 #define FT_ATTN_H192_BF16_D 192
 #define FT_ATTN_H192_BF16_THREADS 256
 #define FT_ATTN_H192_BF16_VEC 8
 #define FT_ATTN_H192_BF16_NV 24
 #define FT_ATTN_H192_BF16_TPK 8
 #define FT_ATTN_H192_BF16_CPT 3
-#define FT_ATTN_H192_BF16_KU 1
+#define FT_ATTN_H192_BF16_KU 2
 #define FT_ATTN_H192_BF16_PL 10
-#define FT_ATTN_H192_BF16_VU 4
+#define FT_ATTN_H192_BF16_VU 8
 
 typedef struct ft_attn_kargs_h192_bf16 {
     const __nv_bfloat16 *q, *q_bias;

@@ -24,17 +24,17 @@
 #include "ft/attention_common.cuh"
 
 /* Cache rows of 192 x 4 bytes are read as 48 vectors of 16 bytes (4 elements).
- * QK^T: 16 threads per key, 3 vector(s) each, 1 key(s) per thread in flight.
- * P.V: 48 threads per step (one vector each), 5 steps at a time, 4 per thread in flight. */
+ * QK^T: 16 threads per key, 3 vector(s) each, 2 key(s) per thread in flight.
+ * P.V: 48 threads per step (one vector each), 5 steps at a time, 8 per thread in flight. */
 #define FT_ATTN_H192_FP32_D 192
 #define FT_ATTN_H192_FP32_THREADS 256
 #define FT_ATTN_H192_FP32_VEC 4
 #define FT_ATTN_H192_FP32_NV 48
 #define FT_ATTN_H192_FP32_TPK 16
 #define FT_ATTN_H192_FP32_CPT 3
-#define FT_ATTN_H192_FP32_KU 1
+#define FT_ATTN_H192_FP32_KU 2
 #define FT_ATTN_H192_FP32_PL 5
-#define FT_ATTN_H192_FP32_VU 4
+#define FT_ATTN_H192_FP32_VU 8
 
 typedef struct ft_attn_kargs_h192_fp32 {
     const float *q, *q_bias;

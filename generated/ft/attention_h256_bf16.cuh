@@ -24,17 +24,17 @@
 #include "ft/attention_common.cuh"
 
 /* Cache rows of 256 x 2 bytes are read as 32 vectors of 16 bytes (8 elements).
- * QK^T: 32 threads per key, 1 vector(s) each, 4 key(s) per thread in flight.
- * P.V: 32 threads per step (one vector each), 8 steps at a time, 4 per thread in flight. */
+ * QK^T: 32 threads per key, 1 vector(s) each, 8 key(s) per thread in flight.
+ * P.V: 32 threads per step (one vector each), 8 steps at a time, 8 per thread in flight. */
 #define FT_ATTN_H256_BF16_D 256
 #define FT_ATTN_H256_BF16_THREADS 256
 #define FT_ATTN_H256_BF16_VEC 8
 #define FT_ATTN_H256_BF16_NV 32
 #define FT_ATTN_H256_BF16_TPK 32
 #define FT_ATTN_H256_BF16_CPT 1
-#define FT_ATTN_H256_BF16_KU 4
+#define FT_ATTN_H256_BF16_KU 8
 #define FT_ATTN_H256_BF16_PL 8
-#define FT_ATTN_H256_BF16_VU 4
+#define FT_ATTN_H256_BF16_VU 8
 
 typedef struct ft_attn_kargs_h256_bf16 {
     const __nv_bfloat16 *q, *q_bias;

@@ -24,17 +24,17 @@
 #include "ft/attention_common.cuh"
 
 /* Cache rows of 256 x 4 bytes are read as 64 vectors of 16 bytes (4 elements).
- * QK^T: 32 threads per key, 2 vector(s) each, 2 key(s) per thread in flight.
- * P.V: 64 threads per step (one vector each), 4 steps at a time, 4 per thread in flight. */
+ * QK^T: 32 threads per key, 2 vector(s) each, 4 key(s) per thread in flight.
+ * P.V: 64 threads per step (one vector each), 4 steps at a time, 8 per thread in flight. */
 #define FT_ATTN_H256_FP32_D 256
 #define FT_ATTN_H256_FP32_THREADS 256
 #define FT_ATTN_H256_FP32_VEC 4
 #define FT_ATTN_H256_FP32_NV 64
 #define FT_ATTN_H256_FP32_TPK 32
 #define FT_ATTN_H256_FP32_CPT 2
-#define FT_ATTN_H256_FP32_KU 2
+#define FT_ATTN_H256_FP32_KU 4
 #define FT_ATTN_H256_FP32_PL 4
-#define FT_ATTN_H256_FP32_VU 4
+#define FT_ATTN_H256_FP32_VU 8
 
 typedef struct ft_attn_kargs_h256_fp32 {
     const float *q, *q_bias;

@@ -24,17 +24,17 @@
 #include "ft/attention_common.cuh"
 
 /* Cache rows of 32 x 4 bytes are read as 8 vectors of 16 bytes (4 elements).
- * QK^T: 8 threads per key, 1 vector(s) each, 4 key(s) per thread in flight.
- * P.V: 8 threads per step (one vector each), 32 steps at a time, 4 per thread in flight. */
+ * QK^T: 8 threads per key, 1 vector(s) each, 8 key(s) per thread in flight.
+ * P.V: 8 threads per step (one vector each), 32 steps at a time, 8 per thread in flight. */
 #define FT_ATTN_H32_FP32_D 32
 #define FT_ATTN_H32_FP32_THREADS 256
 #define FT_ATTN_H32_FP32_VEC 4
 #define FT_ATTN_H32_FP32_NV 8
 #define FT_ATTN_H32_FP32_TPK 8
 #define FT_ATTN_H32_FP32_CPT 1
-#define FT_ATTN_H32_FP32_KU 4
+#define FT_ATTN_H32_FP32_KU 8
 #define FT_ATTN_H32_FP32_PL 32
-#define FT_ATTN_H32_FP32_VU 4
+#define FT_ATTN_H32_FP32_VU 8
 
 typedef struct ft_attn_kargs_h32_fp32 {
     const float *q, *q_bias;

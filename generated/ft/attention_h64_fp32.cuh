@@ -24,17 +24,17 @@
 #include "ft/attention_common.cuh"
 
 /* Cache rows of 64 x 4 bytes are read as 16 vectors of 16 bytes (4 elements).
- * QK^T: 16 threads per key, 1 vector(s) each, 4 key(s) per thread in flight.
- * P.V: 16 threads per step (one vector each), 16 steps at a time, 4 per thread in flight. */
+ * QK^T: 16 threads per key, 1 vector(s) each, 8 key(s) per thread in flight.
+ * P.V: 16 threads per step (one vector each), 16 steps at a time, 8 per thread in flight. */
 #define FT_ATTN_H64_FP32_D 64
 #define FT_ATTN_H64_FP32_THREADS 256
 #define FT_ATTN_H64_FP32_VEC 4
 #define FT_ATTN_H64_FP32_NV 16
 #define FT_ATTN_H64_FP32_TPK 16
 #define FT_ATTN_H64_FP32_CPT 1
-#define FT_ATTN_H64_FP32_KU 4
+#define FT_ATTN_H64_FP32_KU 8
 #define FT_ATTN_H64_FP32_PL 16
-#define FT_ATTN_H64_FP32_VU 4
+#define FT_ATTN_H64_FP32_VU 8
 
 typedef struct ft_attn_kargs_h64_fp32 {
     const float *q, *q_bias;

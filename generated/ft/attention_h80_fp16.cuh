@@ -25,7 +25,7 @@
 
 /* Cache rows of 80 x 2 bytes are read as 10 vectors of 16 bytes (8 elements).
  * QK^T: 2 threads per key, 5 vector(s) each, 1 key(s) per thread in flight.
- * P.V: 10 threads per step (one vector each), 25 steps at a time, 4 per thread in flight. */
+ * P.V: 10 threads per step (one vector each), 25 steps at a time, 8 per thread in flight. */
 #define FT_ATTN_H80_FP16_D 80
 #define FT_ATTN_H80_FP16_THREADS 256
 #define FT_ATTN_H80_FP16_VEC 8
@@ -34,7 +34,7 @@
 #define FT_ATTN_H80_FP16_CPT 5
 #define FT_ATTN_H80_FP16_KU 1
 #define FT_ATTN_H80_FP16_PL 25
-#define FT_ATTN_H80_FP16_VU 4
+#define FT_ATTN_H80_FP16_VU 8
 
 typedef struct ft_attn_kargs_h80_fp16 {
     const __half *q, *q_bias;

@@ -25,7 +25,7 @@
 
 /* Cache rows of 80 x 4 bytes are read as 20 vectors of 16 bytes (4 elements).
  * QK^T: 4 threads per key, 5 vector(s) each, 1 key(s) per thread in flight.
- * P.V: 20 threads per step (one vector each), 12 steps at a time, 4 per thread in flight. */
+ * P.V: 20 threads per step (one vector each), 12 steps at a time, 8 per thread in flight. */
 #define FT_ATTN_H80_FP32_D 80
 #define FT_ATTN_H80_FP32_THREADS 256
 #define FT_ATTN_H80_FP32_VEC 4
@@ -34,7 +34,7 @@
 #define FT_ATTN_H80_FP32_CPT 5
 #define FT_ATTN_H80_FP32_KU 1
 #define FT_ATTN_H80_FP32_PL 12
-#define FT_ATTN_H80_FP32_VU 4
+#define FT_ATTN_H80_FP32_VU 8
 
 typedef struct ft_attn_kargs_h80_fp32 {
     const float *q, *q_bias;

@@ -24,17 +24,17 @@
 #include "ft/attention_common.cuh"
 
 /* Cache rows of 96 x 4 bytes are read as 24 vectors of 16 bytes (4 elements).
- * QK^T: 8 threads per key, 3 vector(s) each, 1 key(s) per thread in flight.
- * P.V: 24 threads per step (one vector each), 10 steps at a time, 4 per thread in flight. */
+ * QK^T: 8 threads per key, 3 vector(s) each, 2 key(s) per thread in flight.
+ * P.V: 24 threads per step (one vector each), 10 steps at a time, 8 per thread in flight. */
 #define FT_ATTN_H96_FP32_D 96
 #define FT_ATTN_H96_FP32_THREADS 256
 #define FT_ATTN_H96_FP32_VEC 4
 #define FT_ATTN_H96_FP32_NV 24
 #define FT_ATTN_H96_FP32_TPK 8
 #define FT_ATTN_H96_FP32_CPT 3
-#define FT_ATTN_H96_FP32_KU 1
+#define FT_ATTN_H96_FP32_KU 2
 #define FT_ATTN_H96_FP32_PL 10
-#define FT_ATTN_H96_FP32_VU 4
+#define FT_ATTN_H96_FP32_VU 8
 
 typedef struct ft_attn_kargs_h96_fp32 {
     const float *q, *q_bias;
