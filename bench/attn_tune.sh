@@ -24,9 +24,9 @@ for cfg in "$@"; do
   done <<'SHAPES'
 self_attention --batch 1 --heads 32 --head-size 128 --len 4096
 self_attention --batch 1 --heads 32 --head-size 128 --len 4096 --splits 32
-self_attention --batch 1 --heads 32 --head-size 128 --len 4096 --splits 64
+self_attention --batch 1 --heads 32 --head-size 128 --len 4096 --splits 16
 self_attention --batch 8 --heads 32 --head-size 128 --len 4096
-self_attention --batch 8 --heads 32 --head-size 128 --len 4096 --splits 1
+self_attention --batch 8 --heads 32 --kv-heads 1 --head-size 128 --len 4096
 self_attention --batch 64 --heads 12 --head-size 64 --len 1024
 self_attention --batch 64 --heads 32 --head-size 128 --len 2048
 self_attention --batch 256 --heads 8 --head-size 64 --len 512
