@@ -7,7 +7,8 @@
 
 #include "ft/norm_fp16.cuh"
 #ifdef FT_CONSUMER_EXTRA
-#include "ft/norm_w8_bf16.cuh" /* generated into the build by ftkernels_generate */
+#include "ft/norm_w8_bf16.cuh"       /* generated into the build by ftkernels_generate */
+#include "ft/attention_h72_fp16.cuh" /* likewise, a head size the package does not ship */
 #endif
 
 #define M 64
@@ -37,6 +38,13 @@ static int check(const char *what, const float *x, const float *y, float tol)
 
 int main(void)
 {
+#ifdef FT_CONSUMER_EXTRA
+    /* the generated attention launcher is there and checks its arguments */
+    if (ft_masked_self_attention_decode_h72_fp16(NULL, 0) != FT_ERR_INVALID_ARGUMENT) {
+        printf("FAIL generated attention_h72_fp16 launcher\n");
+        return 1;
+    }
+#endif
     int ndev = 0;
     if (cudaGetDeviceCount(&ndev) != cudaSuccess || ndev == 0) {
         printf("SKIP consumer: no CUDA device\n");
