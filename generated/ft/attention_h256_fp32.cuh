@@ -723,14 +723,21 @@ static inline int ft_attn_heads_per_block_h256_fp32(int G)
     return G == 1 ? 1 : 4;
 }
 
+/* The grid of a call: kernel, blocks per key/value head, and the split-KV plan. */
+static inline ft_status ft_attn_plan_grid_h256_fp32(const char *fn, ft_attn_plan *p, int splits, int max_seq,
+                                                 size_t ws_bytes, const void *ws)
+{
+    p->gq = ft_attn_heads_per_block_h256_fp32(p->G);
+    p->passes = (p->G + p->gq - 1) / p->gq;
+    const int64_t blocks = (int64_t)p->B * p->Hkv * p->passes;
+    if (blocks > INT32_MAX)
+        return ft_fail(FT_ERR_UNSUPPORTED, "%s: %lld blocks exceed the grid; split the batch", fn, (long long)blocks);
+    return ft_attn_plan_splits(fn, p, splits, max_seq, (int)blocks, 256, ws_bytes, ws);
+}
+
 static inline ft_status ft_attn_launch_h256_fp32(const char *fn, ft_attn_kargs_h256_fp32 *k, ft_attn_plan *p,
                                               void *ws, cudaStream_t stream)
 {
-    const int gq = ft_attn_heads_per_block_h256_fp32(p->G);
-    const int passes = (p->G + gq - 1) / gq;
-    const int64_t blocks = (int64_t)p->B * p->Hkv * passes;
-    if (blocks > INT32_MAX)
-        return ft_fail(FT_ERR_UNSUPPORTED, "%s: %lld blocks exceed the grid; split the batch", fn, (long long)blocks);
     k->B = p->B;
     k->H = p->H;
     k->Hkv = p->Hkv;
@@ -741,10 +748,10 @@ static inline ft_status ft_attn_launch_h256_fp32(const char *fn, ft_attn_kargs_h
     k->qk_scale = p->qk_scale;
     k->ws = (float *)ws;
     k->ws_ml = p->splits > 1 ? (float2 *)((float *)ws + (size_t)p->splits * p->B * p->H * 256) : NULL;
-    const dim3 grid((unsigned)blocks, (unsigned)p->splits);
-if (gq == 1)
+    const dim3 grid((unsigned)(p->B * p->Hkv * p->passes), (unsigned)p->splits);
+if (p->gq == 1)
         ft_attn_decode_h256_fp32_g1<<<grid, 256, 0, stream>>>(*k);
-else if (gq == 4)
+else if (p->gq == 4)
         ft_attn_decode_h256_fp32_g4<<<grid, 256, 0, stream>>>(*k);
     ft_status st = ft_launch_status(fn);
     if (st != FT_OK || p->splits == 1)
@@ -792,9 +799,8 @@ static inline ft_status ft_masked_self_attention_decode_h256_fp32(const ft_self_
     if (max_seq > args->max_len)
         return ft_fail(FT_ERR_INVALID_ARGUMENT, "%s: max_seq_len %d exceeds the cache capacity max_len %d", fn, max_seq,
                        args->max_len);
-    const int gq = ft_attn_heads_per_block_h256_fp32(p.G);
-    if ((st = ft_attn_plan_splits(fn, &p, args->splits, max_seq, p.B * p.Hkv * ((p.G + gq - 1) / gq), 256,
-                                  args->workspace_bytes, args->workspace)) != FT_OK)
+    if ((st = ft_attn_plan_grid_h256_fp32(fn, &p, args->splits, max_seq, args->workspace_bytes, args->workspace)) !=
+        FT_OK)
         return st;
     ft_attn_kargs_h256_fp32 k;
     memset(&k, 0, sizeof k);
@@ -842,10 +848,8 @@ static inline ft_status ft_cross_attention_decode_h256_fp32(const ft_cross_atten
     if (args->max_mem_seq_len > args->mem_len)
         return ft_fail(FT_ERR_INVALID_ARGUMENT, "%s: max_mem_seq_len %d exceeds mem_len %d", fn, args->max_mem_seq_len,
                        args->mem_len);
-    const int gq = ft_attn_heads_per_block_h256_fp32(p.G);
-    if ((st = ft_attn_plan_splits(fn, &p, args->splits, args->max_mem_seq_len,
-                                  p.B * p.Hkv * ((p.G + gq - 1) / gq), 256, args->workspace_bytes,
-                                  args->workspace)) != FT_OK)
+    if ((st = ft_attn_plan_grid_h256_fp32(fn, &p, args->splits, args->max_mem_seq_len, args->workspace_bytes,
+                                         args->workspace)) != FT_OK)
         return st;
     ft_attn_kargs_h256_fp32 k;
     memset(&k, 0, sizeof k);

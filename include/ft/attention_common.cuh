@@ -81,10 +81,11 @@ typedef struct ft_attn_plan {
     int B, H, Hkv, G;   /* G = H / Hkv query heads per key/value head */
     int L;              /* capacity */
     int max_seq;        /* planning bound on steps per sequence */
+    int gq;             /* query heads per block (a generated kernel) */
+    int passes;         /* blocks per key/value head: ceil(G / gq) */
     int splits;
     int chunk;          /* steps per split */
     float qk_scale;     /* scale * log2(e): logits live in the exp2 domain */
-    float rope_log2_base;
 } ft_attn_plan;
 
 /* Shape checks shared by self- and cross-attention. */
