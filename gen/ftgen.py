@@ -140,7 +140,7 @@ class NormFamily(Family):
     def validate(self, params):
         super().validate(params)
         if params["width"] < DTYPES[params["dtype"]]["esize"]:
-            raise VariantError(f"norm: width {params['width']} is narrower than one {params['dtype']} element")
+            raise VariantError(f"{self.name}: width {params['width']} is narrower than one {params['dtype']} element")
 
     def name_parts(self, params):
         return [] if self.is_default(params) else [f"w{params['width']}"]
@@ -160,6 +160,27 @@ class NormFamily(Family):
             "esize": DTYPES[dt]["esize"],
             "widths": widths,
         }
+
+
+class EncoderFamily(NormFamily):
+    """BERT-encoder attention pieces per dtype and copy width (templates/encoder.cuh.j2)."""
+    name = "encoder"
+    template = "encoder.cuh.j2"
+    dispatch_template = "encoder_dispatch.cuh.j2"
+
+    def context(self, params):
+        ctx = super().context(params)
+        dt = params["dtype"]
+        for w in ctx["widths"]:
+            # masked softmax: register buckets of vectors per lane for rows held by one
+            # group of lanes (up to 64 floats per lane on the vector path, 32 element-wise);
+            # longer rows take the streaming block kernel
+            per_lane = 64 if w["vec"] > 1 else 32
+            w["buckets"] = [b for b in (1, 2, 4, 8, 16, 32) if b * w["vec"] <= per_lane]
+            w["max_cols"] = 32 * w["buckets"][-1] * w["vec"]
+        ctx["to_float"] = f"ft_to_float_{dt}"
+        ctx["from_float"] = f"ft_from_float_{dt}"
+        return ctx
 
 
 def largest_pow2_divisor(n, cap):
@@ -259,7 +280,7 @@ class AttentionFamily(Family):
         return files
 
 
-FAMILIES = {f.name: f for f in (NormFamily(), AttentionFamily())}
+FAMILIES = {f.name: f for f in (NormFamily(), EncoderFamily(), AttentionFamily())}
 
 
 # ---------------------------------------------------------------- naming

@@ -5,6 +5,9 @@ set(FT_GENERATED_HEADERS
     ft/norm_fp32.cuh
     ft/norm_fp16.cuh
     ft/norm_bf16.cuh
+    ft/encoder_fp32.cuh
+    ft/encoder_fp16.cuh
+    ft/encoder_bf16.cuh
     ft/attention_h32_fp32.cuh
     ft/attention_h32_fp16.cuh
     ft/attention_h32_bf16.cuh
@@ -36,7 +39,8 @@ set(FT_GENERATED_HEADERS
     ft/attention_h256_fp16.cuh
     ft/attention_h256_bf16.cuh
     ft/attention.cuh
+    ft/encoder.cuh
     ft/norm.cuh
     ft/variants.h
 )
-set(FT_GENERATED_FAMILIES attention norm)
+set(FT_GENERATED_FAMILIES attention encoder norm)

@@ -61,6 +61,15 @@ static void dev_download(float *dst, const void *src, size_t count, ft_dtype dt)
     free(tmp);
 }
 
+/* Copies `n` host ints to a new device buffer (at least one element allocated). */
+static int *dev_upload_ints(const int *h, int n)
+{
+    int *d = (int *)dev_alloc((size_t)(n > 0 ? n : 1) * sizeof(int));
+    if (n > 0)
+        FT_CHECK_CUDA(cudaMemcpy(d, h, (size_t)n * sizeof(int), cudaMemcpyHostToDevice));
+    return d;
+}
+
 /* All-ones bytes are NaN in fp32, fp16 and bf16: an element the kernel fails to write
  * can never pass a comparison. */
 static void dev_poison(void *p, size_t bytes)

@@ -6,6 +6,8 @@
 #ifndef FT_REDUCE_CUH
 #define FT_REDUCE_CUH
 
+#include <math.h>
+
 #include "ft/common.cuh"
 
 /* Sum over an aligned group of `group` lanes (a power of two, 1..32) within one warp.
@@ -14,6 +16,14 @@ static __device__ __forceinline__ float ft_group_sum(float v, int group, unsigne
 {
     for (int off = group >> 1; off > 0; off >>= 1)
         v += __shfl_xor_sync(mask, v, off);
+    return v;
+}
+
+/* Maximum over an aligned group of `group` lanes, as ft_group_sum. */
+static __device__ __forceinline__ float ft_group_max(float v, int group, unsigned mask)
+{
+    for (int off = group >> 1; off > 0; off >>= 1)
+        v = fmaxf(v, __shfl_xor_sync(mask, v, off));
     return v;
 }
 
@@ -46,6 +56,35 @@ static __device__ __forceinline__ float ft_block_sum(float v, float *scratch)
     __syncthreads();
     v = lane < (int)(blockDim.x >> 5) ? scratch[lane] : 0.0f;
     return ft_warp_sum(v);
+}
+
+/* Maximum over the whole block, as ft_block_sum. */
+static __device__ __forceinline__ float ft_block_max(float v, float *scratch)
+{
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    v = ft_warp_max(v);
+    if (lane == 0)
+        scratch[warp] = v;
+    __syncthreads();
+    v = lane < (int)(blockDim.x >> 5) ? scratch[lane] : -INFINITY;
+    return ft_warp_max(v);
+}
+
+/* Integer sum over the whole block (exact, unlike the float sums), as ft_block_sum. */
+static __device__ __forceinline__ long long ft_block_sum_i64(long long v, long long *scratch)
+{
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+#pragma unroll
+    for (int off = 16; off > 0; off >>= 1)
+        v += __shfl_xor_sync(0xffffffffu, v, off);
+    if (lane == 0)
+        scratch[warp] = v;
+    __syncthreads();
+    v = lane < (int)(blockDim.x >> 5) ? scratch[lane] : 0;
+#pragma unroll
+    for (int off = 16; off > 0; off >>= 1)
+        v += __shfl_xor_sync(0xffffffffu, v, off);
+    return v;
 }
 
 /* Two sums at once (one barrier); scratch holds 64 floats. */
