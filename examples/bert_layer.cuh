@@ -1,0 +1,199 @@
+/* Example: one BERT encoder layer composed from ftkernels launchers and cuBLAS GEMMs —
+ * FasterTransformer v1.0's 14 steps (seed 001 §3), optionally with v2.1's padding removal
+ * (seed 003 §3). fp32, fp16 or bf16, chosen at run time.
+ *
+ *   1-3  [Q K V] = x [Wq Wk Wv]          one GEMM against the fused [N, 3N] weight
+ *   4    add Q/K/V bias, [B,S,N] -> [B,H,S,D]    (rebuild padding when packed)
+ *   5    scores = Q K^T per (b, h)       strided-batched GEMM
+ *   6    masked softmax (scale 1/sqrt(D), mask from lengths: keep i,j < len)
+ *   7    context = P V per (b, h)        strided-batched GEMM
+ *   8    [B,H,S,D] -> [B,S,N]            (remove padding when packed)
+ *   9    attn = context Wo
+ *   10   h1 = LayerNorm(attn + bo + x)
+ *   11   inter = h1 W1
+ *   12   inter = gelu(inter + b1)
+ *   13   out = inter W2
+ *   14   y = LayerNorm(out + b2 + h1)
+ *
+ * With remove_padding, the rows of x past each sequence's length are dropped before step
+ * 1 (ft_remove_padding), every row-wise step runs on the valid rows only, and y gets them
+ * back with zero padding rows (ft_rebuild_padding). Attention itself (steps 5-7) runs on
+ * the padded [B,H,S,D] layout either way. Valid rows of y agree between the two modes;
+ * padding rows of y are zero with remove_padding and computed (and meaningless) without.
+ *
+ * Weights are row-major [in, out] (x W), as FasterTransformer stores them. This header is
+ * the proof that the launchers compose; it is built and tested (tests/test_layers.cu) and
+ * benchmarked (ftbench bert_layer). */
+#ifndef FT_EXAMPLE_BERT_LAYER_CUH
+#define FT_EXAMPLE_BERT_LAYER_CUH
+
+#include <math.h>
+
+#include "ft/encoder.cuh"
+#include "ft/gemm.cuh"
+#include "ft/norm.cuh"
+#include "ft/padding.cuh"
+
+typedef struct ft_bert_weights {
+    const void *w_qkv;                 /* [N, 3N]: Q, K, V projections side by side */
+    const void *b_qkv;                 /* [3N] */
+    const void *w_out, *b_out;         /* [N, N], [N] */
+    const void *ln1_gamma, *ln1_beta;  /* [N] */
+    const void *w_ffn1, *b_ffn1;       /* [N, F], [F] */
+    const void *w_ffn2, *b_ffn2;       /* [F, N], [N] */
+    const void *ln2_gamma, *ln2_beta;  /* [N] */
+} ft_bert_weights;
+
+typedef struct ft_bert_config {
+    ft_dtype dtype;
+    int hidden;         /* N */
+    int heads;          /* H; D = N / H */
+    int ffn;            /* F */
+    float eps;          /* layernorm epsilon */
+    int remove_padding; /* run the row-wise steps on the valid rows only */
+} ft_bert_config;
+
+/* Bump allocator over the caller's workspace; 256-byte aligned pieces. */
+typedef struct ft_ex_arena {
+    char *base;
+    size_t used, size;
+} ft_ex_arena;
+
+static inline void *ft_ex_take(ft_ex_arena *a, size_t bytes)
+{
+    void *p = a->base ? a->base + a->used : NULL;
+    a->used += (bytes + 255) / 256 * 256;
+    return p;
+}
+
+/* Device workspace the forward pass needs for up to B sequences of S tokens. */
+static inline size_t ft_bert_workspace_bytes(const ft_bert_config *c, int B, int S)
+{
+    const size_t es = ft_dtype_size(c->dtype), M = (size_t)B * S, N = (size_t)c->hidden;
+    ft_ex_arena a = {NULL, 0, 0};
+    ft_ex_take(&a, (size_t)(B + 1) * sizeof(int)); /* seq_offsets */
+    ft_ex_take(&a, M * N * es);                    /* packed x */
+    ft_ex_take(&a, 3 * M * N * es);                /* [Q K V] projection rows */
+    ft_ex_take(&a, 3 * M * N * es);                /* Q, K, V per head */
+    ft_ex_take(&a, (size_t)B * c->heads * S * S * es); /* scores */
+    ft_ex_take(&a, M * N * es);                    /* context per head */
+    ft_ex_take(&a, M * N * es);                    /* context rows */
+    ft_ex_take(&a, M * N * es);                    /* attention output */
+    ft_ex_take(&a, M * N * es);                    /* h1 */
+    ft_ex_take(&a, M * (size_t)c->ffn * es);       /* FFN inner */
+    ft_ex_take(&a, M * N * es);                    /* FFN output */
+    ft_ex_take(&a, M * N * es);                    /* packed y */
+    return a.used;
+}
+
+#define FT_EX_TRY(expr)                                                                          \
+    do {                                                                                         \
+        ft_status st_ = (expr);                                                                  \
+        if (st_ != FT_OK)                                                                        \
+            return st_;                                                                          \
+    } while (0)
+
+/* x, y: [B, S, N] device; lengths: [B] int32 device (NULL: every sequence has S tokens;
+ * required with remove_padding). valid_tokens: with remove_padding, the sum of the
+ * lengths (each clamped to [0, S]) if the caller knows it on the host, or -1 to have it
+ * copied back from the device (one synchronising copy). */
+static inline ft_status ft_bert_layer_forward(const ft_gemm_ctx *g, const ft_bert_config *c, const ft_bert_weights *w,
+                                              const void *x, const int *lengths, int B, int S, int valid_tokens,
+                                              void *y, void *workspace, size_t workspace_bytes, cudaStream_t stream)
+{
+    static const char fn[] = "ft_bert_layer_forward";
+    if (!c || !w || !g)
+        return ft_fail(FT_ERR_INVALID_ARGUMENT, "%s: config, weights and gemm context are required", fn);
+    const ft_dtype dt = c->dtype;
+    const int N = c->hidden, H = c->heads, F = c->ffn;
+    if (B <= 0 || S <= 0 || N <= 0 || H <= 0 || F <= 0 || N % H)
+        return ft_fail(FT_ERR_INVALID_ARGUMENT, "%s: need B, S, N, H, F > 0 and N %% H == 0 (got %d %d %d %d %d)", fn,
+                       B, S, N, H, F);
+    if (c->remove_padding && !lengths)
+        return ft_fail(FT_ERR_INVALID_ARGUMENT, "%s: remove_padding needs lengths", fn);
+    const size_t need = ft_bert_workspace_bytes(c, B, S);
+    if (!workspace || workspace_bytes < need)
+        return ft_fail(FT_ERR_INVALID_ARGUMENT, "%s: workspace of %zu bytes needed (ft_bert_workspace_bytes), got %zu",
+                       fn, need, workspace ? workspace_bytes : (size_t)0);
+    if (!x || !y)
+        return ft_fail(FT_ERR_INVALID_ARGUMENT, "%s: x and y are required", fn);
+
+    const size_t es = ft_dtype_size(dt), M0 = (size_t)B * S;
+    const int D = N / H;
+    ft_ex_arena a = {(char *)workspace, 0, workspace_bytes};
+    int *seq_offsets = (int *)ft_ex_take(&a, (size_t)(B + 1) * sizeof(int));
+    char *xp = (char *)ft_ex_take(&a, M0 * N * es);
+    char *qkv = (char *)ft_ex_take(&a, 3 * M0 * N * es);
+    char *heads = (char *)ft_ex_take(&a, 3 * M0 * N * es);
+    char *scores = (char *)ft_ex_take(&a, (size_t)B * H * S * S * es);
+    char *ctx_h = (char *)ft_ex_take(&a, M0 * N * es);
+    char *ctx = (char *)ft_ex_take(&a, M0 * N * es);
+    char *attn = (char *)ft_ex_take(&a, M0 * N * es);
+    char *h1 = (char *)ft_ex_take(&a, M0 * N * es);
+    char *inter = (char *)ft_ex_take(&a, M0 * F * es);
+    char *out = (char *)ft_ex_take(&a, M0 * N * es);
+    char *yp = (char *)ft_ex_take(&a, M0 * N * es);
+
+    /* rows the row-wise steps run on */
+    int M = B * S;
+    const void *xin = x;
+    void *yout = y;
+    if (c->remove_padding) {
+        FT_EX_TRY(ft_padding_offsets(lengths, B, S, seq_offsets, NULL, stream));
+        if (valid_tokens < 0) {
+            cudaError_t e = cudaMemcpyAsync(&valid_tokens, seq_offsets + B, sizeof(int), cudaMemcpyDeviceToHost, stream);
+            if (e == cudaSuccess)
+                e = cudaStreamSynchronize(stream);
+            if (e != cudaSuccess)
+                return ft_fail(FT_ERR_CUDA, "%s: reading the valid token count: %s", fn, cudaGetErrorString(e));
+        }
+        if (valid_tokens > B * S)
+            return ft_fail(FT_ERR_INVALID_ARGUMENT, "%s: valid_tokens %d exceeds B*S = %d", fn, valid_tokens, B * S);
+        M = valid_tokens;
+        FT_EX_TRY(ft_remove_padding(dt, x, xp, seq_offsets, B, S, N, stream));
+        xin = xp;
+        yout = yp;
+    }
+    char *q_h = heads, *k_h = heads + M0 * N * es, *v_h = heads + 2 * M0 * N * es;
+
+    if (M > 0) /* 1-3: [M, 3N] = x [M, N] * W_qkv [N, 3N] */
+        FT_EX_TRY(ft_gemm(g, dt, 0, 0, M, 3 * N, N, 1.0f, xin, N, w->w_qkv, 3 * N, 0.0f, qkv, 3 * N, stream));
+    const float scale = 1.0f / sqrtf((float)D);
+    /* 4 */
+    if (c->remove_padding)
+        FT_EX_TRY(ft_add_fused_qkv_bias_rebuild_padding(dt, qkv, w->b_qkv, q_h, k_h, v_h, seq_offsets, B, S, H, D,
+                                                        stream));
+    else
+        FT_EX_TRY(ft_add_fused_qkv_bias_transpose(dt, qkv, w->b_qkv, q_h, k_h, v_h, B, S, H, D, stream));
+    /* 5: scores [S, S] = Q [S, D] K^T per (b, h) */
+    FT_EX_TRY(ft_gemm_strided_batched(g, dt, 0, 1, S, S, D, 1.0f, q_h, D, (int64_t)S * D, k_h, D, (int64_t)S * D,
+                                      0.0f, scores, S, (int64_t)S * S, B * H, stream));
+    /* 6 */
+    FT_EX_TRY(ft_masked_softmax(dt, scores, NULL, lengths, B, H, S, scale, stream));
+    /* 7: context [S, D] = P [S, S] V [S, D] */
+    FT_EX_TRY(ft_gemm_strided_batched(g, dt, 0, 0, S, D, S, 1.0f, scores, S, (int64_t)S * S, v_h, D,
+                                      (int64_t)S * D, 0.0f, ctx_h, D, (int64_t)S * D, B * H, stream));
+    /* 8 */
+    if (c->remove_padding)
+        FT_EX_TRY(ft_transpose_remove_padding(dt, ctx_h, ctx, seq_offsets, B, S, H, D, stream));
+    else
+        FT_EX_TRY(ft_transpose_heads(dt, ctx_h, ctx, B, S, H, D, stream));
+    if (M > 0) {
+        /* 9, 10 */
+        FT_EX_TRY(ft_gemm(g, dt, 0, 0, M, N, N, 1.0f, ctx, N, w->w_out, N, 0.0f, attn, N, stream));
+        FT_EX_TRY(ft_add_bias_residual_layernorm(dt, attn, xin, w->b_out, w->ln1_gamma, w->ln1_beta, h1, NULL, M, N,
+                                                 c->eps, stream));
+        /* 11, 12 */
+        FT_EX_TRY(ft_gemm(g, dt, 0, 0, M, F, N, 1.0f, h1, N, w->w_ffn1, F, 0.0f, inter, F, stream));
+        FT_EX_TRY(ft_add_bias_act(dt, inter, w->b_ffn1, inter, M, F, FT_ACT_GELU, stream));
+        /* 13, 14 */
+        FT_EX_TRY(ft_gemm(g, dt, 0, 0, M, N, F, 1.0f, inter, F, w->w_ffn2, N, 0.0f, out, N, stream));
+        FT_EX_TRY(ft_add_bias_residual_layernorm(dt, out, h1, w->b_ffn2, w->ln2_gamma, w->ln2_beta, yout, NULL, M, N,
+                                                 c->eps, stream));
+    }
+    if (c->remove_padding)
+        FT_EX_TRY(ft_rebuild_padding(dt, yp, y, seq_offsets, B, S, N, stream));
+    return FT_OK;
+}
+
+#endif /* FT_EXAMPLE_BERT_LAYER_CUH */
