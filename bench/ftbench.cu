@@ -18,9 +18,12 @@
 #include <string.h>
 
 #include "ft/attention.cuh"
+#include "ft/encoder.cuh"
 #include "ft/norm.cuh"
 
+#include "bert_layer.cuh"
 #include "cuda_util.h"
+#include "decoder_layer.cuh"
 
 typedef struct bench_opts {
     const char *kernel;
@@ -30,6 +33,8 @@ typedef struct bench_opts {
     int sum; /* add_bias_residual_*: also write sum_out */
     /* attention */
     int batch, heads, kv_heads, head_size, len, layout, splits;
+    /* encoder pieces and layers */
+    int seq, hidden, ffn, avg_len, mem_len, use_mask, remove_padding;
     int iters, warmup;
     int csv;
 } bench_opts;
@@ -120,7 +125,7 @@ typedef struct buf_spec {
     int fill;
 } buf_spec;
 
-#define MAX_BUFS 12
+#define MAX_BUFS 16
 
 typedef struct kernel_desc {
     const char *name;
@@ -284,6 +289,220 @@ static ft_status run_cross_attention(const bench_opts *o, void **b, cudaStream_t
     return ft_cross_attention_decode(o->dt, o->head_size, &a, s);
 }
 
+/* Lengths a kernel's FILL_LENGTHS buffer holds for sequence b. Attention: len-1 cached
+ * steps (cross: len memory steps). Encoder: --avg-len spreads lengths evenly over
+ * [1, S] around that mean (S when absent). Decoder layer: len cached steps. */
+static int bench_length(const bench_opts *o, int b)
+{
+    if (strcmp(o->kernel, "self_attention") == 0)
+        return o->len - 1;
+    if (strcmp(o->kernel, "cross_attention") == 0 || strcmp(o->kernel, "decoder_layer") == 0)
+        return o->len;
+    if (o->avg_len <= 0 || o->avg_len >= o->seq)
+        return o->seq;
+    const int v = (int)lround(2.0 * o->avg_len * (b + 0.5) / o->batch);
+    return v < 1 ? 1 : v > o->seq ? o->seq : v;
+}
+
+/* ---- encoder pieces */
+
+/* masked_softmax: 0 scores [B,H,S,S], 1 mask [B,S,S], 2 lengths */
+static int softmax_buffers(const bench_opts *o, buf_spec *sp)
+{
+    const size_t ss = (size_t)o->seq * o->seq;
+    const size_t counts[3] = {(size_t)o->batch * o->heads * ss, (size_t)o->batch * ss, (size_t)o->batch};
+    for (int i = 0; i < 3; i++) {
+        sp[i].count = counts[i];
+        sp[i].is_int = i == 2;
+        sp[i].rotate = i == 0;
+        sp[i].fill = i == 2 ? FILL_LENGTHS : FILL_RANDOM;
+    }
+    return 3;
+}
+static double softmax_bytes(const bench_opts *o)
+{
+    const double es = (double)ft_dtype_size(o->dt), ss = (double)o->seq * o->seq;
+    return 2.0 * o->batch * o->heads * ss * es + (o->use_mask ? o->batch * ss * es : 0.0);
+}
+static void enc_describe(const bench_opts *o, char *variant, char *shape, size_t len)
+{
+    snprintf(variant, len, "%s", strcmp(o->kernel, "masked_softmax") ? "fused" : o->use_mask ? "mask" : "lengths");
+    snprintf(shape, len, "B=%d H=%d S=%d D=%d", o->batch, o->heads, o->seq, o->head_size);
+}
+static ft_status run_masked_softmax(const bench_opts *o, void **b, cudaStream_t s)
+{
+    return ft_masked_softmax(o->dt, b[0], o->use_mask ? b[1] : NULL, o->use_mask ? NULL : (const int *)b[2],
+                             o->batch, o->heads, o->seq, 1.0f / sqrtf((float)o->head_size), s);
+}
+
+/* add_fused_qkv_bias_transpose: 0 qkv [B*S, 3N], 1 bias [3N], 2-4 q/k/v [B,H,S,D];
+ * transpose_heads: 0 x [B,H,S,D], 2 y [B,S,N] */
+static int heads_buffers(const bench_opts *o, buf_spec *sp)
+{
+    const size_t bsn = (size_t)o->batch * o->seq * o->heads * o->head_size;
+    const int qkv = strcmp(o->kernel, "transpose_heads") != 0;
+    const size_t counts[5] = {qkv ? 3 * bsn : bsn, 3 * (size_t)o->heads * o->head_size, bsn, bsn, bsn};
+    for (int i = 0; i < 5; i++) {
+        sp[i].count = counts[i];
+        sp[i].is_int = 0;
+        sp[i].rotate = i != 1;
+        sp[i].fill = i < 2 ? FILL_RANDOM : FILL_NONE;
+    }
+    return qkv ? 5 : 3;
+}
+static double heads_bytes(const bench_opts *o)
+{
+    const double es = (double)ft_dtype_size(o->dt), bsn = (double)o->batch * o->seq * o->heads * o->head_size * es;
+    return strcmp(o->kernel, "transpose_heads") ? 6.0 * bsn : 2.0 * bsn;
+}
+static ft_status run_qkv_transpose(const bench_opts *o, void **b, cudaStream_t s)
+{
+    return ft_add_fused_qkv_bias_transpose(o->dt, b[0], b[1], b[2], b[3], b[4], o->batch, o->seq, o->heads,
+                                           o->head_size, s);
+}
+static ft_status run_transpose_heads(const bench_opts *o, void **b, cudaStream_t s)
+{
+    return ft_transpose_heads(o->dt, b[0], b[2], o->batch, o->seq, o->heads, o->head_size, s);
+}
+
+/* ---- composed layers (examples/): weights in one buffer, carved in a fixed order */
+
+static ft_gemm_ctx *bench_gemm(void)
+{
+    static ft_gemm_ctx ctx;
+    if (!ctx.blas && ft_gemm_ctx_init(&ctx, 32u << 20) != FT_OK) {
+        fprintf(stderr, "ftbench: %s\n", ft_last_error());
+        exit(2);
+    }
+    return &ctx;
+}
+
+/* Carves `n` tensors of the given element counts out of one buffer (256-element aligned). */
+static size_t carve(void *base, size_t es, const size_t *counts, int n, const void **out)
+{
+    size_t off = 0;
+    for (int i = 0; i < n; i++) {
+        if (out)
+            out[i] = (const char *)base + off * es;
+        off += (counts[i] + 255) / 256 * 256;
+    }
+    return off;
+}
+
+static int bert_weight_counts(const bench_opts *o, size_t *c)
+{
+    const size_t N = (size_t)o->hidden, F = (size_t)o->ffn;
+    const size_t v[12] = {3 * N * N, 3 * N, N * N, N, N, N, N * F, F, F * N, N, N, N};
+    memcpy(c, v, sizeof v);
+    return 12;
+}
+static ft_bert_config bert_config(const bench_opts *o)
+{
+    ft_bert_config c = {o->dt, o->hidden, o->heads, o->ffn, 1e-6f, o->remove_padding};
+    return c;
+}
+/* bert_layer: 0 x [B,S,N], 1 y, 2 lengths, 3 weights, 4 workspace */
+static int bert_buffers(const bench_opts *o, buf_spec *sp)
+{
+    size_t c[16];
+    const int nw = bert_weight_counts(o, c);
+    const ft_bert_config cfg = bert_config(o);
+    const size_t bsn = (size_t)o->batch * o->seq * o->hidden;
+    const size_t counts[5] = {bsn, bsn, (size_t)o->batch, carve(NULL, 1, c, nw, NULL),
+                              ft_bert_workspace_bytes(&cfg, o->batch, o->seq) / ft_dtype_size(o->dt) + 1};
+    for (int i = 0; i < 5; i++) {
+        sp[i].count = counts[i];
+        sp[i].is_int = i == 2;
+        sp[i].rotate = 0;
+        sp[i].fill = i == 2 ? FILL_LENGTHS : i == 1 || i == 4 ? FILL_NONE : FILL_RANDOM;
+    }
+    return 5;
+}
+static int decoder_weight_counts(const bench_opts *o, size_t *c);
+static double layer_bytes(const bench_opts *o)
+{
+    /* weights read once plus the layer's input and output */
+    size_t c[24];
+    const int nw = strcmp(o->kernel, "bert_layer") == 0 ? bert_weight_counts(o, c) : decoder_weight_counts(o, c);
+    double w = 0;
+    for (int i = 0; i < nw; i++)
+        w += (double)c[i];
+    const double rows = strcmp(o->kernel, "bert_layer") == 0 ? (double)o->batch * o->seq : (double)o->batch;
+    return (w + 2.0 * rows * o->hidden) * (double)ft_dtype_size(o->dt);
+}
+static void layer_describe(const bench_opts *o, char *variant, char *shape, size_t len)
+{
+    if (strcmp(o->kernel, "bert_layer") == 0) {
+        snprintf(variant, len, "%s", o->remove_padding ? "remove_padding" : "padded");
+        snprintf(shape, len, "B=%d S=%d N=%d H=%d F=%d avg=%d", o->batch, o->seq, o->hidden, o->heads, o->ffn,
+                 o->avg_len > 0 && o->avg_len < o->seq ? o->avg_len : o->seq);
+    } else {
+        snprintf(variant, len, "LBHD cache");
+        snprintf(shape, len, "B=%d N=%d H=%d F=%d L=%d Lmem=%d", o->batch, o->hidden, o->heads, o->ffn, o->len,
+                 o->mem_len);
+    }
+}
+static ft_status run_bert_layer(const bench_opts *o, void **b, cudaStream_t s)
+{
+    size_t c[16];
+    const void *w[16];
+    const int nw = bert_weight_counts(o, c);
+    carve(b[3], ft_dtype_size(o->dt), c, nw, w);
+    const ft_bert_weights bw = {w[0], w[1], w[2], w[3], w[4], w[5], w[6], w[7], w[8], w[9], w[10], w[11]};
+    const ft_bert_config cfg = bert_config(o);
+    int valid = 0;
+    for (int i = 0; i < o->batch; i++)
+        valid += bench_length(o, i); /* known on the host, as in a server that batched the requests */
+    return ft_bert_layer_forward(bench_gemm(), &cfg, &bw, b[0], (const int *)b[2], o->batch, o->seq, valid, b[1], b[4],
+                                 ft_bert_workspace_bytes(&cfg, o->batch, o->seq), s);
+}
+
+static int decoder_weight_counts(const bench_opts *o, size_t *c)
+{
+    const size_t N = (size_t)o->hidden, F = (size_t)o->ffn;
+    const size_t v[22] = {N, N, 3 * N * N, 3 * N, N * N, N, N, N, N * N, N, N * N, N,
+                          N * N, N, N * N, N, N, N, N * F, F, F * N, N};
+    memcpy(c, v, sizeof v);
+    return 22;
+}
+static ft_decoder_config decoder_config(const bench_opts *o)
+{
+    ft_decoder_config c = {o->dt, o->hidden, o->heads, o->ffn, o->hidden, 1e-6f};
+    return c;
+}
+/* decoder_layer: 0 x [B,N], 1 y, 2 lengths, 3 weights, 4 workspace, 5/6 self K/V cache
+ * [L+1, B, N], 7/8 memory K/V [B, Lmem, N], 9 memory lengths */
+static int decoder_buffers(const bench_opts *o, buf_spec *sp)
+{
+    size_t c[24];
+    const int nw = decoder_weight_counts(o, c);
+    const ft_decoder_config cfg = decoder_config(o);
+    const size_t bn = (size_t)o->batch * o->hidden, cache = bn * (o->len + 1), mem = bn * o->mem_len;
+    const size_t counts[10] = {bn, bn, (size_t)o->batch, carve(NULL, 1, c, nw, NULL),
+                               ft_decoder_workspace_bytes(&cfg, o->batch) / ft_dtype_size(o->dt) + 1,
+                               cache, cache, mem, mem, (size_t)o->batch};
+    for (int i = 0; i < 10; i++) {
+        sp[i].count = counts[i];
+        sp[i].is_int = i == 2 || i == 9;
+        sp[i].rotate = 0;
+        sp[i].fill = i == 2 || i == 9 ? FILL_LENGTHS : i == 1 || i == 4 ? FILL_NONE : FILL_RANDOM;
+    }
+    return 10;
+}
+static ft_status run_decoder_layer(const bench_opts *o, void **b, cudaStream_t s)
+{
+    size_t c[24];
+    const void *w[24];
+    const int nw = decoder_weight_counts(o, c);
+    carve(b[3], ft_dtype_size(o->dt), c, nw, w);
+    const ft_decoder_weights dw = {w[0],  w[1],  w[2],  w[3],  w[4],  w[5],  w[6],  w[7],  w[8],  w[9],  w[10],
+                                   w[11], w[12], w[13], w[14], w[15], w[16], w[17], w[18], w[19], w[20], w[21]};
+    const ft_decoder_config cfg = decoder_config(o);
+    return ft_decoder_layer_step(bench_gemm(), &cfg, &dw, b[0], b[5], b[6], FT_KV_LBHD, o->len + 1,
+                                 (const int *)b[2], b[7], b[8], o->mem_len, (const int *)b[9], o->batch, b[1], b[4],
+                                 ft_decoder_workspace_bytes(&cfg, o->batch), s);
+}
+
 static const kernel_desc kernels[] = {
     {"layernorm", "y = LN(x)*gamma + beta", norm_buffers, run_layernorm, norm_bytes, norm_describe},
     {"add_bias_residual_layernorm", "s = x + r + b; y = LN(s) (--sum: store s)", norm_buffers, run_abr_layernorm,
@@ -298,6 +517,16 @@ static const kernel_desc kernels[] = {
      attn_buffers, run_self_attention, attn_bytes, attn_describe},
     {"cross_attention", "decode step against memory, same flags (--layout bhld|blhd)", attn_buffers,
      run_cross_attention, attn_bytes, attn_describe},
+    {"masked_softmax", "in place over [B,H,S,S], --batch --heads --seq [--mask] [--avg-len]", softmax_buffers,
+     run_masked_softmax, softmax_bytes, enc_describe},
+    {"add_qkv_bias_transpose", "fused [B*S,3N] + bias -> Q,K,V [B,H,S,D], --batch --seq --heads --head-size",
+     heads_buffers, run_qkv_transpose, heads_bytes, enc_describe},
+    {"transpose_heads", "[B,H,S,D] -> [B,S,H*D], --batch --seq --heads --head-size", heads_buffers,
+     run_transpose_heads, heads_bytes, enc_describe},
+    {"bert_layer", "examples/bert_layer.cuh, --batch --seq --hidden --heads --ffn [--remove-padding --avg-len A]",
+     bert_buffers, run_bert_layer, layer_bytes, layer_describe},
+    {"decoder_layer", "examples/decoder_layer.cuh one step, --batch --hidden --heads --ffn --len --mem-len",
+     decoder_buffers, run_decoder_layer, layer_bytes, layer_describe},
 };
 #define NKERNELS ((int)(sizeof kernels / sizeof kernels[0]))
 
@@ -353,7 +582,7 @@ static void bench_one(const bench_env *env, const bench_opts *o)
     free(h);
     int *lens = (int *)malloc(sizeof(int) * (size_t)(o->batch > 0 ? o->batch : 1));
     for (int i = 0; i < o->batch; i++)
-        lens[i] = strcmp(o->kernel, "cross_attention") == 0 ? o->len : o->len - 1;
+        lens[i] = bench_length(o, i);
 
     void ***sets = (void ***)calloc((size_t)nsets, sizeof(void **));
     void *shared[MAX_BUFS];
@@ -435,6 +664,20 @@ static const char *suite[] = {
     "self_attention --dtype fp32 --batch 8 --heads 32 --head-size 128 --len 4096",
     "self_attention --dtype fp16 --batch 16 --heads 32 --head-size 80 --len 2048",
     "cross_attention --dtype fp16 --batch 64 --heads 8 --head-size 64 --len 512 --layout blhd",
+    /* encoder pieces and the composed layers: the encoder issue's shapes */
+    "masked_softmax --dtype fp16 --batch 32 --heads 12 --seq 128 --head-size 64 --mask",
+    "masked_softmax --dtype fp16 --batch 8 --heads 16 --seq 512 --head-size 64 --mask",
+    "masked_softmax --dtype fp16 --batch 32 --heads 12 --seq 128 --head-size 64",
+    "masked_softmax --dtype fp16 --batch 8 --heads 16 --seq 512 --head-size 64",
+    "masked_softmax --dtype fp32 --batch 8 --heads 16 --seq 512 --head-size 64 --mask",
+    "masked_softmax --dtype fp16 --batch 2 --heads 16 --seq 4096 --head-size 64 --mask",
+    "add_qkv_bias_transpose --dtype fp16 --batch 32 --seq 128 --heads 12 --head-size 64",
+    "transpose_heads --dtype fp16 --batch 32 --seq 128 --heads 12 --head-size 64",
+    "bert_layer --dtype fp16 --batch 32 --seq 128 --hidden 768 --heads 12 --ffn 3072",
+    "bert_layer --dtype fp16 --batch 32 --seq 128 --hidden 768 --heads 12 --ffn 3072 --avg-len 64",
+    "bert_layer --dtype fp16 --batch 32 --seq 128 --hidden 768 --heads 12 --ffn 3072 --avg-len 64 --remove-padding",
+    "bert_layer --dtype bf16 --batch 32 --seq 128 --hidden 768 --heads 12 --ffn 3072",
+    "decoder_layer --dtype fp16 --batch 64 --hidden 512 --heads 8 --ffn 2048 --len 128 --mem-len 128",
 };
 #define NSUITE ((int)(sizeof suite / sizeof suite[0]))
 
@@ -445,6 +688,9 @@ static void usage(FILE *f)
                "  norm family: --m M --n N [--act gelu|relu|silu|identity] [--sum]\n"
                "  attention:   --batch B --heads H [--kv-heads Hkv] --head-size D --len L\n"
                "               [--layout bhld|lbhd|blhd] [--splits S (0 automatic)]\n"
+               "  encoder:     --batch B --heads H --seq S [--head-size D] [--mask] [--avg-len A]\n"
+               "  layers:      --batch B --seq S --hidden N --heads H --ffn F [--remove-padding]\n"
+               "               decoder_layer: --len L (cached steps) --mem-len Lmem\n"
                "With no kernel, runs the default suite (--suite prints it).\nKernels:\n");
     for (int i = 0; i < NKERNELS; i++)
         fprintf(f, "  %-30s %s\n", kernels[i].name, kernels[i].about);
@@ -460,6 +706,10 @@ static int parse(int argc, char **argv, bench_opts *o)
             o->csv = 1;
         else if (strcmp(a, "--sum") == 0)
             o->sum = 1;
+        else if (strcmp(a, "--mask") == 0)
+            o->use_mask = 1;
+        else if (strcmp(a, "--remove-padding") == 0)
+            o->remove_padding = 1;
         else if (a[0] != '-' && !o->kernel)
             o->kernel = a;
         else if (!v) {
@@ -481,6 +731,16 @@ static int parse(int argc, char **argv, bench_opts *o)
                 o->len = atoi(v);
             else if (strcmp(a, "--splits") == 0)
                 o->splits = atoi(v);
+            else if (strcmp(a, "--seq") == 0)
+                o->seq = atoi(v);
+            else if (strcmp(a, "--hidden") == 0)
+                o->hidden = atoi(v);
+            else if (strcmp(a, "--ffn") == 0)
+                o->ffn = atoi(v);
+            else if (strcmp(a, "--avg-len") == 0)
+                o->avg_len = atoi(v);
+            else if (strcmp(a, "--mem-len") == 0)
+                o->mem_len = atoi(v);
             else if (strcmp(a, "--layout") == 0) {
                 if (strcmp(v, "bhld") == 0)
                     o->layout = FT_KV_BHLD;
@@ -532,12 +792,19 @@ static int parse(int argc, char **argv, bench_opts *o)
         return -1;
     }
     if (o->m <= 0 || o->n <= 0 || o->iters <= 0 || o->warmup < 0 || o->batch <= 0 || o->heads <= 0 ||
-        o->head_size <= 0 || o->len <= 0) {
+        o->head_size <= 0 || o->len <= 0 || o->seq <= 0 || o->hidden <= 0 || o->ffn <= 0) {
         fprintf(stderr, "ftbench: sizes and --iters must be positive\n");
         return -1;
     }
     if (o->kv_heads <= 0)
         o->kv_heads = o->heads;
+    if (o->mem_len <= 0)
+        o->mem_len = o->len;
+    if (o->kernel && (strcmp(o->kernel, "bert_layer") == 0 || strcmp(o->kernel, "decoder_layer") == 0) &&
+        o->hidden % o->heads) {
+        fprintf(stderr, "ftbench: --hidden must be a multiple of --heads\n");
+        return -1;
+    }
     return 0;
 }
 
@@ -553,6 +820,9 @@ static bench_opts default_opts(void)
     o.heads = 32;
     o.head_size = 128;
     o.len = 1024;
+    o.seq = 128;
+    o.hidden = 768;
+    o.ffn = 3072;
     o.layout = FT_KV_BHLD;
     o.iters = 100;
     o.warmup = 10;

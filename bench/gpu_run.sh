@@ -51,12 +51,13 @@ if [ -z "${FT_SKIP_SANITIZER:-}" ] && command -v compute-sanitizer >/dev/null; t
   : >"$LOG/sanitizer.txt"
   # a subset of each program (its test-name filters) keeps the sanitizer's run time bounded
   for spec in "test_norm layernorm_fp16 add_bias_act_fp16" "test_attention_fp16 h128" \
-              "test_attention_fp32 h80"; do
+              "test_attention_fp32 h80" "test_encoder masked_softmax_fp16 add_qkv_bias_transpose_fp16 remove_rebuild_padding_fp16" \
+              "test_layers bert_layer_fp16"; do
     set -- $spec
     t=$1
     shift
     for tool in memcheck racecheck; do
-      timeout 120 compute-sanitizer --tool "$tool" --error-exitcode 3 "build/gpu/tests/$t" "$@" \
+      timeout 150 compute-sanitizer --tool "$tool" --error-exitcode 3 "build/gpu/tests/$t" "$@" \
         >"$LOG/sanitizer_${t}_$tool.log" 2>&1
       rc=$?
       printf '%-20s %-10s exit %d: %s\n' "$t" "$tool" "$rc" \
@@ -71,7 +72,7 @@ if command -v cuobjdump >/dev/null; then
   cuobjdump -sass build/gpu/bench/ftbench >"$LOG/ftbench.sass" 2>&1
   awk '/Function :/ {fn=$3} /(LDG|STG)\./ {match($0, /(LDG|STG)\.[A-Z0-9.]+/); c[fn" "substr($0, RSTART, RLENGTH)]++}
        END {for (k in c) print k, c[k]}' "$LOG/ftbench.sass" | sort >"$OUT/sass_summary.txt"
-  grep -E 'h128_fp16|norm_rows_fp16_w16' "$OUT/sass_summary.txt" | head -40
+  grep -E 'h128_fp16|norm_rows_fp16_w16|softmax_fp16_w16|enc_copy_fp16_w16' "$OUT/sass_summary.txt" | head -60
 fi
 
 if [ -z "${FT_SKIP_BENCH:-}" ]; then

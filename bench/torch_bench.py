@@ -33,10 +33,121 @@ def attention(kernel, shape, dt):
     return ("F.scaled_dot_product_attention" + (" (enable_gqa)" if gqa else ""), make, fn)
 
 
+def bench_lengths(B, S, avg):
+    """The lengths ftbench uses: spread evenly over [1, S] around avg (all S without)."""
+    if avg <= 0 or avg >= S:
+        return [S] * B
+    return [min(S, max(1, round(2.0 * avg * (b + 0.5) / B))) for b in range(B)]
+
+
+def key_mask(lengths, S):
+    """[B, S] bool, True where a position is padding."""
+    lens = torch.tensor(lengths, device="cuda")
+    return torch.arange(S, device="cuda")[None, :] >= lens[:, None]
+
+
+def w(*shape, dt, scale=None):
+    t = torch.randn(*shape, device="cuda", dtype=torch.float32)
+    if scale is not None:
+        t *= scale
+    return t.to(dt)
+
+
+def masked_softmax(variant, shape, dt):
+    B, H, S, D = (shape[k] for k in ("B", "H", "S", "D"))
+    scale = 1.0 / math.sqrt(D)
+    mask = (~key_mask([S] * B, S))[:, None, :, None] & (~key_mask([S] * B, S))[:, None, None, :]
+    mask = mask.to(dt)
+    return ("F.softmax(s*scale + (1-mask)*-10000)", lambda: (torch.randn(B, H, S, S, device="cuda", dtype=dt),),
+            lambda s: F.softmax(s * scale + (1.0 - mask) * -10000.0, dim=-1))
+
+
+def bert_layer(variant, shape, dt):
+    """The usual eager BERT layer (linear, view/transpose, matmul, softmax, layer_norm);
+    returns it and, as a second (description, fn), nn.TransformerEncoderLayer's fused
+    inference path on the same weights."""
+    B, S, N, H, Fd, avg = (shape[k] for k in ("B", "S", "N", "H", "F", "avg"))
+    D = N // H
+    lengths = bench_lengths(B, S, avg)
+    pad = key_mask(lengths, S)
+    keep = (~pad).to(dt)
+    add_mask = ((1.0 - keep[:, None, :, None] * keep[:, None, None, :]) * -10000.0).to(dt)
+    Wqkv, bqkv = w(3 * N, N, dt=dt, scale=N ** -0.5), w(3 * N, dt=dt, scale=0.1)
+    Wo, bo = w(N, N, dt=dt, scale=N ** -0.5), w(N, dt=dt, scale=0.1)
+    W1, b1 = w(Fd, N, dt=dt, scale=N ** -0.5), w(Fd, dt=dt, scale=0.1)
+    W2, b2 = w(N, Fd, dt=dt, scale=Fd ** -0.5), w(N, dt=dt, scale=0.1)
+    g1, be1, g2, be2 = (w(N, dt=dt) for _ in range(4))
+
+    def eager(x):
+        q, k, v = F.linear(x, Wqkv, bqkv).split(N, dim=-1)
+        q, k, v = (t.view(B, S, H, D).transpose(1, 2) for t in (q, k, v))
+        scores = torch.matmul(q, k.transpose(-1, -2)) / math.sqrt(D) + add_mask
+        ctx = torch.matmul(F.softmax(scores, dim=-1), v).transpose(1, 2).reshape(B, S, N)
+        h1 = F.layer_norm(F.linear(ctx, Wo, bo) + x, (N,), g1, be1, 1e-6)
+        inter = F.gelu(F.linear(h1, W1, b1), approximate="tanh")
+        return F.layer_norm(F.linear(inter, W2, b2) + h1, (N,), g2, be2, 1e-6)
+
+    layer = torch.nn.TransformerEncoderLayer(N, H, Fd, dropout=0.0, activation="gelu", batch_first=True,
+                                             layer_norm_eps=1e-6, device="cuda", dtype=dt).eval()
+    padded = avg <= 0 or avg >= S
+
+    def fused(x):
+        return layer(x) if padded else layer(x, src_key_padding_mask=pad)
+
+    make = lambda: (torch.randn(B, S, N, device="cuda", dtype=dt),)
+    return ("eager BERT layer (linear/matmul/softmax/layer_norm)", make, eager,
+            ("nn.TransformerEncoderLayer fast path" + ("" if padded else " with key padding mask"), fused))
+
+
+def decoder_layer(variant, shape, dt):
+    """One eager decoder step with a [B, H, L+1, D] cache (SDPA for both attentions)."""
+    B, N, H, Fd, L, Lm = (shape[k] for k in ("B", "N", "H", "F", "L", "Lmem"))
+    D = N // H
+    Wqkv, bqkv = w(3 * N, N, dt=dt, scale=N ** -0.5), w(3 * N, dt=dt, scale=0.1)
+    Wo, bo, Wcq, bcq, Wco, bco = (w(N, N, dt=dt, scale=N ** -0.5) if i % 2 == 0 else w(N, dt=dt, scale=0.1)
+                                  for i in range(6))
+    W1, b1 = w(Fd, N, dt=dt, scale=N ** -0.5), w(Fd, dt=dt, scale=0.1)
+    W2, b2 = w(N, Fd, dt=dt, scale=Fd ** -0.5), w(N, dt=dt, scale=0.1)
+    g1, be1, g2, be2, g3, be3 = (w(N, dt=dt) for _ in range(6))
+    kc, vc = w(B, H, L + 1, D, dt=dt), w(B, H, L + 1, D, dt=dt)
+    km, vm = w(B, H, Lm, D, dt=dt), w(B, H, Lm, D, dt=dt)
+
+    def step(x):
+        q, k, v = F.linear(F.layer_norm(x, (N,), g1, be1, 1e-6), Wqkv, bqkv).split(N, dim=-1)
+        kc[:, :, L] = k.view(B, H, D)
+        vc[:, :, L] = v.view(B, H, D)
+        a = F.scaled_dot_product_attention(q.view(B, H, 1, D), kc, vc).view(B, N)
+        s1 = F.linear(a, Wo, bo) + x
+        qc = F.linear(F.layer_norm(s1, (N,), g2, be2, 1e-6), Wcq, bcq).view(B, H, 1, D)
+        c = F.scaled_dot_product_attention(qc, km, vm).view(B, N)
+        s2 = F.linear(c, Wco, bco) + s1
+        inner = F.relu(F.linear(F.layer_norm(s2, (N,), g3, be3, 1e-6), W1, b1))
+        return F.linear(inner, W2, b2) + s2
+
+    return ("eager decoder step (layer_norm/linear/SDPA)", lambda: (torch.randn(B, N, device="cuda", dtype=dt),), step)
+
+
 def expression(kernel, variant, shape, dt):
-    """(description, make_inputs, fn) for the PyTorch eager form of one kernel."""
+    """(description, make_inputs, fn[, (description, fn) of a second PyTorch form]) for
+    the PyTorch eager form of one kernel."""
     if kernel in ("self_attention", "cross_attention"):
         return attention(kernel, shape, dt)
+    if kernel == "masked_softmax":
+        return masked_softmax(variant, shape, dt)
+    if kernel == "bert_layer":
+        return bert_layer(variant, shape, dt)
+    if kernel == "decoder_layer":
+        return decoder_layer(variant, shape, dt)
+    if kernel == "add_qkv_bias_transpose":
+        B, H, S, D = (shape[k] for k in ("B", "H", "S", "D"))
+        return ("(qkv + b).view(B,S,3,H,D).permute(2,0,3,1,4).contiguous()",
+                lambda: (torch.randn(B, S, 3 * H * D, device="cuda", dtype=dt),
+                         torch.randn(3 * H * D, device="cuda", dtype=dt)),
+                lambda qkv, b: (qkv + b).view(B, S, 3, H, D).permute(2, 0, 3, 1, 4).contiguous())
+    if kernel == "transpose_heads":
+        B, H, S, D = (shape[k] for k in ("B", "H", "S", "D"))
+        return ("x.permute(0,2,1,3).contiguous()", lambda: (torch.randn(B, H, S, D, device="cuda", dtype=dt),),
+                lambda x: x.permute(0, 2, 1, 3).contiguous())
     m, n = shape["m"], shape["n"]
     def rows():
         return torch.randn(m, n, device="cuda", dtype=dt)
@@ -92,11 +203,14 @@ def main():
         for r in rows:
             shape = {k: int(v) for k, v in (kv.split("=") for kv in r["shape"].split())}
             dt = DT[r["dtype"]]
-            desc, make, fn = expression(r["kernel"], r["variant"], shape, dt)
+            desc, make, fn, *second = expression(r["kernel"], r["variant"], shape, dt)
             sample = make()
             set_bytes = sum(t.numel() * t.element_size() for t in sample)
             del sample
             us = time_us(make, fn, set_bytes)
+            if second:  # a second PyTorch form, reported beside the first in its description
+                desc2, fn2 = second[0]
+                desc += f"; {desc2}: {time_us(make, fn2, set_bytes):.1f} us"
             out.writerow([r["kernel"], r["variant"], r["dtype"], r["shape"], f"{us:.2f}", desc])
             sys.stdout.flush()
             torch.cuda.empty_cache()
