@@ -179,6 +179,29 @@ class GeneratorTest(unittest.TestCase):
         self.assertEqual(rc, 2)
         self.assertIn("no dimension 'head_size'", err)
 
+    def test_encoder_softmax_buckets(self):
+        fam = ftgen.FAMILIES["encoder"]
+        ctx = fam.context({"dtype": "fp16", "width": 16})
+        vec, scalar = ctx["widths"]
+        # 16-byte path: up to 64 floats per lane (8 vectors of 8), rows of up to 2048 in a warp
+        self.assertEqual((vec["vec"], vec["buckets"], vec["max_cols"]), (8, [1, 2, 4, 8], 2048))
+        # element-wise path: 32 per lane
+        self.assertEqual((scalar["vec"], scalar["buckets"][-1], scalar["max_cols"]), (1, 32, 1024))
+        ctx = fam.context({"dtype": "fp32", "width": 16})
+        self.assertEqual((ctx["widths"][0]["buckets"][-1], ctx["widths"][0]["max_cols"]), (16, 2048))
+        self.assertEqual([(w["bytes"], w["max_cols"]) for w in ctx["widths"]], [(16, 2048), (4, 1024)])
+
+    def test_on_demand_encoder(self):
+        rc, out, err = run("--family", "encoder", "--dtype", "bf16", "--width", "8", "--out", self.tmp)
+        self.assertEqual(rc, 0, err)
+        with open(os.path.join(self.tmp, "ft", "encoder_w8_bf16.cuh")) as f:
+            text = f.read()
+        for fn in ("ft_masked_softmax_w8_bf16(", "ft_add_fused_qkv_bias_rebuild_padding_w8_bf16(",
+                   "ft_transpose_remove_padding_w8_bf16(", "ft_softmax_w8_bf16_w8_r8"):
+            self.assertIn(fn, text)
+        rc, _, err = run("--family", "encoder", "--dtype", "bf16", "--width", "1", "--out", self.tmp)
+        self.assertEqual(rc, 2, err)
+
 
 if __name__ == "__main__":
     unittest.main()
