@@ -34,6 +34,8 @@
 #include "ft/norm.cuh"
 #include "ft/padding.cuh"
 
+#include "example_common.cuh"
+
 typedef struct ft_bert_weights {
     const void *w_qkv;                 /* [N, 3N]: Q, K, V projections side by side */
     const void *b_qkv;                 /* [3N] */
@@ -53,45 +55,39 @@ typedef struct ft_bert_config {
     int remove_padding; /* run the row-wise steps on the valid rows only */
 } ft_bert_config;
 
-/* Bump allocator over the caller's workspace; 256-byte aligned pieces. */
-typedef struct ft_ex_arena {
-    char *base;
-    size_t used, size;
-} ft_ex_arena;
+/* Where each buffer of the forward pass lives in the workspace. */
+typedef struct ft_bert_buffers {
+    int *seq_offsets;
+    char *xp, *qkv, *heads, *scores, *ctx_h, *ctx, *attn, *h1, *inter, *out, *yp;
+} ft_bert_buffers;
 
-static inline void *ft_ex_take(ft_ex_arena *a, size_t bytes)
+/* Carves the workspace for up to B sequences of S tokens into b (base NULL: sizes only);
+ * returns the bytes it needs. */
+static inline size_t ft_bert_carve(const ft_bert_config *c, int B, int S, void *base, ft_bert_buffers *b)
 {
-    void *p = a->base ? a->base + a->used : NULL;
-    a->used += (bytes + 255) / 256 * 256;
-    return p;
+    const size_t es = ft_dtype_size(c->dtype), M = (size_t)B * S, N = (size_t)c->hidden;
+    ft_ex_arena a = {(char *)base, 0};
+    b->seq_offsets = (int *)ft_ex_take(&a, (size_t)(B + 1) * sizeof(int));
+    b->xp = (char *)ft_ex_take(&a, M * N * es);                          /* packed x */
+    b->qkv = (char *)ft_ex_take(&a, 3 * M * N * es);                     /* [Q K V] projection rows */
+    b->heads = (char *)ft_ex_take(&a, 3 * M * N * es);                   /* Q, K, V per head */
+    b->scores = (char *)ft_ex_take(&a, (size_t)B * c->heads * S * S * es);
+    b->ctx_h = (char *)ft_ex_take(&a, M * N * es);                       /* context per head */
+    b->ctx = (char *)ft_ex_take(&a, M * N * es);                         /* context rows */
+    b->attn = (char *)ft_ex_take(&a, M * N * es);                        /* attention output */
+    b->h1 = (char *)ft_ex_take(&a, M * N * es);
+    b->inter = (char *)ft_ex_take(&a, M * (size_t)c->ffn * es);          /* FFN inner */
+    b->out = (char *)ft_ex_take(&a, M * N * es);                         /* FFN output */
+    b->yp = (char *)ft_ex_take(&a, M * N * es);                          /* packed y */
+    return a.used;
 }
 
 /* Device workspace the forward pass needs for up to B sequences of S tokens. */
 static inline size_t ft_bert_workspace_bytes(const ft_bert_config *c, int B, int S)
 {
-    const size_t es = ft_dtype_size(c->dtype), M = (size_t)B * S, N = (size_t)c->hidden;
-    ft_ex_arena a = {NULL, 0, 0};
-    ft_ex_take(&a, (size_t)(B + 1) * sizeof(int)); /* seq_offsets */
-    ft_ex_take(&a, M * N * es);                    /* packed x */
-    ft_ex_take(&a, 3 * M * N * es);                /* [Q K V] projection rows */
-    ft_ex_take(&a, 3 * M * N * es);                /* Q, K, V per head */
-    ft_ex_take(&a, (size_t)B * c->heads * S * S * es); /* scores */
-    ft_ex_take(&a, M * N * es);                    /* context per head */
-    ft_ex_take(&a, M * N * es);                    /* context rows */
-    ft_ex_take(&a, M * N * es);                    /* attention output */
-    ft_ex_take(&a, M * N * es);                    /* h1 */
-    ft_ex_take(&a, M * (size_t)c->ffn * es);       /* FFN inner */
-    ft_ex_take(&a, M * N * es);                    /* FFN output */
-    ft_ex_take(&a, M * N * es);                    /* packed y */
-    return a.used;
+    ft_bert_buffers b;
+    return ft_bert_carve(c, B, S, NULL, &b);
 }
-
-#define FT_EX_TRY(expr)                                                                          \
-    do {                                                                                         \
-        ft_status st_ = (expr);                                                                  \
-        if (st_ != FT_OK)                                                                        \
-            return st_;                                                                          \
-    } while (0)
 
 /* x, y: [B, S, N] device; lengths: [B] int32 device (NULL: every sequence has S tokens;
  * required with remove_padding). valid_tokens: with remove_padding, the sum of the
@@ -120,19 +116,11 @@ static inline ft_status ft_bert_layer_forward(const ft_gemm_ctx *g, const ft_ber
 
     const size_t es = ft_dtype_size(dt), M0 = (size_t)B * S;
     const int D = N / H;
-    ft_ex_arena a = {(char *)workspace, 0, workspace_bytes};
-    int *seq_offsets = (int *)ft_ex_take(&a, (size_t)(B + 1) * sizeof(int));
-    char *xp = (char *)ft_ex_take(&a, M0 * N * es);
-    char *qkv = (char *)ft_ex_take(&a, 3 * M0 * N * es);
-    char *heads = (char *)ft_ex_take(&a, 3 * M0 * N * es);
-    char *scores = (char *)ft_ex_take(&a, (size_t)B * H * S * S * es);
-    char *ctx_h = (char *)ft_ex_take(&a, M0 * N * es);
-    char *ctx = (char *)ft_ex_take(&a, M0 * N * es);
-    char *attn = (char *)ft_ex_take(&a, M0 * N * es);
-    char *h1 = (char *)ft_ex_take(&a, M0 * N * es);
-    char *inter = (char *)ft_ex_take(&a, M0 * F * es);
-    char *out = (char *)ft_ex_take(&a, M0 * N * es);
-    char *yp = (char *)ft_ex_take(&a, M0 * N * es);
+    ft_bert_buffers bb;
+    ft_bert_carve(c, B, S, workspace, &bb);
+    int *seq_offsets = bb.seq_offsets;
+    char *xp = bb.xp, *qkv = bb.qkv, *heads = bb.heads, *scores = bb.scores, *ctx_h = bb.ctx_h, *ctx = bb.ctx;
+    char *attn = bb.attn, *h1 = bb.h1, *inter = bb.inter, *out = bb.out, *yp = bb.yp;
 
     /* rows the row-wise steps run on */
     int M = B * S;

@@ -21,8 +21,11 @@
 #ifndef FT_EXAMPLE_DECODER_LAYER_CUH
 #define FT_EXAMPLE_DECODER_LAYER_CUH
 
-#include "bert_layer.cuh" /* ft_ex_arena, FT_EX_TRY */
 #include "ft/attention.cuh"
+#include "ft/gemm.cuh"
+#include "ft/norm.cuh"
+
+#include "example_common.cuh"
 
 typedef struct ft_decoder_weights {
     const void *ln1_gamma, *ln1_beta;             /* [N] self_layernorm */
@@ -64,15 +67,33 @@ static inline ft_status ft_decoder_prepare_memory(const ft_gemm_ctx *g, const ft
                               FT_KV_BLHD, stream);
 }
 
-static inline size_t ft_decoder_workspace_bytes(const ft_decoder_config *c, int B)
+/* Where each buffer of one step lives in the workspace. */
+typedef struct ft_decoder_buffers {
+    char *n1, *qkv, *att, *m, *s1, *n2, *qc, *cx, *c2, *s2, *n3, *out, *inter;
+    void *attn_ws; /* split-KV partials of both attentions */
+    size_t attn_ws_bytes;
+} ft_decoder_buffers;
+
+/* Carves the workspace for a batch of B into b (base NULL: sizes only); returns the
+ * bytes it needs. */
+static inline size_t ft_decoder_carve(const ft_decoder_config *c, int B, void *base, ft_decoder_buffers *b)
 {
     const size_t es = ft_dtype_size(c->dtype), BN = (size_t)B * c->hidden;
-    ft_ex_arena a = {NULL, 0, 0};
-    ft_ex_take(&a, 10 * BN * es);                 /* n1, q/k/v, a, s1, n2, qc, c, s2, n3 ... */
-    ft_ex_take(&a, 4 * BN * es);
-    ft_ex_take(&a, (size_t)B * c->ffn * es);       /* FFN inner */
-    ft_ex_take(&a, ft_attention_workspace_bytes(B, c->heads, c->hidden / c->heads, FT_ATTN_MAX_SPLITS));
+    ft_ex_arena a = {(char *)base, 0};
+    char **rows[] = {&b->n1, &b->att, &b->m, &b->s1, &b->n2, &b->qc, &b->cx, &b->c2, &b->s2, &b->n3, &b->out};
+    b->qkv = (char *)ft_ex_take(&a, 3 * BN * es); /* [3, B, N] */
+    for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++)
+        *rows[i] = (char *)ft_ex_take(&a, BN * es);
+    b->inter = (char *)ft_ex_take(&a, (size_t)B * c->ffn * es);
+    b->attn_ws_bytes = ft_attention_workspace_bytes(B, c->heads, c->hidden / c->heads, FT_ATTN_MAX_SPLITS);
+    b->attn_ws = ft_ex_take(&a, b->attn_ws_bytes);
     return a.used;
+}
+
+static inline size_t ft_decoder_workspace_bytes(const ft_decoder_config *c, int B)
+{
+    ft_decoder_buffers b;
+    return ft_decoder_carve(c, B, NULL, &b);
 }
 
 /* x, y: [B, N]. k_cache, v_cache: the self-attention cache (layout, capacity max_len);
@@ -98,15 +119,12 @@ static inline ft_status ft_decoder_layer_step(const ft_gemm_ctx *g, const ft_dec
                        fn, need, workspace ? workspace_bytes : (size_t)0);
     const int D = N / H;
     const size_t es = ft_dtype_size(dt), BN = (size_t)B * N;
-    ft_ex_arena a = {(char *)workspace, 0, workspace_bytes};
-    char *buf = (char *)ft_ex_take(&a, 10 * BN * es);
-    ft_ex_take(&a, 4 * BN * es);
-    char *inter = (char *)ft_ex_take(&a, (size_t)B * F * es);
-    const size_t attn_ws = ft_attention_workspace_bytes(B, H, D, FT_ATTN_MAX_SPLITS);
-    void *attn_workspace = ft_ex_take(&a, attn_ws);
-    char *n1 = buf, *qkv = buf + BN * es, *att = buf + 4 * BN * es, *m = buf + 5 * BN * es, *s1 = buf + 6 * BN * es;
-    char *n2 = buf + 7 * BN * es, *qc = buf + 8 * BN * es, *cx = buf + 9 * BN * es, *c2 = buf + 10 * BN * es;
-    char *s2 = buf + 11 * BN * es, *n3 = buf + 12 * BN * es, *out = buf + 13 * BN * es;
+    ft_decoder_buffers bb;
+    ft_decoder_carve(c, B, workspace, &bb);
+    char *n1 = bb.n1, *qkv = bb.qkv, *att = bb.att, *m = bb.m, *s1 = bb.s1, *n2 = bb.n2, *qc = bb.qc, *cx = bb.cx;
+    char *c2 = bb.c2, *s2 = bb.s2, *n3 = bb.n3, *out = bb.out, *inter = bb.inter;
+    void *attn_workspace = bb.attn_ws;
+    const size_t attn_ws = bb.attn_ws_bytes;
     const char *b_qkv = (const char *)w->b_qkv;
 
     /* masked self-attention */
