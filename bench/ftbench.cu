@@ -18,8 +18,11 @@
 #include <string.h>
 
 #include "ft/attention.cuh"
+#include "ft/decoding.cuh"
 #include "ft/encoder.cuh"
 #include "ft/norm.cuh"
+#include "ft/search.cuh"
+#include "ft/topk.cuh"
 
 #include "bert_layer.cuh"
 #include "cuda_util.h"
@@ -35,6 +38,9 @@ typedef struct bench_opts {
     int batch, heads, kv_heads, head_size, len, layout, splits;
     /* encoder pieces and layers */
     int seq, hidden, ffn, avg_len, mem_len, use_mask, remove_padding;
+    /* decoding: vocabulary, top-K / beam width, top-p, update_logits mode */
+    int vocab, k, beam, mode;
+    float p;
     int iters, warmup;
     int csv;
 } bench_opts;
@@ -116,7 +122,7 @@ static double measure_copy_gbps(void)
  * A kernel names its buffers (count, element type, whether it rotates through the
  * buffer sets or is shared, how it is filled), how to launch on one set, and the bytes
  * the operation must move. */
-enum buf_fill { FILL_RANDOM, FILL_LENGTHS, FILL_NONE };
+enum buf_fill { FILL_RANDOM, FILL_LENGTHS, FILL_NONE, FILL_ZERO };
 
 typedef struct buf_spec {
     size_t count;
@@ -503,6 +509,100 @@ static ft_status run_decoder_layer(const bench_opts *o, void **b, cudaStream_t s
                                  ft_decoder_workspace_bytes(&cfg, o->batch), s);
 }
 
+/* ---- decoding: logits [B*beam, V] N(0,1) (flat: a top-p set of p = 0.9 holds most of
+ * the vocabulary, the sorted form's longest walk) */
+
+/* 0 logits, 1 values / ids (4-byte), 2 indices, 3 workspace, 4 cum_log_probs (zero) */
+static size_t decoding_ws_bytes(const bench_opts *o)
+{
+    const int rows = o->batch * (strcmp(o->kernel, "beam_topk") == 0 ? o->beam : 1);
+    if (strcmp(o->kernel, "topp_sampling_sorted") == 0)
+        return ft_topp_sorted_workspace_bytes(o->dt, rows, o->vocab);
+    if (strcmp(o->kernel, "topk") == 0 || strcmp(o->kernel, "topk_sampling") == 0 ||
+        strcmp(o->kernel, "beam_topk") == 0)
+        return ft_topk_workspace_bytes(o->dt, rows, strcmp(o->kernel, "beam_topk") == 0 ? o->beam : 1, o->vocab, o->k);
+    return 0;
+}
+static int decoding_buffers(const bench_opts *o, buf_spec *sp)
+{
+    const int beams = strcmp(o->kernel, "beam_topk") == 0 ? o->beam : 1;
+    const size_t rows = (size_t)o->batch * beams, es = ft_dtype_size(o->dt);
+    const int logits_out = strcmp(o->kernel, "update_logits") == 0;
+    const size_t counts[5] = {rows * o->vocab, logits_out ? rows * o->vocab : (size_t)o->batch * o->k,
+                              (size_t)o->batch * o->k, (decoding_ws_bytes(o) + es - 1) / es + 64, rows};
+    for (int i = 0; i < 5; i++) {
+        sp[i].count = counts[i];
+        sp[i].is_int = i == 1 || i == 2 || i == 4;
+        sp[i].rotate = i == 0 || (i == 1 && logits_out);
+        sp[i].fill = i == 0 ? FILL_RANDOM : i == 4 ? FILL_ZERO : FILL_NONE;
+    }
+    return 5;
+}
+static double decoding_bytes(const bench_opts *o)
+{
+    const int beams = strcmp(o->kernel, "beam_topk") == 0 ? o->beam : 1;
+    const double n = (double)o->batch * beams * o->vocab;
+    /* update_logits: read the logits, write fp32; the rest read the logits once */
+    return n * (double)ft_dtype_size(o->dt) + (strcmp(o->kernel, "update_logits") == 0 ? 4.0 * n : 0.0);
+}
+static void decoding_describe(const bench_opts *o, char *variant, char *shape, size_t len)
+{
+    static const char *modes[3] = {"raw", "softmax", "log_softmax"};
+    if (strcmp(o->kernel, "update_logits") == 0)
+        snprintf(variant, len, "%s", modes[o->mode]);
+    else if (strstr(o->kernel, "topp") || (strcmp(o->kernel, "topk_sampling") == 0 && o->p < 1.0f))
+        snprintf(variant, len, "p=%.2f", o->p);
+    else
+        snprintf(variant, len, "K=%d", ft_topk_variant_k(o->dt, o->k));
+    if (strcmp(o->kernel, "beam_topk") == 0)
+        snprintf(shape, len, "B=%d W=%d V=%d k=%d", o->batch, o->beam, o->vocab, o->k);
+    else if (strstr(o->kernel, "topk"))
+        snprintf(shape, len, "B=%d V=%d k=%d", o->batch, o->vocab, o->k);
+    else
+        snprintf(shape, len, "B=%d V=%d", o->batch, o->vocab);
+}
+static ft_sampling bench_sampling(const bench_opts *o)
+{
+    ft_sampling smp;
+    memset(&smp, 0, sizeof smp);
+    smp.k = o->k, smp.p = o->p, smp.temperature = 1.0f, smp.seed = 7, smp.step = 3, smp.end_id = 2;
+    return smp;
+}
+static ft_status run_topk(const bench_opts *o, void **b, cudaStream_t s)
+{
+    return ft_topk(o->dt, b[0], o->vocab, o->batch, o->vocab, o->k, (float *)b[1], (int *)b[2], b[3],
+                   decoding_ws_bytes(o), s);
+}
+static ft_status run_beam_topk(const bench_opts *o, void **b, cudaStream_t s)
+{
+    return ft_beam_topk(o->dt, b[0], o->vocab, (const float *)b[4], o->batch, o->beam, o->vocab, o->k, (float *)b[1],
+                        (int *)b[2], b[3], decoding_ws_bytes(o), s);
+}
+static ft_status run_topk_sampling(const bench_opts *o, void **b, cudaStream_t s)
+{
+    const ft_sampling smp = bench_sampling(o);
+    ft_decode_io io;
+    memset(&io, 0, sizeof io);
+    io.ids = (int *)b[1];
+    return ft_topk_sampling(o->dt, b[0], o->vocab, o->batch, o->vocab, &smp, &io, b[3], decoding_ws_bytes(o), s);
+}
+static ft_status run_topp_sampling(const bench_opts *o, void **b, cudaStream_t s)
+{
+    const ft_sampling smp = bench_sampling(o);
+    ft_decode_io io;
+    memset(&io, 0, sizeof io);
+    io.ids = (int *)b[1];
+    if (strcmp(o->kernel, "topp_sampling_sorted") == 0)
+        return ft_topp_sampling_sorted(o->dt, b[0], o->vocab, o->batch, o->vocab, &smp, &io, b[3],
+                                       decoding_ws_bytes(o), s);
+    return ft_topp_sampling(o->dt, b[0], o->vocab, o->batch, o->vocab, &smp, &io, s);
+}
+static ft_status run_update_logits(const bench_opts *o, void **b, cudaStream_t s)
+{
+    return ft_update_logits(o->dt, b[0], o->vocab, o->batch, o->vocab, NULL, NULL, 0, 1.0f, NULL,
+                            (ft_logits_mode)o->mode, (float *)b[1], o->vocab, s);
+}
+
 static const kernel_desc kernels[] = {
     {"layernorm", "y = LN(x)*gamma + beta", norm_buffers, run_layernorm, norm_bytes, norm_describe},
     {"add_bias_residual_layernorm", "s = x + r + b; y = LN(s) (--sum: store s)", norm_buffers, run_abr_layernorm,
@@ -527,6 +627,18 @@ static const kernel_desc kernels[] = {
      bert_buffers, run_bert_layer, layer_bytes, layer_describe},
     {"decoder_layer", "examples/decoder_layer.cuh one step, --batch --hidden --heads --ffn --len --mem-len",
      decoder_buffers, run_decoder_layer, layer_bytes, layer_describe},
+    {"topk", "the k best of each row, --batch --vocab --k", decoding_buffers, run_topk, decoding_bytes,
+     decoding_describe},
+    {"beam_topk", "beam candidates with cum_log_probs, --batch --beam --vocab --k", decoding_buffers, run_beam_topk,
+     decoding_bytes, decoding_describe},
+    {"topk_sampling", "one token per row from the k best, --batch --vocab --k [--p]", decoding_buffers,
+     run_topk_sampling, decoding_bytes, decoding_describe},
+    {"topp_sampling", "sort-free top-p sampling, --batch --vocab --p", decoding_buffers, run_topp_sampling,
+     decoding_bytes, decoding_describe},
+    {"topp_sampling_sorted", "top-p by softmax + segmented radix sort, --batch --vocab --p", decoding_buffers,
+     run_topp_sampling, decoding_bytes, decoding_describe},
+    {"update_logits", "bias / temperature / finished + softmax, --batch --vocab [--mode raw|softmax|log_softmax]",
+     decoding_buffers, run_update_logits, decoding_bytes, decoding_describe},
 };
 #define NKERNELS ((int)(sizeof kernels / sizeof kernels[0]))
 
@@ -596,6 +708,8 @@ static void bench_one(const bench_env *env, const bench_opts *o)
                 FT_CHECK_CUDA(cudaMemcpy(p, src, bytes, cudaMemcpyDeviceToDevice));
             else if (sp[i].fill == FILL_LENGTHS)
                 FT_CHECK_CUDA(cudaMemcpy(p, lens, bytes, cudaMemcpyHostToDevice));
+            else if (sp[i].fill == FILL_ZERO)
+                FT_CHECK_CUDA(cudaMemset(p, 0, bytes));
             sets[s][i] = p;
         }
         if (!sp[i].rotate) {
@@ -678,6 +792,26 @@ static const char *suite[] = {
     "bert_layer --dtype fp16 --batch 32 --seq 128 --hidden 768 --heads 12 --ffn 3072 --avg-len 64 --remove-padding",
     "bert_layer --dtype bf16 --batch 32 --seq 128 --hidden 768 --heads 12 --ffn 3072",
     "decoder_layer --dtype fp16 --batch 64 --hidden 512 --heads 8 --ffn 2048 --len 128 --mem-len 128",
+    /* decoding: the decoding issue's shapes (fp32 logits) */
+    "topk --dtype fp32 --batch 64 --vocab 32000 --k 1",
+    "topk --dtype fp32 --batch 64 --vocab 32000 --k 4",
+    "topk --dtype fp32 --batch 64 --vocab 32000 --k 16",
+    "topk --dtype fp32 --batch 64 --vocab 32000 --k 64",
+    "topk --dtype fp32 --batch 64 --vocab 128256 --k 4",
+    "topk --dtype fp32 --batch 256 --vocab 50257 --k 4",
+    "topk --dtype fp16 --batch 64 --vocab 32000 --k 4",
+    "beam_topk --dtype fp32 --batch 16 --beam 4 --vocab 32000 --k 4",
+    "topk_sampling --dtype fp32 --batch 64 --vocab 32000 --k 4",
+    "topk_sampling --dtype fp32 --batch 64 --vocab 32000 --k 64 --p 0.9",
+    "topp_sampling --dtype fp32 --batch 64 --vocab 32000 --p 0.9",
+    "topp_sampling --dtype fp32 --batch 64 --vocab 128256 --p 0.9",
+    "topp_sampling --dtype fp32 --batch 256 --vocab 50257 --p 0.9",
+    "topp_sampling_sorted --dtype fp32 --batch 64 --vocab 32000 --p 0.9",
+    "topp_sampling_sorted --dtype fp32 --batch 64 --vocab 128256 --p 0.9",
+    "topp_sampling_sorted --dtype fp32 --batch 256 --vocab 50257 --p 0.9",
+    "update_logits --dtype fp32 --batch 64 --vocab 128256 --mode log_softmax",
+    "update_logits --dtype fp32 --batch 64 --vocab 32000 --mode log_softmax",
+    "update_logits --dtype fp16 --batch 64 --vocab 128256 --mode softmax",
 };
 #define NSUITE ((int)(sizeof suite / sizeof suite[0]))
 
@@ -691,6 +825,7 @@ static void usage(FILE *f)
                "  encoder:     --batch B --heads H --seq S [--head-size D] [--mask] [--avg-len A]\n"
                "  layers:      --batch B --seq S --hidden N --heads H --ffn F [--remove-padding]\n"
                "               decoder_layer: --len L (cached steps) --mem-len Lmem\n"
+               "  decoding:    --batch B --vocab V [--k K] [--beam W] [--p P] [--mode raw|softmax|log_softmax]\n"
                "With no kernel, runs the default suite (--suite prints it).\nKernels:\n");
     for (int i = 0; i < NKERNELS; i++)
         fprintf(f, "  %-30s %s\n", kernels[i].name, kernels[i].about);
@@ -741,6 +876,21 @@ static int parse(int argc, char **argv, bench_opts *o)
                 o->avg_len = atoi(v);
             else if (strcmp(a, "--mem-len") == 0)
                 o->mem_len = atoi(v);
+            else if (strcmp(a, "--vocab") == 0)
+                o->vocab = atoi(v);
+            else if (strcmp(a, "--k") == 0)
+                o->k = atoi(v);
+            else if (strcmp(a, "--beam") == 0)
+                o->beam = atoi(v);
+            else if (strcmp(a, "--p") == 0)
+                o->p = (float)atof(v);
+            else if (strcmp(a, "--mode") == 0) {
+                o->mode = strcmp(v, "raw") == 0 ? 0 : strcmp(v, "softmax") == 0 ? 1 : strcmp(v, "log_softmax") == 0 ? 2 : -1;
+                if (o->mode < 0) {
+                    fprintf(stderr, "ftbench: unknown mode %s\n", v);
+                    return -1;
+                }
+            }
             else if (strcmp(a, "--layout") == 0) {
                 if (strcmp(v, "bhld") == 0)
                     o->layout = FT_KV_BHLD;
@@ -792,7 +942,8 @@ static int parse(int argc, char **argv, bench_opts *o)
         return -1;
     }
     if (o->m <= 0 || o->n <= 0 || o->iters <= 0 || o->warmup < 0 || o->batch <= 0 || o->heads <= 0 ||
-        o->head_size <= 0 || o->len <= 0 || o->seq <= 0 || o->hidden <= 0 || o->ffn <= 0) {
+        o->head_size <= 0 || o->len <= 0 || o->seq <= 0 || o->hidden <= 0 || o->ffn <= 0 || o->vocab <= 0 ||
+        o->k <= 0 || o->beam <= 0 || !(o->p > 0.0f && o->p <= 1.0f)) {
         fprintf(stderr, "ftbench: sizes and --iters must be positive\n");
         return -1;
     }
@@ -824,6 +975,11 @@ static bench_opts default_opts(void)
     o.hidden = 768;
     o.ffn = 3072;
     o.layout = FT_KV_BHLD;
+    o.vocab = 32000;
+    o.k = 4;
+    o.beam = 4;
+    o.p = 1.0f;
+    o.mode = FT_LOGITS_LOG_SOFTMAX;
     o.iters = 100;
     o.warmup = 10;
     return o;

@@ -8,6 +8,10 @@
 #                               raw logs in build/gpu-logs
 #   FT_SKIP_BENCH=1 ...         tests only
 #   FT_SKIP_SANITIZER=1 ...     no compute-sanitizer pass
+#   FT_TESTS="test_decoding test_layers" ...   only these test programs (and no ctest pass)
+#   FT_SUITE_GREP='topk|topp' ...               only the suite lines matching the regex
+#   FT_SANITIZE_ONLY='test_decoding' ...        only the sanitizer specs of these programs
+# (the full run takes about ten minutes on an H100; the filters split it across calls)
 set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:-build/gpu-out}
@@ -30,15 +34,22 @@ if ! { cmake --preset gpu && cmake --build --preset gpu; } >"$LOG/build.log" 2>&
   exit 1
 fi
 
-echo "== tests (ctest --preset gpu)"
-ctest --preset gpu >"$LOG/ctest.log" 2>&1 || status=1
-tail -22 "$LOG/ctest.log"
+if [ -z "${FT_TESTS:-}" ]; then
+  echo "== tests (ctest --preset gpu)"
+  ctest --preset gpu >"$LOG/ctest.log" 2>&1 || status=1
+  tail -22 "$LOG/ctest.log"
+else
+  : >"$LOG/ctest.log"
+fi
 
 # The harness programs again, directly, for their per-test lines and counts.
 : >"$LOG/tests.txt"
 for t in build/gpu/tests/test_*; do
   [ -x "$t" ] || continue
   name=$(basename "$t")
+  if [ -n "${FT_TESTS:-}" ] && ! printf ' %s ' "$FT_TESTS" | grep -q " $name "; then
+    continue
+  fi
   "$t" >"$LOG/$name.log" 2>&1
   rc=$?
   grep -E '^FAIL' -A3 "$LOG/$name.log"
@@ -52,10 +63,14 @@ if [ -z "${FT_SKIP_SANITIZER:-}" ] && command -v compute-sanitizer >/dev/null; t
   # a subset of each program (its test-name filters) keeps the sanitizer's run time bounded
   for spec in "test_norm layernorm_fp16 add_bias_act_fp16" "test_attention_fp16 h128" \
               "test_attention_fp32 h80" "test_encoder masked_softmax_fp16 add_qkv_bias_transpose_fp16 remove_rebuild_padding_fp16" \
-              "test_layers bert_layer_fp16"; do
+              "test_layers bert_layer_fp16" "test_decoding topk_k4_fp16 topk_sampling_k16_fp32 search_kernels" \
+              "test_decoding topp_sampling_bf16 topp_sampling_sorted_fp32 beam_search_fp32 embedding_fp16"; do
     set -- $spec
     t=$1
     shift
+    if [ -n "${FT_SANITIZE_ONLY:-}" ] && ! printf ' %s ' "$FT_SANITIZE_ONLY" | grep -q " $t "; then
+      continue
+    fi
     for tool in memcheck racecheck; do
       timeout 150 compute-sanitizer --tool "$tool" --error-exitcode 3 "build/gpu/tests/$t" "$@" \
         >"$LOG/sanitizer_${t}_$tool.log" 2>&1
@@ -77,7 +92,16 @@ fi
 
 if [ -z "${FT_SKIP_BENCH:-}" ]; then
   echo "== ftbench suite"
-  build/gpu/bench/ftbench --csv | tee "$OUT/ours.csv" || status=1
+  if [ -n "${FT_SUITE_GREP:-}" ]; then
+    first=1
+    build/gpu/bench/ftbench --suite | grep -E "$FT_SUITE_GREP" | while read -r line; do
+      # shellcheck disable=SC2086
+      if [ $first -eq 1 ]; then build/gpu/bench/ftbench $line --csv; first=0
+      else build/gpu/bench/ftbench $line --csv | tail -n +2; fi
+    done | tee "$OUT/ours.csv" || status=1
+  else
+    build/gpu/bench/ftbench --csv | tee "$OUT/ours.csv" || status=1
+  fi
   echo "== PyTorch side-by-side"
   if python3 bench/torch_bench.py "$OUT/ours.csv" >"$OUT/torch.csv" 2>"$LOG/torch.txt"; then
     python3 bench/summarize.py "$OUT/ours.csv" "$OUT/torch.csv" --date "$(date +%F)" >"$OUT/results.md"

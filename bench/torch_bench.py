@@ -127,11 +127,53 @@ def decoder_layer(variant, shape, dt):
     return ("eager decoder step (layer_norm/linear/SDPA)", lambda: (torch.randn(B, N, device="cuda", dtype=dt),), step)
 
 
+def decoding(kernel, variant, shape, dt):
+    """The decoding kernels' usual PyTorch forms on N(0,1) logits (ftbench's data)."""
+    B, V = shape["B"], shape["V"]
+    k = shape.get("k", 1)
+    p = float(variant.split("=")[1]) if variant.startswith("p=") else 1.0
+    def logits(rows):
+        return lambda: (torch.randn(rows, V, device="cuda", dtype=dt),)
+
+    def top_p_sample(probs_sorted, ids_sorted):
+        """keep the fewest best whose mass reaches p, then multinomial over them"""
+        cut = probs_sorted.cumsum(-1) - probs_sorted >= p
+        return ids_sorted.gather(-1, torch.multinomial(probs_sorted.masked_fill(cut, 0.0), 1))
+
+    if kernel == "topk":
+        return ("torch.topk(x, k)", logits(B), lambda x: torch.topk(x, k, dim=-1))
+    if kernel == "beam_topk":
+        W = shape["W"]
+        return ("(lp.view(B,W,V) + cum[..., None]).view(B, W*V).topk(k)",
+                lambda: (torch.randn(B * W, V, device="cuda", dtype=dt), torch.zeros(B, W, device="cuda", dtype=dt)),
+                lambda lp, cum: (lp.view(B, W, V) + cum[..., None]).view(B, W * V).topk(k, dim=-1))
+    if kernel == "topk_sampling":
+        def fn(x):
+            v, i = torch.topk(x, k, dim=-1)
+            probs = F.softmax(v.float(), dim=-1)
+            return i.gather(-1, torch.multinomial(probs, 1)) if p >= 1.0 else top_p_sample(probs, i)
+        return ("topk + softmax + multinomial" + ("" if p >= 1.0 else " (top-p inside the k)"), logits(B), fn)
+    if kernel in ("topp_sampling", "topp_sampling_sorted"):
+        def fn(x):
+            probs, ids = F.softmax(x.float(), dim=-1).sort(dim=-1, descending=True)
+            return top_p_sample(probs, ids)
+        return ("softmax + sort + cumsum + multinomial", logits(B), fn)
+    if kernel == "update_logits":
+        forms = {"log_softmax": ("F.log_softmax(x.float())", lambda x: F.log_softmax(x.float(), dim=-1)),
+                 "softmax": ("F.softmax(x.float())", lambda x: F.softmax(x.float(), dim=-1)),
+                 "raw": ("x.float()", lambda x: x.float())}
+        desc, fn = forms[variant]
+        return (desc, logits(B), fn)
+    raise SystemExit(f"torch_bench: no PyTorch form for {kernel}")
+
+
 def expression(kernel, variant, shape, dt):
     """(description, make_inputs, fn[, (description, fn) of a second PyTorch form]) for
     the PyTorch eager form of one kernel."""
     if kernel in ("self_attention", "cross_attention"):
         return attention(kernel, shape, dt)
+    if kernel in ("topk", "beam_topk", "topk_sampling", "topp_sampling", "topp_sampling_sorted", "update_logits"):
+        return decoding(kernel, variant, shape, dt)
     if kernel == "masked_softmax":
         return masked_softmax(variant, shape, dt)
     if kernel == "bert_layer":

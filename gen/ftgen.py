@@ -9,6 +9,7 @@
                                          (comma lists take the cross product:
                                          --dtype fp16,bf16 --width 8,16)
     python3 gen/ftgen.py --family attention --head-size 72 --dtype bf16 --out build/gen
+    python3 gen/ftgen.py --family topk --k 40,128 --dtype fp32 --out build/gen
     python3 gen/ftgen.py --family norm --dtype bf16 --print-outputs
                                          print the header paths that would be written
 
@@ -280,7 +281,72 @@ class AttentionFamily(Family):
         return files
 
 
-FAMILIES = {f.name: f for f in (NormFamily(), EncoderFamily(), AttentionFamily())}
+class TopkFamily(Family):
+    """Top-K selection, beam candidates and top-k sampling per K and dtype (templates/topk.cuh.j2)."""
+    name = "topk"
+    template = "topk.cuh.j2"
+    dispatch_template = "topk_dispatch.cuh.j2"
+    dims = ("k", "dtype")
+    allowed = {"dtype": ("fp32", "fp16", "bf16"), "k": range(1, 1025)}
+    manifest_keys = {"ks": "k", "dtypes": "dtype"}
+
+    def validate(self, params):
+        if params.get("k") not in self.allowed["k"]:
+            raise VariantError(f"topk: K {params.get('k')} is not supported (1 to 1024)")
+        super().validate(params)
+
+    def name_parts(self, params):
+        return [f"k{params['k']}"]
+
+    def listing_args(self, v):
+        return [str(v["params"]["k"])]
+
+    def context(self, params):
+        dt, K = params["dtype"], params["k"]
+        es = DTYPES[dt]["esize"]
+        vec = 16 // es
+        names = variant_names(self, params)
+        return {
+            "dtype": dt, "T": DTYPES[dt]["T"], "esize": es, "K": K,
+            "M": (K + 31) // 32, "TS": (K - 1) // 32, "TL": (K - 1) % 32,
+            "VEC": vec, "U": 4 if es == 4 else 2,  # 16 elements per lane per round
+            # newcomers in one round above which a warp sort + merge beats one-by-one inserts
+            "BATCH": 4,
+            # each lane's R best of a warp's first round seed the list (32R >= 2K candidates)
+            "R": min(16, max(1, -(-2 * K // 32))),
+            # fewest elements per first-pass block (more blocks only add lists to merge)
+            "MIN_CHUNK": max(8192, 16 * K),
+            "SUFFIX": names["suffix"].upper(),
+            "load": f"ft_load_{dt}x{vec}", "to_float": f"ft_to_float_{dt}",
+        }
+
+    def dispatch_files(self, env, variants, command):
+        by_dtype = {}
+        for v in variants:
+            by_dtype.setdefault(v["dtype"], []).append(v)
+        for vs in by_dtype.values():
+            vs.sort(key=lambda v: v["params"]["k"])
+        return {"ft/topk.cuh": env.get_template(self.dispatch_template).render(
+            by_dtype=sorted(by_dtype.items(), key=lambda kv: list(DTYPES).index(kv[0])),
+            guard="FT_TOPK_CUH", banner=banner(self.dispatch_template, command, "topk dispatch"))}
+
+
+class DecodingFamily(NormFamily):
+    """Embeddings, logits and top-p sampling per dtype (templates/decoding.cuh.j2)."""
+    name = "decoding"
+    template = "decoding.cuh.j2"
+    dispatch_template = "decoding_dispatch.cuh.j2"
+
+    def context(self, params):
+        ctx = super().context(params)
+        dt = params["dtype"]
+        ctx["to_float"] = f"ft_to_float_{dt}"
+        ctx["from_float"] = f"ft_from_float_{dt}"
+        ctx["SUFFIX"] = variant_names(self, params)["suffix"].upper()
+        return ctx
+
+
+FAMILIES = {f.name: f for f in (NormFamily(), EncoderFamily(), AttentionFamily(), TopkFamily(), DecodingFamily())}
 
 
 # ---------------------------------------------------------------- naming
@@ -441,7 +507,7 @@ def on_demand_variants(args):
         raise VariantError(f"unknown family '{args.family}' (known: {', '.join(FAMILIES)})")
     lists = {}
     for dim, text, conv in (("dtype", args.dtype, str), ("width", args.width, int),
-                            ("head_size", args.head_size, int)):
+                            ("head_size", args.head_size, int), ("k", args.k, int)):
         if text is None:
             continue
         try:
@@ -457,7 +523,8 @@ def on_demand_variants(args):
 
 def on_demand_command(args):
     cmd = ["python3", "gen/ftgen.py", "--family", args.family]
-    for opt, val in (("--head-size", args.head_size), ("--width", args.width), ("--dtype", args.dtype)):
+    for opt, val in (("--head-size", args.head_size), ("--k", args.k), ("--width", args.width),
+                     ("--dtype", args.dtype)):
         if val is not None:
             cmd += [opt, val]
     return " ".join(cmd)
@@ -475,6 +542,7 @@ def main(argv=None):
     ap.add_argument("--dtype", help="on demand: dtype list, e.g. fp16,bf16")
     ap.add_argument("--width", help="on demand: vector copy width list in bytes (4, 8, 16)")
     ap.add_argument("--head-size", help="on demand (attention): head size list, e.g. 80,96")
+    ap.add_argument("--k", help="on demand (topk): K list, e.g. 40,128")
     ap.add_argument("--print-outputs", action="store_true", help="on demand: print header paths, write nothing")
     args = ap.parse_args(argv)
 
@@ -492,8 +560,8 @@ def main(argv=None):
             for rel in write_if_different(args.out, files):
                 print(f"ftgen: wrote {os.path.join(args.out, rel)}")
             return 0
-        if args.dtype or args.width or args.head_size or args.print_outputs:
-            raise VariantError("--dtype/--width/--head-size/--print-outputs need --family")
+        if args.dtype or args.width or args.head_size or args.k or args.print_outputs:
+            raise VariantError("--dtype/--width/--head-size/--k/--print-outputs need --family")
         variants = load_manifest(args.manifest)
     except VariantError as e:
         print(f"ftgen: {e}", file=sys.stderr)

@@ -202,6 +202,43 @@ class GeneratorTest(unittest.TestCase):
         rc, _, err = run("--family", "encoder", "--dtype", "bf16", "--width", "1", "--out", self.tmp)
         self.assertEqual(rc, 2, err)
 
+    def test_topk_names_and_slots(self):
+        fam = ftgen.FAMILIES["topk"]
+        v = ftgen.make_variant(fam, {"k": 40, "dtype": "fp16"})
+        self.assertEqual((v["id"], v["header"]), ("topk_k40_fp16", "ft/topk_k40_fp16.cuh"))
+        ctx = fam.context({"k": 40, "dtype": "fp16"})
+        # 40 candidates: two 32-lane slots, the 40th best in slot 1, lane 7; 8 halves per load
+        self.assertEqual((ctx["M"], ctx["TS"], ctx["TL"], ctx["VEC"]), (2, 1, 7, 8))
+        ctx = fam.context({"k": 1024, "dtype": "fp32"})
+        self.assertEqual((ctx["M"], ctx["TS"], ctx["TL"], ctx["R"], ctx["MIN_CHUNK"]), (32, 31, 31, 16, 16384))
+        self.assertEqual([fam.context({"k": k, "dtype": "fp32"})["R"] for k in (1, 16, 32, 64)], [1, 1, 2, 4])
+
+    def test_on_demand_topk(self):
+        rc, out, err = run("--family", "topk", "--k", "40,128", "--dtype", "fp32", "--out", self.tmp)
+        self.assertEqual(rc, 0, err)
+        with open(os.path.join(self.tmp, "ft", "topk_k128_fp32.cuh")) as f:
+            text = f.read()
+        for fn in ("ft_topk_k128_fp32(", "ft_beam_topk_k128_fp32(", "ft_topk_sampling_k128_fp32(",
+                   "ft_topk_workspace_bytes_k128_fp32("):
+            self.assertIn(fn, text)
+        self.assertTrue(os.path.exists(os.path.join(self.tmp, "ft", "topk_k40_fp32.cuh")))
+        for bad in ("0", "1025"):
+            rc, _, err = run("--family", "topk", "--k", bad, "--dtype", "fp32", "--out", self.tmp)
+            self.assertEqual(rc, 2, err)
+            self.assertIn("1 to 1024", err)
+        rc, _, err = run("--family", "norm", "--k", "4", "--dtype", "fp32", "--out", self.tmp)
+        self.assertEqual(rc, 2, err)
+
+    def test_topk_dispatch_picks_smallest_k(self):
+        with open(os.path.join(ftgen.GENERATED, "ft", "topk.cuh")) as f:
+            text = f.read()
+        # per dtype the K tests run in increasing order, so the first K >= k wins
+        fp32 = text[text.index("ft_topk(ft_dtype"):]
+        fp32 = fp32[fp32.index("case FT_FP32"):fp32.index("case FT_FP16")]
+        ks = [int(line.split("<=")[1].strip(" )")) for line in fp32.splitlines() if "if (k <=" in line]
+        self.assertEqual(ks, sorted(ks))
+        self.assertEqual(ks, [1, 2, 4, 8, 16, 32, 64])
+
 
 if __name__ == "__main__":
     unittest.main()

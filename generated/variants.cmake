@@ -38,9 +38,35 @@ set(FT_GENERATED_HEADERS
     ft/attention_h256_fp32.cuh
     ft/attention_h256_fp16.cuh
     ft/attention_h256_bf16.cuh
+    ft/topk_k1_fp32.cuh
+    ft/topk_k1_fp16.cuh
+    ft/topk_k1_bf16.cuh
+    ft/topk_k2_fp32.cuh
+    ft/topk_k2_fp16.cuh
+    ft/topk_k2_bf16.cuh
+    ft/topk_k4_fp32.cuh
+    ft/topk_k4_fp16.cuh
+    ft/topk_k4_bf16.cuh
+    ft/topk_k8_fp32.cuh
+    ft/topk_k8_fp16.cuh
+    ft/topk_k8_bf16.cuh
+    ft/topk_k16_fp32.cuh
+    ft/topk_k16_fp16.cuh
+    ft/topk_k16_bf16.cuh
+    ft/topk_k32_fp32.cuh
+    ft/topk_k32_fp16.cuh
+    ft/topk_k32_bf16.cuh
+    ft/topk_k64_fp32.cuh
+    ft/topk_k64_fp16.cuh
+    ft/topk_k64_bf16.cuh
+    ft/decoding_fp32.cuh
+    ft/decoding_fp16.cuh
+    ft/decoding_bf16.cuh
     ft/attention.cuh
+    ft/decoding.cuh
     ft/encoder.cuh
     ft/norm.cuh
+    ft/topk.cuh
     ft/variants.h
 )
-set(FT_GENERATED_FAMILIES attention encoder norm)
+set(FT_GENERATED_FAMILIES attention decoding encoder norm topk)

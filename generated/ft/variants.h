@@ -39,6 +39,11 @@
     X(h256_fp16, FT_FP16, 256) \
     X(h256_bf16, FT_BF16, 256)
 
+#define FT_DECODING_VARIANTS(X) \
+    X(fp32, FT_FP32) \
+    X(fp16, FT_FP16) \
+    X(bf16, FT_BF16)
+
 #define FT_ENCODER_VARIANTS(X) \
     X(fp32, FT_FP32) \
     X(fp16, FT_FP16) \
@@ -48,5 +53,28 @@
     X(fp32, FT_FP32) \
     X(fp16, FT_FP16) \
     X(bf16, FT_BF16)
+
+#define FT_TOPK_VARIANTS(X) \
+    X(k1_fp32, FT_FP32, 1) \
+    X(k1_fp16, FT_FP16, 1) \
+    X(k1_bf16, FT_BF16, 1) \
+    X(k2_fp32, FT_FP32, 2) \
+    X(k2_fp16, FT_FP16, 2) \
+    X(k2_bf16, FT_BF16, 2) \
+    X(k4_fp32, FT_FP32, 4) \
+    X(k4_fp16, FT_FP16, 4) \
+    X(k4_bf16, FT_BF16, 4) \
+    X(k8_fp32, FT_FP32, 8) \
+    X(k8_fp16, FT_FP16, 8) \
+    X(k8_bf16, FT_BF16, 8) \
+    X(k16_fp32, FT_FP32, 16) \
+    X(k16_fp16, FT_FP16, 16) \
+    X(k16_bf16, FT_BF16, 16) \
+    X(k32_fp32, FT_FP32, 32) \
+    X(k32_fp16, FT_FP16, 32) \
+    X(k32_bf16, FT_BF16, 32) \
+    X(k64_fp32, FT_FP32, 64) \
+    X(k64_fp16, FT_FP16, 64) \
+    X(k64_bf16, FT_BF16, 64)
 
 #endif /* FT_VARIANTS_H */

@@ -104,6 +104,38 @@ static __device__ __forceinline__ float2 ft_block_sum2(float2 v, float *scratch)
     return v;
 }
 
+/* Online softmax state (m, s): s = sum of exp(x - m) over the values seen, m their max.
+ * Merges (m2, s2) into (m, s); an empty state is (-inf, 0). */
+static __device__ __forceinline__ void ft_max_sum_merge(float &m, float &s, float m2, float s2)
+{
+    const float mm = fmaxf(m, m2);
+    if (mm == -INFINITY)
+        return; /* both empty (or all -inf): nothing to rescale */
+    s = s * __expf(m - mm) + s2 * __expf(m2 - mm);
+    m = mm;
+}
+
+/* (max, sum of exp(x - max)) over the whole block; every thread gets the result. One
+ * barrier; scratch holds 64 floats (block size a multiple of 32, at most 1024). */
+static __device__ __forceinline__ void ft_block_max_sum(float &m, float &s, float *scratch)
+{
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+#pragma unroll
+    for (int off = 16; off > 0; off >>= 1)
+        ft_max_sum_merge(m, s, __shfl_xor_sync(0xffffffffu, m, off), __shfl_xor_sync(0xffffffffu, s, off));
+    if (lane == 0) {
+        scratch[warp] = m;
+        scratch[32 + warp] = s;
+    }
+    __syncthreads();
+    const int live = lane < (int)(blockDim.x >> 5);
+    m = live ? scratch[lane] : -INFINITY;
+    s = live ? scratch[32 + lane] : 0.0f;
+#pragma unroll
+    for (int off = 16; off > 0; off >>= 1)
+        ft_max_sum_merge(m, s, __shfl_xor_sync(0xffffffffu, m, off), __shfl_xor_sync(0xffffffffu, s, off));
+}
+
 /* Sum over the threads that share one row: a shuffle group when group <= 32, otherwise
  * the whole block (group == blockDim.x; uniform branch, so the barrier is safe). */
 static __device__ __forceinline__ float ft_row_sum(float v, int group, unsigned mask, float *scratch)
