@@ -518,6 +518,8 @@ static size_t decoding_ws_bytes(const bench_opts *o)
     const int rows = o->batch * (strcmp(o->kernel, "beam_topk") == 0 ? o->beam : 1);
     if (strcmp(o->kernel, "topp_sampling_sorted") == 0)
         return ft_topp_sorted_workspace_bytes(o->dt, rows, o->vocab);
+    if (strcmp(o->kernel, "update_logits") == 0)
+        return ft_update_logits_workspace_bytes(o->dt, rows, o->vocab);
     if (strcmp(o->kernel, "topk") == 0 || strcmp(o->kernel, "topk_sampling") == 0 ||
         strcmp(o->kernel, "beam_topk") == 0)
         return ft_topk_workspace_bytes(o->dt, rows, strcmp(o->kernel, "beam_topk") == 0 ? o->beam : 1, o->vocab, o->k);
@@ -600,7 +602,7 @@ static ft_status run_topp_sampling(const bench_opts *o, void **b, cudaStream_t s
 static ft_status run_update_logits(const bench_opts *o, void **b, cudaStream_t s)
 {
     return ft_update_logits(o->dt, b[0], o->vocab, o->batch, o->vocab, NULL, NULL, 0, 1.0f, NULL,
-                            (ft_logits_mode)o->mode, (float *)b[1], o->vocab, s);
+                            (ft_logits_mode)o->mode, (float *)b[1], o->vocab, b[3], decoding_ws_bytes(o), s);
 }
 
 static const kernel_desc kernels[] = {

@@ -481,8 +481,11 @@ static void test_update_logits(ft_test *t)
             FT_CHECK_CUDA(cudaMemcpy(dtemp, temp, rows * sizeof(float), cudaMemcpyHostToDevice));
             dev_poison(out, n * sizeof(float));
             const int end_id = V > 5 ? 5 : 0;
+            /* with a workspace (rows split over blocks when few) and without (a block per row) */
+            const size_t wb = (mode + (int)sh) % 2 ? ft_update_logits_workspace_bytes(dt, rows, V) : 0;
+            void *ws = ws_alloc(wb);
             ft_status st = ft_update_logits(dt, x, V, rows, V, use_bias ? db : NULL, use_fin ? dfin : NULL, end_id,
-                                            0.8f, per_row ? dtemp : NULL, (ft_logits_mode)mode, out, V, 0);
+                                            0.8f, per_row ? dtemp : NULL, (ft_logits_mode)mode, out, V, ws, wb, 0);
             FT_EXPECT(t, st == FT_OK, "update_logits rows=%d V=%d mode=%d: %s", rows, V, mode, ft_last_error());
             float *g = (float *)malloc(n * sizeof(float));
             double *ref = (double *)malloc(n * sizeof(double));
@@ -501,10 +504,10 @@ static void test_update_logits(ft_test *t)
             FT_EXPECT(t, inf_bad == 0, "update_logits rows=%d V=%d mode=%d: %d -inf entries differ", rows, V, mode,
                       inf_bad);
             char what[96];
-            snprintf(what, sizeof what, "update_logits rows=%d V=%d mode=%d", rows, V, mode);
+            snprintf(what, sizeof what, "update_logits rows=%d V=%d mode=%d ws=%zu", rows, V, mode, wb);
             ft_expect_close(t, what, g, ref, n, mode == 1 ? 1e-7 : 2e-5, mode == 1 ? 2e-5 : 2e-6);
             free(h), free(bias), free(g), free(ref);
-            cudaFree(x), cudaFree(db), cudaFree(dfin), cudaFree(dtemp), cudaFree(out);
+            cudaFree(x), cudaFree(db), cudaFree(dfin), cudaFree(dtemp), cudaFree(out), cudaFree(ws);
         }
     }
 }
@@ -735,7 +738,7 @@ static void test_beam_search(ft_test *t)
                     logits[(size_t)r * V + end_id] = (float)ref_round(6.0, dt);
             dev_upload(dx, logits, (size_t)R * V, dt);
             ft_status st = ft_update_logits(dt, dx, V, R, V, NULL, dfin, end_id, 1.0f, NULL, FT_LOGITS_LOG_SOFTMAX,
-                                            dlp, V, 0);
+                                            dlp, V, NULL, 0, 0);
             st = st == FT_OK ? ft_beam_topk(FT_FP32, dlp, V, dcum, B, beam, V, k, dv, di, ws, wb, 0) : st;
             st = st == FT_OK ? ft_beam_update(dv, di, k, B, beam, V, end_id, dcum, dpar, dword, dhist + s * R, dlen, dfin, 0)
                              : st;

@@ -110,16 +110,16 @@ FT_TEST(decoding_args)
 {
     for (size_t d = 0; d < NDT; d++) {
         const ft_dtype dt = dtypes[d];
-        EXPECT_STATUS(t, ft_update_logits(dt, X, 100, 2, 100, NULL, BV, 100, 1.0f, NULL, FT_LOGITS_LOG_SOFTMAX, FV, 100, 0),
+        EXPECT_STATUS(t, ft_update_logits(dt, X, 100, 2, 100, NULL, BV, 100, 1.0f, NULL, FT_LOGITS_LOG_SOFTMAX, FV, 100, NULL, 0, 0),
                       FT_ERR_INVALID_ARGUMENT, "end_id 100");
-        EXPECT_STATUS(t, ft_update_logits(dt, X, 100, 2, 100, NULL, NULL, 0, -1.0f, NULL, FT_LOGITS_RAW, FV, 100, 0),
+        EXPECT_STATUS(t, ft_update_logits(dt, X, 100, 2, 100, NULL, NULL, 0, -1.0f, NULL, FT_LOGITS_RAW, FV, 100, NULL, 0, 0),
                       FT_ERR_INVALID_ARGUMENT, "temperature");
-        EXPECT_STATUS(t, ft_update_logits(dt, X, 100, 2, 100, NULL, NULL, 0, 1.0f, NULL, (ft_logits_mode)7, FV, 100, 0),
+        EXPECT_STATUS(t, ft_update_logits(dt, X, 100, 2, 100, NULL, NULL, 0, 1.0f, NULL, (ft_logits_mode)7, FV, 100, NULL, 0, 0),
                       FT_ERR_INVALID_ARGUMENT, "unknown mode");
         EXPECT_STATUS(t, ft_update_logits(dt, X, 100, 2, 100, NULL, NULL, 0, 1.0f, NULL, FT_LOGITS_RAW,
-                                          (float *)((char *)X + 64), 100, 0),
+                                          (float *)((char *)X + 64), 100, NULL, 0, 0),
                       FT_ERR_INVALID_ARGUMENT, "overlaps");
-        EXPECT_STATUS(t, ft_update_logits(dt, X, 100, 2, 100, NULL, NULL, 0, 1.0f, NULL, FT_LOGITS_RAW, FV, 50, 0),
+        EXPECT_STATUS(t, ft_update_logits(dt, X, 100, 2, 100, NULL, NULL, 0, 1.0f, NULL, FT_LOGITS_RAW, FV, 50, NULL, 0, 0),
                       FT_ERR_INVALID_ARGUMENT, "out_ld");
         EXPECT_STATUS(t, ft_embedding_lookup(dt, X, 100, 64, NULL, 4, 1, 0, NULL, 1.0f, NULL, 0, 1, Y, 0),
                       FT_ERR_INVALID_ARGUMENT, "ids is NULL");

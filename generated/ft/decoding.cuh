@@ -47,15 +47,15 @@ static inline ft_status ft_embedding_lookup(ft_dtype dtype, const void *table, i
     }
 }
 
-static inline ft_status ft_update_logits(ft_dtype dtype, const void *logits, int64_t ld, int rows, int V, const void *bias, const bool *finished, int end_id, float temperature, const float *temperature_per_row, ft_logits_mode mode, float *out, int64_t out_ld, cudaStream_t stream)
+static inline ft_status ft_update_logits(ft_dtype dtype, const void *logits, int64_t ld, int rows, int V, const void *bias, const bool *finished, int end_id, float temperature, const float *temperature_per_row, ft_logits_mode mode, float *out, int64_t out_ld, void *workspace, size_t workspace_bytes, cudaStream_t stream)
 {
     switch (dtype) {
     case FT_FP32:
-        return ft_update_logits_fp32((const float *)logits, ld, rows, V, (const float *)bias, finished, end_id, temperature, temperature_per_row, mode, out, out_ld, stream);
+        return ft_update_logits_fp32((const float *)logits, ld, rows, V, (const float *)bias, finished, end_id, temperature, temperature_per_row, mode, out, out_ld, workspace, workspace_bytes, stream);
     case FT_FP16:
-        return ft_update_logits_fp16((const __half *)logits, ld, rows, V, (const __half *)bias, finished, end_id, temperature, temperature_per_row, mode, out, out_ld, stream);
+        return ft_update_logits_fp16((const __half *)logits, ld, rows, V, (const __half *)bias, finished, end_id, temperature, temperature_per_row, mode, out, out_ld, workspace, workspace_bytes, stream);
     case FT_BF16:
-        return ft_update_logits_bf16((const __nv_bfloat16 *)logits, ld, rows, V, (const __nv_bfloat16 *)bias, finished, end_id, temperature, temperature_per_row, mode, out, out_ld, stream);
+        return ft_update_logits_bf16((const __nv_bfloat16 *)logits, ld, rows, V, (const __nv_bfloat16 *)bias, finished, end_id, temperature, temperature_per_row, mode, out, out_ld, workspace, workspace_bytes, stream);
     default:
         return ft_decoding_unsupported_("ft_update_logits", dtype);
     }
@@ -86,6 +86,20 @@ static inline ft_status ft_topp_sampling_sorted(ft_dtype dtype, const void *logi
         return ft_topp_sampling_sorted_bf16((const __nv_bfloat16 *)logits, ld, rows, V, s, io, workspace, workspace_bytes, stream);
     default:
         return ft_decoding_unsupported_("ft_topp_sampling_sorted", dtype);
+    }
+}
+
+static inline size_t ft_update_logits_workspace_bytes(ft_dtype dtype, int rows, int V)
+{
+    switch (dtype) {
+    case FT_FP32:
+        return ft_update_logits_workspace_bytes_fp32(rows, V);
+    case FT_FP16:
+        return ft_update_logits_workspace_bytes_fp16(rows, V);
+    case FT_BF16:
+        return ft_update_logits_workspace_bytes_bf16(rows, V);
+    default:
+        return 0;
     }
 }
 

@@ -208,32 +208,46 @@ typedef struct ft_logits_args_bf16 {
     int64_t out_ld;
     int *ids;                   /* [rows, V] 0..V-1 (sorted top-p), or NULL */
     int *offsets;               /* [rows + 1] row starts (sorted top-p), or NULL */
+    float2 *partial;            /* [rows, splits] (max, sum) of each chunk, when splits > 1 */
     int V, end_id, mode;
+    int splits;                 /* blocks per row */
+    int phase;                  /* splits > 1: 0 the chunks' (max, sum), 1 merge and write */
 } ft_logits_args_bf16;
 
-/* One block per row: (max, sum) online in one read, then the row is read again (mostly
- * from L2) and written. Raw mode reads once. */
+/* Block (row, split) of `splits` per row: chunk `split` of the row's vectors (the ragged
+ * ends go with chunk 0). With one block per row: (max, sum) online in one read, then the
+ * row is read again (mostly from L2) and written. With several: phase 0 writes each
+ * chunk's (max, sum), phase 1 merges a row's partials and writes its chunk, so every SM
+ * has work when there are few rows. Raw mode reads once. */
 static __global__ void __launch_bounds__(1024) ft_update_logits_bf16_kernel(ft_logits_args_bf16 a)
 {
     __shared__ float scratch[64];
-    const int r = blockIdx.x;
+    const int r = blockIdx.x / a.splits, split = blockIdx.x - r * a.splits;
     const __nv_bfloat16 *x = a.logits + (int64_t)r * a.ld;
     float *y = a.out + (int64_t)r * a.out_ld;
     const int V = a.V;
-    if (a.ids) {
+    const int head = min((int)(((16u - ((unsigned)(uintptr_t)x & 15u)) & 15u) / 2u) % 8, V);
+    const int nvec = (V - head) / 8;
+    const int per = (nvec + a.splits - 1) / a.splits;
+    const int vb = min(split * per, nvec), ve = min(vb + per, nvec), ragged = split == 0;
+    if (a.ids && a.phase != 0) {
         for (int j = threadIdx.x; j < V; j += blockDim.x)
-            a.ids[(int64_t)r * V + j] = j;
-        if (threadIdx.x == 0) {
+            if (split == 0)
+                a.ids[(int64_t)r * V + j] = j;
+        if (threadIdx.x == 0 && split == 0) {
             a.offsets[r] = r * V;
-            if (r == gridDim.x - 1)
+            if (r == gridDim.x / a.splits - 1)
                 a.offsets[r + 1] = (r + 1) * V;
         }
     }
     if (a.finished && a.finished[r]) {
+        if (a.phase == 0)
+            return;
         const float hit = a.mode == FT_LOGITS_SOFTMAX ? 1.0f : 0.0f;
         const float miss = a.mode == FT_LOGITS_SOFTMAX ? 0.0f : -INFINITY;
         for (int j = threadIdx.x; j < V; j += blockDim.x)
-            y[j] = j == a.end_id ? hit : miss;
+            if (split == 0)
+                y[j] = j == a.end_id ? hit : miss;
         return;
     }
     const float tr = a.temperature ? a.temperature[r] : a.temp;
@@ -241,18 +255,25 @@ static __global__ void __launch_bounds__(1024) ft_update_logits_bf16_kernel(ft_l
     const __nv_bfloat16 *bias = a.bias;
     float m = -INFINITY, s = 0.0f;
     if (a.mode != FT_LOGITS_RAW) {
+        if (a.phase == 1 && a.splits > 1) {
+            for (int i = 0; i < a.splits; i++) { /* every thread merges the row's partials */
+                const float2 pm = a.partial[(int64_t)r * a.splits + i];
+                ft_max_sum_merge(m, s, pm.x, pm.y);
+            }
+        } else {
     {
         const int head_ = min((int)(((16u - ((unsigned)(uintptr_t)(x) & 15u)) & 15u) / 2u) % 8, V);
         const int nvec_ = (V - head_) / 8;
-        for (int j0_ = threadIdx.x; j0_ < nvec_; j0_ += 2 * blockDim.x) {
+        const int ve_ = min((int)(ve), nvec_);
+        for (int j0_ = (int)(vb) + threadIdx.x; j0_ < ve_; j0_ += 2 * blockDim.x) {
             float vv_[2][8];
 #pragma unroll
             for (int u_ = 0; u_ < 2; u_++)
-                if (j0_ + u_ * (int)blockDim.x < nvec_)
+                if (j0_ + u_ * (int)blockDim.x < ve_)
                     ft_load_bf16x8(x + head_ + (j0_ + u_ * blockDim.x) * 8, vv_[u_]);
 #pragma unroll
             for (int u_ = 0; u_ < 2; u_++) {
-                if (j0_ + u_ * (int)blockDim.x >= nvec_)
+                if (j0_ + u_ * (int)blockDim.x >= ve_)
                     break;
 #pragma unroll
                 for (int e_ = 0; e_ < 8; e_++) {
@@ -270,7 +291,7 @@ static __global__ void __launch_bounds__(1024) ft_update_logits_bf16_kernel(ft_l
                 }
             }
         }
-        for (int i_ = threadIdx.x; i_ < V - nvec_ * 8; i_ += blockDim.x) {
+        for (int i_ = threadIdx.x; (ragged) && i_ < V - nvec_ * 8; i_ += blockDim.x) {
             const int idx = i_ < head_ ? i_ : i_ + nvec_ * 8;
             const float v = ft_to_float_bf16(x[idx]);
             (void)idx;
@@ -284,25 +305,31 @@ static __global__ void __launch_bounds__(1024) ft_update_logits_bf16_kernel(ft_l
 
         }
     }
-        ft_block_max_sum(m, s, scratch);
+            ft_block_max_sum(m, s, scratch);
+            if (a.phase == 0) {
+                if (threadIdx.x == 0)
+                    a.partial[(int64_t)r * a.splits + split] = make_float2(m, s);
+                return;
+            }
+        }
+    } else if (a.phase == 0) {
+        return;
     }
     const float lse = m + __logf(s), rs = 1.0f / s;
     const int mode = a.mode;
     /* second read (mostly from L2) and the fp32 write: 8 outputs per vector, stored as
      * 16-byte words when the output row keeps the input's alignment */
-    const int head = min((int)(((16u - ((unsigned)(uintptr_t)x & 15u)) & 15u) / 2u) % 8, V);
-    const int nvec = (V - head) / 8;
     const int ystore = ((uintptr_t)(y + head) & 15u) == 0;
-    for (int j0 = threadIdx.x; j0 < nvec; j0 += 2 * blockDim.x) {
+    for (int j0 = vb + threadIdx.x; j0 < ve; j0 += 2 * blockDim.x) {
         float vv[2][8];
 #pragma unroll
         for (int u = 0; u < 2; u++)
-            if (j0 + u * (int)blockDim.x < nvec)
+            if (j0 + u * (int)blockDim.x < ve)
                 ft_load_bf16x8(x + head + (j0 + u * blockDim.x) * 8, vv[u]);
 #pragma unroll
         for (int u = 0; u < 2; u++) {
             const int j = j0 + u * blockDim.x;
-            if (j >= nvec)
+            if (j >= ve)
                 break;
             float o[8];
 #pragma unroll
@@ -323,11 +350,33 @@ static __global__ void __launch_bounds__(1024) ft_update_logits_bf16_kernel(ft_l
             }
         }
     }
-    for (int i = threadIdx.x; i < V - nvec * 8; i += blockDim.x) {
+    for (int i = threadIdx.x; ragged && i < V - nvec * 8; i += blockDim.x) {
         const int idx = i < head ? i : i + nvec * 8;
         const float z = (ft_to_float_bf16(x[idx]) + (bias ? ft_to_float_bf16(bias[idx]) : 0.0f)) * inv;
         y[idx] = mode == FT_LOGITS_RAW ? z : mode == FT_LOGITS_SOFTMAX ? __expf(z - m) * rs : z - lse;
     }
+}
+
+/* Blocks per row of update_logits: enough to give every SM four 256-thread blocks when
+ * the rows alone do not, each with at least 8192 values; 1 keeps one 1024-thread block
+ * per row (no workspace). */
+static inline int ft_update_logits_splits_bf16(int rows, int V, int sms)
+{
+    const int64_t want = ((int64_t)4 * sms + rows - 1) / rows, most = (V + 8191) / 8192;
+    const int64_t sp = want < most ? want : most;
+    return sp > 64 ? 64 : sp < 1 ? 1 : (int)sp;
+}
+
+/* Workspace that lets ft_update_logits_bf16 spread short batches over the whole GPU
+ * ((max, sum) per chunk); 0 when one block per row already fills it. Depends on the
+ * current device's SM count. */
+static inline size_t ft_update_logits_workspace_bytes_bf16(int rows, int V)
+{
+    int sms = 0;
+    if (rows <= 0 || V <= 0 || ft_sm_count("ft_update_logits_workspace_bytes_bf16", &sms) != FT_OK)
+        return 0;
+    const int sp = ft_update_logits_splits_bf16(rows, V, sms);
+    return sp > 1 ? (size_t)rows * sp * sizeof(float2) : 0;
 }
 
 /* out[r, :] (fp32, [rows, out_ld]) from logits [rows, ld]: z = (logit + bias) / temperature,
@@ -335,11 +384,14 @@ static __global__ void __launch_bounds__(1024) ft_update_logits_bf16_kernel(ft_l
  * mass on end_id: 0 there and -inf elsewhere (raw, log-softmax), 1 and 0 (softmax).
  * bias, finished, temperature_per_row may be NULL; temperature_per_row overrides
  * `temperature` per row (> 0). out may be the logits buffer itself when __nv_bfloat16 is float
- * and the two leading dimensions are equal. */
+ * and the two leading dimensions are equal. workspace (optional, 8-byte aligned, size from
+ * ft_update_logits_workspace_bytes_bf16) lets a short batch use every SM; without it (or
+ * if it is too small) each row runs in one block, with the same results. */
 static inline ft_status ft_update_logits_bf16(const __nv_bfloat16 *logits, int64_t ld, int rows, int V,
                                                 const __nv_bfloat16 *bias, const bool *finished, int end_id,
                                                 float temperature, const float *temperature_per_row,
-                                                ft_logits_mode mode, float *out, int64_t out_ld, cudaStream_t stream)
+                                                ft_logits_mode mode, float *out, int64_t out_ld, void *workspace,
+                                                size_t workspace_bytes, cudaStream_t stream)
 {
     static const char fn[] = "ft_update_logits_bf16";
     ft_status st;
@@ -371,6 +423,26 @@ static inline ft_status ft_update_logits_bf16(const __nv_bfloat16 *logits, int64
     memset(&a, 0, sizeof a);
     a.logits = logits, a.ld = ld, a.bias = bias, a.finished = finished, a.temperature = temperature_per_row;
     a.temp = temperature, a.out = out, a.out_ld = out_ld, a.V = V, a.end_id = end_id, a.mode = (int)mode;
+    a.splits = 1, a.phase = 1;
+    if (workspace) {
+        int sms = 0;
+        if ((st = ft_sm_count(fn, &sms)) != FT_OK)
+            return st;
+        const int sp = ft_update_logits_splits_bf16(rows, V, sms);
+        if (sp > 1 && workspace_bytes >= (size_t)rows * sp * sizeof(float2) && ft_aligned(workspace, 8) &&
+            (int64_t)rows * sp <= INT32_MAX) {
+            a.splits = sp, a.partial = (float2 *)workspace;
+            if (mode != FT_LOGITS_RAW) {
+                a.phase = 0;
+                ft_update_logits_bf16_kernel<<<(unsigned)(rows * sp), 256, 0, stream>>>(a);
+                if ((st = ft_launch_status(fn)) != FT_OK)
+                    return st;
+                a.phase = 1;
+            }
+            ft_update_logits_bf16_kernel<<<(unsigned)(rows * sp), 256, 0, stream>>>(a);
+            return ft_launch_status(fn);
+        }
+    }
     ft_update_logits_bf16_kernel<<<rows, 1024, 0, stream>>>(a);
     return ft_launch_status(fn);
 }
@@ -507,15 +579,16 @@ static __global__ void __launch_bounds__(1024) ft_topp_sampling_bf16_kernel(ft_t
     {
         const int head_ = min((int)(((16u - ((unsigned)(uintptr_t)(x) & 15u)) & 15u) / 2u) % 8, V);
         const int nvec_ = (V - head_) / 8;
-        for (int j0_ = threadIdx.x; j0_ < nvec_; j0_ += 2 * blockDim.x) {
+        const int ve_ = min((int)(INT32_MAX), nvec_);
+        for (int j0_ = (int)(0) + threadIdx.x; j0_ < ve_; j0_ += 2 * blockDim.x) {
             float vv_[2][8];
 #pragma unroll
             for (int u_ = 0; u_ < 2; u_++)
-                if (j0_ + u_ * (int)blockDim.x < nvec_)
+                if (j0_ + u_ * (int)blockDim.x < ve_)
                     ft_load_bf16x8(x + head_ + (j0_ + u_ * blockDim.x) * 8, vv_[u_]);
 #pragma unroll
             for (int u_ = 0; u_ < 2; u_++) {
-                if (j0_ + u_ * (int)blockDim.x >= nvec_)
+                if (j0_ + u_ * (int)blockDim.x >= ve_)
                     break;
 #pragma unroll
                 for (int e_ = 0; e_ < 8; e_++) {
@@ -528,7 +601,7 @@ static __global__ void __launch_bounds__(1024) ft_topp_sampling_bf16_kernel(ft_t
                 }
             }
         }
-        for (int i_ = threadIdx.x; i_ < V - nvec_ * 8; i_ += blockDim.x) {
+        for (int i_ = threadIdx.x; (1) && i_ < V - nvec_ * 8; i_ += blockDim.x) {
             const int idx = i_ < head_ ? i_ : i_ + nvec_ * 8;
             const float v = ft_to_float_bf16(x[idx]);
             (void)idx;
@@ -580,15 +653,16 @@ static __global__ void __launch_bounds__(1024) ft_topp_sampling_bf16_kernel(ft_t
     {
         const int head_ = min((int)(((16u - ((unsigned)(uintptr_t)(x) & 15u)) & 15u) / 2u) % 8, V);
         const int nvec_ = (V - head_) / 8;
-        for (int j0_ = threadIdx.x; j0_ < nvec_; j0_ += 2 * blockDim.x) {
+        const int ve_ = min((int)(INT32_MAX), nvec_);
+        for (int j0_ = (int)(0) + threadIdx.x; j0_ < ve_; j0_ += 2 * blockDim.x) {
             float vv_[2][8];
 #pragma unroll
             for (int u_ = 0; u_ < 2; u_++)
-                if (j0_ + u_ * (int)blockDim.x < nvec_)
+                if (j0_ + u_ * (int)blockDim.x < ve_)
                     ft_load_bf16x8(x + head_ + (j0_ + u_ * blockDim.x) * 8, vv_[u_]);
 #pragma unroll
             for (int u_ = 0; u_ < 2; u_++) {
-                if (j0_ + u_ * (int)blockDim.x >= nvec_)
+                if (j0_ + u_ * (int)blockDim.x >= ve_)
                     break;
 #pragma unroll
                 for (int e_ = 0; e_ < 8; e_++) {
@@ -606,7 +680,7 @@ static __global__ void __launch_bounds__(1024) ft_topp_sampling_bf16_kernel(ft_t
                 }
             }
         }
-        for (int i_ = threadIdx.x; i_ < V - nvec_ * 8; i_ += blockDim.x) {
+        for (int i_ = threadIdx.x; (1) && i_ < V - nvec_ * 8; i_ += blockDim.x) {
             const int idx = i_ < head_ ? i_ : i_ + nvec_ * 8;
             const float v = ft_to_float_bf16(x[idx]);
             (void)idx;
@@ -653,104 +727,63 @@ static __global__ void __launch_bounds__(1024) ft_topp_sampling_bf16_kernel(ft_t
     }
     thr_key = prefix;
     const float set_mass = above + (n_in == tie_count ? tie_mass : tie_mass * ((float)n_in / (float)tie_count));
-    /* last pass: walk the row in index order (tiles of blockDim vectors), keep the members,
-     * stop in the tile where the running mass passes u * set_mass */
+    /* last pass: thread t owns the t-th contiguous segment of the row, so thread order is
+     * index order and one scan finds the segment where the running mass of the members
+     * passes u * set_mass; that thread walks its segment to the token */
     const float target = ft_uniform(p.seed, p.step, r) * set_mass;
-    const int head = min((int)(((16u - ((unsigned)(uintptr_t)x & 15u)) & 15u) / 2u) % 8, V);
-    const int nvec = (V - head) / 8;
-    float run = 0.0f; /* mass of members before this tile */
-    int ties_before = 0;
-    __shared__ int s_last;
     __shared__ int slots[2];
-    if (threadIdx.x == 0)
-        s_last = -1;
-    /* the ragged head and tail come first and last in index order: treat them as two
-     * extra single-element "vectors" handled by thread 0 of their tile */
-    const int ntiles = (nvec + blockDim.x - 1) / blockDim.x + 2;
-    for (int tile = 0; tile < ntiles; tile++) {
-        float v[8];
-        int i0 = 0, cnt = 0;
-        if (tile == 0) {
-            if (threadIdx.x < head) {
-                i0 = threadIdx.x, cnt = 1;
-                v[0] = ft_to_float_bf16(x[i0]);
-            }
-        } else if (tile == ntiles - 1) {
-            const int tail0 = head + nvec * 8;
-            if (tail0 + (int)threadIdx.x < V) {
-                i0 = tail0 + threadIdx.x, cnt = 1;
-                v[0] = ft_to_float_bf16(x[i0]);
-            }
-        } else {
-            const int j = (tile - 1) * blockDim.x + threadIdx.x;
-            if (j < nvec) {
-                i0 = head + j * 8, cnt = 8;
-                ft_load_bf16x8(x + i0, v);
-            }
-        }
-        /* membership; ties in index order need their running count first */
+    const int seg = (V + blockDim.x - 1) / blockDim.x;
+    const int i0 = min((int)threadIdx.x * seg, V), i1 = min(i0 + seg, V);
+    int tie_rank0 = 0;
+    if (n_in < tie_count) { /* uniform: ties split by index need each segment's tie count before it */
         int ties_here = 0;
-#pragma unroll
-        for (int e = 0; e < 8; e++)
-            ties_here += e < cnt && (ft_order_key(v[e]) & pmask) == thr_key;
-        int tie_rank0 = 0;
-        if (n_in < tie_count) { /* uniform */
-            float ttot;
-            tie_rank0 = ties_before + (int)ft_dec_block_scan_bf16((float)ties_here, scratch, &ttot) - ties_here;
-            ties_before += (int)ttot;
-        }
-        float mine = 0.0f;
-        int tr_ = tie_rank0, lastm = -1;
-#pragma unroll
-        for (int e = 0; e < 8; e++) {
-            if (e < cnt) {
-                const unsigned k = ft_order_key(v[e]) & pmask;
-                int in = k > thr_key;
-                if (k == thr_key)
-                    in = tr_++ < n_in;
-                if (in) {
-                    mine += __expf((v[e] - vmax) * inv);
-                    lastm = i0 + e;
-                }
-            }
-        }
-        float tot;
-        const float incl = run + ft_dec_block_scan_bf16(mine, scratch, &tot);
-        /* the last member so far (the answer if rounding keeps the walk below the target) */
-        int lm = lastm;
-#pragma unroll
-        for (int off = 16; off > 0; off >>= 1)
-            lm = max(lm, __shfl_xor_sync(0xffffffffu, lm, off));
-        if ((threadIdx.x & 31) == 0)
-            atomicMax(&s_last, lm);
-        const int t = ft_dec_first_reaching_bf16(mine > 0.0f ? incl : -1.0f, target, slots);
-        if (t >= 0) {
-            if ((int)threadIdx.x == t) {
-                float acc = incl - mine;
-                int tr2 = tie_rank0, got = lastm;
-                for (int e = 0; e < cnt; e++) {
-                    const unsigned k = ft_order_key(v[e]) & pmask;
-                    int in = k > thr_key;
-                    if (k == thr_key)
-                        in = tr2++ < n_in;
-                    if (!in)
-                        continue;
-                    acc += __expf((v[e] - vmax) * inv);
-                    if (acc >= target) {
-                        got = i0 + e;
-                        break;
-                    }
-                }
-                ft_decode_commit(a.io, r, p.step, p.end_id, got, 0);
-            }
-            return;
-        }
-        run += tot;
+        for (int i = i0; i < i1; i++)
+            ties_here += (ft_order_key(ft_to_float_bf16(x[i])) & pmask) == thr_key;
+        float ttot;
+        tie_rank0 = (int)ft_dec_block_scan_bf16((float)ties_here, scratch, &ttot) - ties_here;
     }
-    /* rounding left the target above the walked mass: the last member in index order */
-    __syncthreads();
+    float mine = 0.0f;
+    int tr_ = tie_rank0, last = -1;
+#pragma unroll 4
+    for (int i = i0; i < i1; i++) {
+        const float v = ft_to_float_bf16(x[i]);
+        const unsigned k = ft_order_key(v) & pmask;
+        const int in = k > thr_key || (k == thr_key && tr_++ < n_in);
+        if (in) {
+            mine += __expf((v - vmax) * inv);
+            last = i;
+        }
+    }
+    float tot;
+    const float incl = ft_dec_block_scan_bf16(mine, scratch, &tot);
+    /* the member with the largest index answers when rounding keeps every sum below target */
     if (threadIdx.x == 0)
-        ft_decode_commit(a.io, r, p.step, p.end_id, s_last >= 0 ? s_last : ft_select_index(best), 0);
+        slots[1] = -1;
+    __syncthreads();
+    if (last >= 0)
+        atomicMax(&slots[1], last);
+    const int t = ft_dec_first_reaching_bf16(mine > 0.0f ? incl : -1.0f, target, slots);
+    if (t < 0) {
+        if (threadIdx.x == 0)
+            ft_decode_commit(a.io, r, p.step, p.end_id, slots[1] >= 0 ? slots[1] : ft_select_index(best), 0);
+        return;
+    }
+    if ((int)threadIdx.x == t) {
+        float acc = incl - mine;
+        int tr2 = tie_rank0, got = last;
+        for (int i = i0; i < i1; i++) {
+            const float v = ft_to_float_bf16(x[i]);
+            const unsigned k = ft_order_key(v) & pmask;
+            if (!(k > thr_key || (k == thr_key && tr2++ < n_in)))
+                continue;
+            acc += __expf((v - vmax) * inv);
+            if (acc >= target) {
+                got = i;
+                break;
+            }
+        }
+        ft_decode_commit(a.io, r, p.step, p.end_id, got, 0);
+    }
 }
 
 /* One token per row of logits [rows, ld]: among softmax(logits / temperature), the
@@ -886,6 +919,7 @@ static inline ft_status ft_topp_sampling_sorted_bf16(const __nv_bfloat16 *logits
     memset(&a, 0, sizeof a);
     a.logits = logits, a.ld = ld, a.temperature = s->temperature_per_row, a.temp = s->temperature;
     a.out = probs, a.out_ld = V, a.ids = ids, a.offsets = offsets, a.V = V, a.mode = FT_LOGITS_SOFTMAX;
+    a.splits = 1, a.phase = 1;
     ft_update_logits_bf16_kernel<<<rows, 1024, 0, stream>>>(a);
     if ((st = ft_launch_status(fn)) != FT_OK)
         return st;

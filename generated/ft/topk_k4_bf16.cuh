@@ -85,6 +85,23 @@ static __device__ __forceinline__ unsigned long long ft_topk_cut_k4_bf16(unsigne
     return b > thr ? b - 1 : thr;
 }
 
+/* Merges 32 keys (one per lane, any order, 0 = none) into the list: a bitonic sort of the
+ * newcomers, then a merge with each slot in turn; publishes the new K-th key. */
+static __device__ __forceinline__ void ft_topk_merge_batch_k4_bf16(unsigned long long *l, unsigned long long &thr,
+                                                                  unsigned long long *bound, unsigned long long key)
+{
+    unsigned long long c = ft_warp_sort_desc(key);
+#pragma unroll
+    for (int s = 0; s < 1; s++) {
+        ft_warp_merge_split(l[s], c);
+        if (__shfl_sync(0xffffffffu, c, 0) == 0ull)
+            break; /* nothing left to push down */
+    }
+    thr = ft_topk_kth_k4_bf16(l);
+    if (thr > *bound && (threadIdx.x & 31) == 0)
+        atomicMax(bound, thr);
+}
+
 /* Offers one key per lane (0 = none). thr: the list's K-th key; bound: the block's. */
 static __device__ __forceinline__ void ft_topk_offer_k4_bf16(unsigned long long *l, unsigned long long &thr,
                                                             unsigned long long *bound, unsigned long long key)
@@ -94,15 +111,8 @@ static __device__ __forceinline__ void ft_topk_offer_k4_bf16(unsigned long long 
     if (!m)
         return;
     if (__popc(m) > 4) {
-        /* many: sort the newcomers as a warp and merge them in slot by slot */
-        unsigned long long c = ft_warp_sort_desc(key > cut ? key : 0ull);
-#pragma unroll
-        for (int s = 0; s < 1; s++) {
-            ft_warp_merge_split(l[s], c);
-            if (__shfl_sync(0xffffffffu, c, 0) == 0ull)
-                break; /* nothing left to push down */
-        }
-        thr = ft_topk_kth_k4_bf16(l);
+        ft_topk_merge_batch_k4_bf16(l, thr, bound, key > cut ? key : 0ull);
+        return;
     } else {
         while (m) {
             const int src = __ffs(m) - 1;
@@ -114,6 +124,43 @@ static __device__ __forceinline__ void ft_topk_offer_k4_bf16(unsigned long long 
     }
     if (thr > *bound && (threadIdx.x & 31) == 0)
         atomicMax(bound, thr);
+}
+
+/* Buffered offer: keys that beat the cut wait in the warp's 64-slot shared buffer and go
+ * into the list 32 at a time (one sort and merge per 32 instead of one per round of
+ * offers); ft_topk_flush_ empties the buffer. */
+static __device__ __forceinline__ void ft_topk_push_k4_bf16(unsigned long long *l, unsigned long long &thr,
+                                                           unsigned long long *bound, unsigned long long *wbuf,
+                                                           int &cnt, unsigned long long key)
+{
+    const int lane = threadIdx.x & 31;
+    const bool pass = key > ft_topk_cut_k4_bf16(thr, bound);
+    const unsigned m = __ballot_sync(0xffffffffu, pass);
+    if (!m)
+        return;
+    if (pass)
+        wbuf[cnt + __popc(m & ((1u << lane) - 1u))] = key;
+    cnt += __popc(m);
+    __syncwarp();
+    if (cnt >= 32) {
+        ft_topk_merge_batch_k4_bf16(l, thr, bound, wbuf[lane]);
+        const unsigned long long rest = lane + 32 < cnt ? wbuf[32 + lane] : 0ull;
+        __syncwarp();
+        wbuf[lane] = rest;
+        cnt -= 32;
+        __syncwarp();
+    }
+}
+
+static __device__ __forceinline__ void ft_topk_flush_k4_bf16(unsigned long long *l, unsigned long long &thr,
+                                                            unsigned long long *bound, unsigned long long *wbuf,
+                                                            int &cnt)
+{
+    const int lane = threadIdx.x & 31;
+    if (cnt > 0)
+        ft_topk_merge_batch_k4_bf16(l, thr, bound, lane < cnt ? wbuf[lane] : 0ull);
+    cnt = 0;
+    __syncwarp();
 }
 
 /* Offers a sorted run of n keys from shared or global memory; stops at the first batch
@@ -236,6 +283,8 @@ static __device__ __forceinline__ void ft_topk_finish_k4_bf16(const ft_topk_args
 static __global__ void __launch_bounds__(256) ft_topk_pass1_k4_bf16(ft_topk_args_k4_bf16 a)
 {
     __shared__ unsigned long long buf[4 * 4];
+    __shared__ unsigned long long wbufs[8][64];
+    int cnt = 0;
     __shared__ unsigned long long bound;
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, warps = blockDim.x >> 5;
     const int row = blockIdx.x / a.splits, split = blockIdx.x - row * a.splits;
@@ -267,23 +316,18 @@ static __global__ void __launch_bounds__(256) ft_topk_pass1_k4_bf16(ft_topk_args
     unsigned long long thr = 0ull;
     int seeded = 0;
     for (int base = v0 + warp * 64; base < v1; base += warps * 64) {
-        unsigned long long key[2][8];
-        {
-            float v[2][8];
+        float v[2][8];
 #pragma unroll
-            for (int u = 0; u < 2; u++) {
-                const int j = base + u * 32 + lane;
-                if (j < v1)
-                    ft_load_bf16x8(x + head + j * 8, v[u]);
-            }
-#pragma unroll
-            for (int u = 0; u < 2; u++) {
-                const int j = base + u * 32 + lane;
-#pragma unroll
-                for (int e = 0; e < 8; e++)
-                    key[u][e] = j < v1 ? ft_select_key(v[u][e] + add, base_idx + head + j * 8 + e) : 0ull;
-            }
+        for (int u = 0; u < 2; u++) {
+            const int j = base + u * 32 + lane;
+            if (j < v1)
+                ft_load_bf16x8(x + head + j * 8, v[u]);
         }
+        /* keys are recomputed where used (cheap) rather than held: 64-bit keys for every
+         * element would double the registers of the round */
+#define KEY(u, e) (base + (u) * 32 + lane < v1 \
+                       ? ft_select_key(v[u][e] + add, base_idx + head + (base + (u) * 32 + lane) * 8 + (e)) \
+                       : 0ull)
         /* in the first round the seeds are in already: offer only keys under the lane's last */
         unsigned long long below = ~0ull;
         int first = 0;
@@ -300,7 +344,7 @@ static __global__ void __launch_bounds__(256) ft_topk_pass1_k4_bf16(ft_topk_args
             for (int u = 0; u < 2; u++)
 #pragma unroll
                 for (int e = 0; e < 8; e++) {
-                    unsigned long long k = key[u][e];
+                    unsigned long long k = KEY(u, e);
 #pragma unroll
                     for (int i = 0; i < 1; i++) {
                         const unsigned long long hi = k > top[i] ? k : top[i];
@@ -310,7 +354,7 @@ static __global__ void __launch_bounds__(256) ft_topk_pass1_k4_bf16(ft_topk_args
                 }
 #pragma unroll
             for (int i = 0; i < 1; i++)
-                ft_topk_offer_k4_bf16(l, thr, &bound, top[i]);
+                ft_topk_push_k4_bf16(l, thr, &bound, wbufs[warp], cnt, top[i]);
             below = top[0];
         }
         /* one vote per round: does any element of any lane beat the cut? */
@@ -320,14 +364,20 @@ static __global__ void __launch_bounds__(256) ft_topk_pass1_k4_bf16(ft_topk_args
         for (int u = 0; u < 2; u++)
 #pragma unroll
             for (int e = 0; e < 8; e++)
-                any |= key[u][e] > cut && (!first || key[u][e] < below);
-        if (!__any_sync(0xffffffffu, any))
-            continue;
+                {
+                    const unsigned long long k = KEY(u, e);
+                    any |= k > cut && (!first || k < below);
+                }
+        if (__any_sync(0xffffffffu, any)) {
 #pragma unroll
-        for (int u = 0; u < 2; u++)
+            for (int u = 0; u < 2; u++)
 #pragma unroll
-            for (int e = 0; e < 8; e++)
-                ft_topk_offer_k4_bf16(l, thr, &bound, !first || key[u][e] < below ? key[u][e] : 0ull);
+                for (int e = 0; e < 8; e++) {
+                    const unsigned long long k = KEY(u, e);
+                    ft_topk_push_k4_bf16(l, thr, &bound, wbufs[warp], cnt, !first || k < below ? k : 0ull);
+                }
+        }
+#undef KEY
     }
     /* the unaligned head (first split) and the tail (last split), element by element */
     if (warp == 0) {
@@ -335,15 +385,16 @@ static __global__ void __launch_bounds__(256) ft_topk_pass1_k4_bf16(ft_topk_args
         const int t0 = split == a.splits - 1 ? tail0 : a.V;
         for (int i0 = h0; i0 < h1; i0 += 32) {
             const int i = i0 + lane;
-            ft_topk_offer_k4_bf16(l, thr, &bound,
-                                i < h1 ? ft_select_key(ft_to_float_bf16(x[i]) + add, base_idx + i) : 0ull);
+            ft_topk_push_k4_bf16(l, thr, &bound, wbufs[0], cnt,
+                               i < h1 ? ft_select_key(ft_to_float_bf16(x[i]) + add, base_idx + i) : 0ull);
         }
         for (int i0 = t0; i0 < a.V; i0 += 32) {
             const int i = i0 + lane;
-            ft_topk_offer_k4_bf16(l, thr, &bound,
-                                i < a.V ? ft_select_key(ft_to_float_bf16(x[i]) + add, base_idx + i) : 0ull);
+            ft_topk_push_k4_bf16(l, thr, &bound, wbufs[0], cnt,
+                               i < a.V ? ft_select_key(ft_to_float_bf16(x[i]) + add, base_idx + i) : 0ull);
         }
     }
+    ft_topk_flush_k4_bf16(l, thr, &bound, wbufs[warp], cnt);
     ft_topk_block_merge_k4_bf16(l, thr, &bound, buf);
     if (warp != 0)
         return;
