@@ -1,14 +1,15 @@
-# ftkernels_generate(<target> FAMILY <family> DTYPES <d>... [HEAD_SIZES <D>...] [WIDTHS <bytes>...]
-#                    [OUTPUT_DIR <dir>])
+# ftkernels_generate(<target> FAMILY <family> DTYPES <d>... [HEAD_SIZES <D>...] [KS <K>...]
+#                    [WIDTHS <bytes>...] [OUTPUT_DIR <dir>])
 #
 # Generates ftkernels variants that the default package does not ship (a new dtype or
-# copy width; head sizes and K values as those families arrive) into the build tree and
+# copy width, head size or top-K value) into the build tree and
 # makes <target>, an INTERFACE library that puts them on the include path and links
 # ftkernels::ftkernels. The headers are regenerated whenever the generator, a template
 # or the arguments change (add_custom_command DEPENDS on them), never by hand.
 #
 #   ftkernels_generate(my_norm FAMILY norm DTYPES bf16 WIDTHS 8)
 #   ftkernels_generate(my_attn FAMILY attention DTYPES fp16 HEAD_SIZES 72 80)
+#   ftkernels_generate(my_topk FAMILY topk DTYPES fp32 KS 40 128)
 #   target_link_libraries(app PRIVATE my_norm)   # then #include "ft/norm_w8_bf16.cuh"
 if(NOT DEFINED FTKERNELS_GENERATOR)
   set(FTKERNELS_GENERATOR "${CMAKE_CURRENT_LIST_DIR}/../ftgen.py")
@@ -19,7 +20,7 @@ get_filename_component(FTKERNELS_GENERATOR "${FTKERNELS_GENERATOR}" ABSOLUTE)
 set_property(GLOBAL PROPERTY FTKERNELS_GENERATOR_PATH "${FTKERNELS_GENERATOR}")
 
 function(ftkernels_generate target)
-  cmake_parse_arguments(ARG "" "FAMILY;OUTPUT_DIR" "DTYPES;WIDTHS;HEAD_SIZES" ${ARGN})
+  cmake_parse_arguments(ARG "" "FAMILY;OUTPUT_DIR" "DTYPES;WIDTHS;HEAD_SIZES;KS" ${ARGN})
   if(NOT ARG_FAMILY OR NOT ARG_DTYPES)
     message(FATAL_ERROR "ftkernels_generate(${target}): FAMILY and DTYPES are required")
   endif()
@@ -33,6 +34,10 @@ function(ftkernels_generate target)
   if(ARG_HEAD_SIZES)
     string(REPLACE ";" "," head_sizes "${ARG_HEAD_SIZES}")
     list(APPEND args --head-size ${head_sizes})
+  endif()
+  if(ARG_KS)
+    string(REPLACE ";" "," ks "${ARG_KS}")
+    list(APPEND args --k ${ks})
   endif()
   if(ARG_WIDTHS)
     string(REPLACE ";" "," widths "${ARG_WIDTHS}")
@@ -52,7 +57,7 @@ function(ftkernels_generate target)
   add_custom_command(OUTPUT ${outputs}
     COMMAND ${Python3_EXECUTABLE} ${generator} ${args} --out ${ARG_OUTPUT_DIR}
     DEPENDS ${generator} ${templates}
-    COMMENT "ftkernels: generating ${ARG_FAMILY} ${ARG_DTYPES} ${ARG_HEAD_SIZES} ${ARG_WIDTHS}"
+    COMMENT "ftkernels: generating ${ARG_FAMILY} ${ARG_DTYPES} ${ARG_HEAD_SIZES} ${ARG_KS} ${ARG_WIDTHS}"
     VERBATIM)
   add_custom_target(${target}_headers DEPENDS ${outputs})
   add_library(${target} INTERFACE)

@@ -458,9 +458,10 @@ static inline ft_status ft_update_logits_bf16(const __nv_bfloat16 *logits, int64
  * the lowest-index ones needed to reach p. A last pass walks the set in index order and
  * stops where the cumulative mass passes u * (mass of the set). */
 enum { FT_TOPP_BINS_BF16 = 2048 };
-/* Bin masses are summed in 32.32 fixed point (each element's mass is at most 1), so the
- * sums, and with them the chosen set and token, do not depend on the order in which the
- * atomics land: the same seed gives the same token. */
+/* Bin masses are summed in 32.32 fixed point (each element's mass is at most 1) as two
+ * 32-bit words with the carry added by hand (64-bit shared atomics measured twice as
+ * slow), so the sums, and with them the chosen set and token, do not depend on the order
+ * in which the atomics land: the same seed gives the same token. */
 #define FT_TOPP_FIX_BF16 4294967296.0f
 
 typedef struct ft_topp_args_bf16 {
@@ -558,7 +559,8 @@ static __device__ __forceinline__ int ft_topp_pick_bin_bf16(const unsigned long 
 
 static __global__ void __launch_bounds__(1024) ft_topp_sampling_bf16_kernel(ft_topp_args_bf16 a)
 {
-    __shared__ unsigned long long hmass[FT_TOPP_BINS_BF16];
+    __shared__ unsigned long long hmass[FT_TOPP_BINS_BF16]; /* read as u64, summed as two words */
+    unsigned *hword = (unsigned *)hmass; /* little endian: [2b] low word, [2b+1] high word */
     __shared__ int hcount[FT_TOPP_BINS_BF16];
     __shared__ float scratch[64];
     __shared__ int pick[2];
@@ -672,8 +674,12 @@ static __global__ void __launch_bounds__(1024) ft_topp_sampling_bf16_kernel(ft_t
                                     const unsigned k = ft_order_key(v);
                 if ((k & pmask) == prefix) {
                     const int bin = (int)((k >> nshift) & (unsigned)(nb - 1));
-                    atomicAdd(&hmass[bin],
-                              (unsigned long long)(__expf((v - vmax) * inv) * FT_TOPP_FIX_BF16 + 0.5f));
+                    const unsigned long long q =
+                        (unsigned long long)(__expf((v - vmax) * inv) * FT_TOPP_FIX_BF16 + 0.5f);
+                    const unsigned lo = (unsigned)q, old = atomicAdd(&hword[2 * bin], lo);
+                    const unsigned hi = (unsigned)(q >> 32) + (old + lo < old ? 1u : 0u);
+                    if (hi)
+                        atomicAdd(&hword[2 * bin + 1], hi);
                     atomicAdd(&hcount[bin], 1);
                 }
 
@@ -687,8 +693,12 @@ static __global__ void __launch_bounds__(1024) ft_topp_sampling_bf16_kernel(ft_t
                             const unsigned k = ft_order_key(v);
                 if ((k & pmask) == prefix) {
                     const int bin = (int)((k >> nshift) & (unsigned)(nb - 1));
-                    atomicAdd(&hmass[bin],
-                              (unsigned long long)(__expf((v - vmax) * inv) * FT_TOPP_FIX_BF16 + 0.5f));
+                    const unsigned long long q =
+                        (unsigned long long)(__expf((v - vmax) * inv) * FT_TOPP_FIX_BF16 + 0.5f);
+                    const unsigned lo = (unsigned)q, old = atomicAdd(&hword[2 * bin], lo);
+                    const unsigned hi = (unsigned)(q >> 32) + (old + lo < old ? 1u : 0u);
+                    if (hi)
+                        atomicAdd(&hword[2 * bin + 1], hi);
                     atomicAdd(&hcount[bin], 1);
                 }
 
