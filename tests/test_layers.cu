@@ -7,10 +7,13 @@
 
 #include "bert_layer.cuh"
 #include "decoder_layer.cuh"
+#include "decoding.cuh"
 
 #include "cuda_util.h"
 #include "harness.h"
+#include "ref/ref_decoding.h"
 #include "ref/ref_encoder.h"
+#include "ref/ref_norm.h"
 
 static ft_gemm_ctx g_ctx;
 
@@ -31,7 +34,7 @@ typedef struct tensor {
     size_t n;
 } tensor;
 
-#define MAX_TENSORS 32
+#define MAX_TENSORS 128
 typedef struct pool {
     tensor t[MAX_TENSORS];
     int n;
@@ -231,6 +234,184 @@ static void decoder_test(ft_test *t)
                     i % 2 ? FT_KV_BHLD : FT_KV_LBHD);
 }
 
+/* ---------------------------------------------------------------- whole decoding loop */
+
+/* The decoding loop of examples/decoding.cuh against the same loop in C (embedding and
+ * sine position, every decoder layer, final norm, logits, log-softmax, beam top-K and
+ * update, cache reorder, early stop, gather tree), token for token. fp32 without TF32;
+ * the reference takes each step's decision on its own numbers. */
+static void run_decoding(ft_test *t, ref_rng *rng, int B, int beam, int layers, int N, int H, int Nmem, int Lmem,
+                         int V, int steps, float end_bias)
+{
+    const ft_dtype dt = FT_FP32;
+    pool p;
+    memset(&p, 0, sizeof p);
+    p.dt = dt, p.rng = rng;
+    const int F = 4 * N, R = B * beam, start_id = 1, end_id = 2, T = steps;
+    const double ws = 1.0 / sqrt((double)N), wf = 1.0 / sqrt((double)F), wm = 1.0 / sqrt((double)Nmem);
+    ref_dec_w rw[4];
+    ft_decoder_weights dw[4];
+    for (int l = 0; l < layers; l++) {
+        tensor *g1 = make(&p, N, 1.0, 0.2), *be1 = make(&p, N, 0.0, 0.2);
+        tensor *w_qkv = make(&p, 3 * (size_t)N * N, 0.0, ws), *b_qkv = make(&p, 3 * N, 0.0, 0.2);
+        tensor *w_so = make(&p, (size_t)N * N, 0.0, ws), *b_so = make(&p, N, 0.0, 0.2);
+        tensor *g2 = make(&p, N, 1.0, 0.2), *be2 = make(&p, N, 0.0, 0.2);
+        tensor *w_cq = make(&p, (size_t)N * N, 0.0, ws), *b_cq = make(&p, N, 0.0, 0.2);
+        tensor *w_ck = make(&p, (size_t)Nmem * N, 0.0, wm), *b_ck = make(&p, N, 0.0, 0.2);
+        tensor *w_cv = make(&p, (size_t)Nmem * N, 0.0, wm), *b_cv = make(&p, N, 0.0, 0.2);
+        tensor *w_co = make(&p, (size_t)N * N, 0.0, ws), *b_co = make(&p, N, 0.0, 0.2);
+        tensor *g3 = make(&p, N, 1.0, 0.2), *be3 = make(&p, N, 0.0, 0.2);
+        tensor *w1 = make(&p, (size_t)N * F, 0.0, ws), *b1 = make(&p, F, 0.0, 0.2);
+        tensor *w2 = make(&p, (size_t)F * N, 0.0, wf), *b2 = make(&p, N, 0.0, 0.2);
+        rw[l] = (ref_dec_w){g1->h, be1->h, w_qkv->h, b_qkv->h, w_so->h, b_so->h, g2->h, be2->h, w_cq->h, b_cq->h,
+                            w_ck->h, b_ck->h, w_cv->h, b_cv->h, w_co->h, b_co->h, g3->h, be3->h, w1->h, b1->h,
+                            w2->h, b2->h};
+        dw[l] = (ft_decoder_weights){g1->d, be1->d, w_qkv->d, b_qkv->d, w_so->d, b_so->d, g2->d, be2->d,
+                                     w_cq->d, b_cq->d, w_ck->d, b_ck->d, w_cv->d, b_cv->d, w_co->d, b_co->d,
+                                     g3->d, be3->d, w1->d, b1->d, w2->d, b2->d};
+    }
+    tensor *emb = make(&p, (size_t)V * N, 0.0, 1.0), *lg = make(&p, N, 1.0, 0.2), *lb = make(&p, N, 0.0, 0.2);
+    /* peaked logits (fewer near-ties) and an end token that is often chosen */
+    tensor *wl = make(&p, (size_t)N * V, 0.0, 3.0 * ws), *bl = make(&p, V, 0.0, 0.5);
+    bl->h[end_id] = end_bias;
+    dev_upload(bl->d, bl->h, V, dt);
+    /* memory per item, repeated for its beams */
+    tensor *mem1 = make(&p, (size_t)B * Lmem * Nmem, 0.0, 1.0);
+    float *mem = (float *)malloc((size_t)R * Lmem * Nmem * sizeof(float));
+    int *mlen = (int *)malloc(R * sizeof(int));
+    for (int r = 0; r < R; r++) {
+        memcpy(mem + (size_t)r * Lmem * Nmem, mem1->h + (size_t)(r / beam) * Lmem * Nmem, (size_t)Lmem * Nmem * 4);
+        mlen[r] = 1 + (r / beam * 7) % Lmem;
+    }
+    void *dmem = dev_alloc((size_t)R * Lmem * Nmem * 4);
+    dev_upload(dmem, mem, (size_t)R * Lmem * Nmem, dt);
+    int *dmlen = dev_upload_ints(mlen, R);
+
+    /* GPU */
+    ft_decoding_config cfg = {{dt, N, H, F, Nmem, 1e-6f}, layers, V, beam, T, start_id, end_id};
+    ft_decoding_weights w = {emb->d, dw, lg->d, lb->d, wl->d, bl->d};
+    const size_t wsb = ft_decoding_workspace_bytes(&cfg, B, Lmem);
+    void *work = dev_alloc(wsb);
+    int *dout = (int *)dev_alloc((size_t)R * T * 4), *dlens = (int *)dev_alloc(R * 4);
+    float *dcum = (float *)dev_alloc(R * 4);
+    int steps_run = -1;
+    char what[160];
+    snprintf(what, sizeof what, "decoding B=%d beam=%d layers=%d N=%d H=%d V=%d steps=%d", B, beam, layers, N, H, V,
+             steps);
+    ft_status st = ft_decoding_run(ctx(), &cfg, &w, dmem, Lmem, dmlen, B, steps, dout, dlens, dcum, &steps_run, work,
+                                   wsb, 0);
+    FT_EXPECT(t, st == FT_OK, "%s: %s", what, ft_last_error());
+
+    /* the same loop in C */
+    float *kc = (float *)calloc((size_t)layers * T * R * N, 4), *vc = (float *)calloc((size_t)layers * T * R * N, 4);
+    float *kt = (float *)malloc((size_t)T * R * N * 4), *x = (float *)malloc((size_t)R * N * 4);
+    float *lp = (float *)malloc((size_t)R * V * 4), *logit = (float *)malloc((size_t)R * V * 4);
+    double *y = (double *)malloc((size_t)R * (N > V ? N : V) * 8), *nd = (double *)malloc((size_t)R * N * 8);
+    double *wd = (double *)malloc((size_t)N * V * 8), *row = (double *)malloc((size_t)V * 8);
+    for (size_t i = 0; i < (size_t)N * V; i++)
+        wd[i] = wl->h[i];
+    float cum[64], cv[64];
+    int word[64], par[64], len[64], cached[64], ci[64];
+    bool fin[64];
+    int *hist = (int *)malloc((size_t)T * R * 4), *phist = (int *)malloc((size_t)T * R * 4);
+    for (int r = 0; r < R; r++)
+        cum[r] = r % beam ? -1e20f : 0.0f, word[r] = start_id, len[r] = 0, fin[r] = false;
+    int ref_steps = 0;
+    for (int s = 0; s < T; s++) {
+        for (int r = 0; r < R; r++) {
+            cached[r] = s;
+            for (int i = 0; i < N; i++)
+                x[(size_t)r * N + i] =
+                    (float)((double)emb->h[(size_t)word[r] * N + i] * sqrt((double)N) + ref_sine_position(s, i, N));
+        }
+        for (int l = 0; l < layers; l++) {
+            ref_decoder_step(&rw[l], x, mem, R, N, H, F, Nmem, Lmem, mlen, kc + (size_t)l * T * R * N,
+                             vc + (size_t)l * T * R * N, (int)FT_KV_LBHD, T, cached, 1e-6, dt, y);
+            for (size_t i = 0; i < (size_t)R * N; i++)
+                x[i] = (float)y[i];
+        }
+        ref_norm_rows(x, NULL, NULL, lg->h, lb->h, nd, NULL, R, N, 1e-6, 0, dt);
+        for (size_t i = 0; i < (size_t)R * N; i++)
+            nd[i] = (float)nd[i];
+        ref_matmul(nd, wd, y, R, V, N);
+        for (size_t i = 0; i < (size_t)R * V; i++)
+            logit[i] = (float)y[i];
+        for (int r = 0; r < R; r++) {
+            ref_update_logits(logit + (size_t)r * V, bl->h, V, fin[r], end_id, 1.0, 2, row);
+            for (int j = 0; j < V; j++)
+                lp[(size_t)r * V + j] = (float)row[j];
+        }
+        for (int b = 0; b < B; b++) {
+            ref_beam_topk(lp + (size_t)b * beam * V, V, cum + b * beam, beam, V, beam, cv, ci);
+            ref_beam_update(cv, ci, beam, V, end_id, cum + b * beam, par + b * beam, word + b * beam, len + b * beam,
+                            fin + b * beam);
+        }
+        for (int r = 0; r < R; r++)
+            hist[s * R + r] = word[r], phist[s * R + r] = par[r];
+        if (beam > 1) /* caches follow their beams */
+            for (int l = 0; l < layers; l++)
+                for (int kvi = 0; kvi < 2; kvi++) {
+                    float *c = (kvi ? vc : kc) + (size_t)l * T * R * N;
+                    memcpy(kt, c, (size_t)T * R * N * 4);
+                    for (int pos = 0; pos <= s; pos++)
+                        for (int r = 0; r < R; r++)
+                            memcpy(c + ((size_t)pos * R + r) * N, kt + ((size_t)pos * R + r - r % beam + par[r]) * N,
+                                   (size_t)N * 4);
+                }
+        ref_steps = s + 1;
+        int all = 1;
+        for (int r = 0; r < R; r++)
+            all &= fin[r];
+        if (all)
+            break;
+    }
+    FT_EXPECT(t, steps_run == ref_steps, "%s: ran %d steps, the reference %d", what, steps_run, ref_steps);
+    if (st == FT_OK && steps_run == ref_steps) {
+        int *g = (int *)malloc((size_t)R * ref_steps * 4), glen[64];
+        float gcum[64];
+        FT_CHECK_CUDA(cudaMemcpy(g, dout, (size_t)R * ref_steps * 4, cudaMemcpyDeviceToHost));
+        FT_CHECK_CUDA(cudaMemcpy(glen, dlens, R * 4, cudaMemcpyDeviceToHost));
+        FT_CHECK_CUDA(cudaMemcpy(gcum, dcum, R * 4, cudaMemcpyDeviceToHost));
+        int bad = 0;
+        for (int r = 0; r < R && !bad; r++) {
+            int cur = r;
+            for (int s = ref_steps - 1; s >= 0; s--) {
+                if (g[(size_t)r * ref_steps + s] != hist[s * R + cur]) {
+                    FT_EXPECT(t, 0, "%s: beam row %d differs at step %d (got %d, want %d)", what, r, s,
+                              g[(size_t)r * ref_steps + s], hist[s * R + cur]);
+                    bad = 1;
+                    break;
+                }
+                cur = r - r % beam + phist[s * R + cur];
+            }
+            FT_EXPECT(t, bad || glen[r] == len[r], "%s: row %d length %d, want %d", what, r, glen[r], len[r]);
+            FT_EXPECT(t, bad || fabs(gcum[r] - cum[r]) <= 1e-3 + 1e-4 * fabs(cum[r]), "%s: row %d score %g, want %g",
+                      what, r, gcum[r], cum[r]);
+        }
+        int finished = 0;
+        for (int r = 0; r < R; r++)
+            finished += fin[r];
+        printf("    %s: %d steps, %d of %d final beams finished\n", what, ref_steps, finished, R);
+        free(g);
+    }
+    free(mem), free(mlen), free(kc), free(vc), free(kt), free(x), free(lp), free(logit), free(y), free(nd), free(wd);
+    free(row), free(hist), free(phist);
+    cudaFree(dmem), cudaFree(dmlen), cudaFree(work), cudaFree(dout), cudaFree(dlens), cudaFree(dcum);
+    pool_free(&p);
+}
+
+static void decoding_test(ft_test *t)
+{
+    ref_rng rng;
+    ref_rng_seed(&rng, ref_test_seed() + 4242);
+    run_decoding(t, &rng, 3, 1, 2, 64, 2, 48, 5, 97, 12, 1.5f);  /* greedy */
+    run_decoding(t, &rng, 2, 4, 2, 64, 2, 48, 5, 97, 12, 1.5f);  /* beam search */
+    run_decoding(t, &rng, 2, 8, 1, 128, 4, 64, 3, 300, 16, 1.5f);
+    /* an end token likely enough that beams finish on the way and the loop stops early */
+    run_decoding(t, &rng, 4, 1, 2, 64, 2, 48, 5, 97, 24, 5.0f);
+    run_decoding(t, &rng, 3, 4, 2, 64, 2, 48, 5, 97, 24, 4.0f);
+}
+
 __attribute__((constructor)) static void register_layer_tests(void)
 {
     static const ft_dtype dts[] = {FT_FP32, FT_FP16, FT_BF16};
@@ -241,6 +422,7 @@ __attribute__((constructor)) static void register_layer_tests(void)
         snprintf(name, sizeof name, "decoder_layer_%s", ft_dtype_name(dts[i]));
         ft_test_register(name, decoder_test, (void *)(intptr_t)dts[i], 1);
     }
+    ft_test_register("decoding_loop_fp32", decoding_test, NULL, 1);
 }
 
 int main(int argc, char **argv)
