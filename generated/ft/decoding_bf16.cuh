@@ -226,7 +226,7 @@ static __global__ void __launch_bounds__(1024) ft_update_logits_bf16_kernel(ft_l
     const __nv_bfloat16 *x = a.logits + (int64_t)r * a.ld;
     float *y = a.out + (int64_t)r * a.out_ld;
     const int V = a.V;
-    const int head = min((int)(((16u - ((unsigned)(uintptr_t)x & 15u)) & 15u) / 2u) % 8, V);
+    const int head = ft_head_to_16(x, 2u, V);
     const int nvec = (V - head) / 8;
     const int per = (nvec + a.splits - 1) / a.splits;
     const int vb = min(split * per, nvec), ve = min(vb + per, nvec), ragged = split == 0;
@@ -262,7 +262,7 @@ static __global__ void __launch_bounds__(1024) ft_update_logits_bf16_kernel(ft_l
             }
         } else {
     {
-        const int head_ = min((int)(((16u - ((unsigned)(uintptr_t)(x) & 15u)) & 15u) / 2u) % 8, V);
+        const int head_ = ft_head_to_16(x, 2u, V);
         const int nvec_ = (V - head_) / 8;
         const int ve_ = min((int)(ve), nvec_);
         for (int j0_ = (int)(vb) + threadIdx.x; j0_ < ve_; j0_ += 2 * blockDim.x) {
@@ -579,7 +579,7 @@ static __global__ void __launch_bounds__(1024) ft_topp_sampling_bf16_kernel(ft_t
     /* pass 1: the best key (argmax, ties to the lower index) and the row maximum */
     unsigned long long best = 0ull;
     {
-        const int head_ = min((int)(((16u - ((unsigned)(uintptr_t)(x) & 15u)) & 15u) / 2u) % 8, V);
+        const int head_ = ft_head_to_16(x, 2u, V);
         const int nvec_ = (V - head_) / 8;
         const int ve_ = min((int)(INT32_MAX), nvec_);
         for (int j0_ = (int)(0) + threadIdx.x; j0_ < ve_; j0_ += 2 * blockDim.x) {
@@ -653,7 +653,7 @@ static __global__ void __launch_bounds__(1024) ft_topp_sampling_bf16_kernel(ft_t
         __syncthreads();
         const unsigned pmask = shift >= 32 ? 0u : ~0u << shift;
     {
-        const int head_ = min((int)(((16u - ((unsigned)(uintptr_t)(x) & 15u)) & 15u) / 2u) % 8, V);
+        const int head_ = ft_head_to_16(x, 2u, V);
         const int nvec_ = (V - head_) / 8;
         const int ve_ = min((int)(INT32_MAX), nvec_);
         for (int j0_ = (int)(0) + threadIdx.x; j0_ < ve_; j0_ += 2 * blockDim.x) {

@@ -304,7 +304,7 @@ static __global__ void __launch_bounds__(256) ft_topk_pass1_k64_fp32(ft_topk_arg
     const float add = a.cum ? a.cum[row] : 0.0f;
     const int base_idx = beam * a.V;
     /* elements before the first 16-byte boundary, then whole vectors, then the tail */
-    const int head = min((int)(((16u - ((unsigned)(uintptr_t)x & 15u)) & 15u) / 4u) % 4, a.V);
+    const int head = ft_head_to_16(x, 4u, a.V);
     const int nvec = (a.V - head) / 4;
     const int tail0 = head + nvec * 4;
     const int per = (nvec + a.splits - 1) / a.splits;

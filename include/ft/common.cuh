@@ -141,6 +141,13 @@ static __device__ __forceinline__ float ft_from_float_fp32(float v) { return v; 
 static __device__ __forceinline__ __half ft_from_float_fp16(float v) { return __float2half_rn(v); }
 static __device__ __forceinline__ __nv_bfloat16 ft_from_float_bf16(float v) { return __float2bfloat16_rn(v); }
 
+/* Elements of esize bytes before the first 16-byte boundary at or after p (p aligned to
+ * its element), at most n: a row read with 16-byte vectors reads these one by one first. */
+static __device__ __forceinline__ int ft_head_to_16(const void *p, unsigned esize, int n)
+{
+    return min((int)(((16u - ((unsigned)(uintptr_t)p & 15u)) & 15u) / esize), n);
+}
+
 /* ---------------------------------------------------------------- vector packs
  *
  * A pack is N elements in one machine word of N*sizeof(T) bytes (WORD: 2 to 16 bytes):
