@@ -557,13 +557,20 @@ static __device__ __forceinline__ int ft_topp_pick_bin_bf16(const unsigned long 
     return b;
 }
 
+/* Whether an element with masked key k is in the top-p set: above the threshold, or equal
+ * to it and among the first n_in such elements by index (rank counts them in order). */
+static __device__ __forceinline__ int ft_topp_member_bf16(unsigned k, unsigned thr_key, int &rank, int n_in)
+{
+    return k > thr_key || (k == thr_key && rank++ < n_in);
+}
+
 static __global__ void __launch_bounds__(1024) ft_topp_sampling_bf16_kernel(ft_topp_args_bf16 a)
 {
     __shared__ unsigned long long hmass[FT_TOPP_BINS_BF16]; /* read as u64, summed as two words */
     unsigned *hword = (unsigned *)hmass; /* little endian: [2b] low word, [2b+1] high word */
     __shared__ int hcount[FT_TOPP_BINS_BF16];
     __shared__ float scratch[64];
-    __shared__ int pick[2];
+    __shared__ int slots[2];
     const int r = blockIdx.x;
     const ft_sampling &p = a.smp;
     const int forced = ft_decode_forced(a.io, r, p.step, p.end_id);
@@ -636,11 +643,9 @@ static __global__ void __launch_bounds__(1024) ft_topp_sampling_bf16_kernel(ft_t
     unsigned prefix = 0u;  /* key digits chosen so far */
     int shift = 32;        /* bits below the chosen digits */
     float above = 0.0f;    /* mass of keys above the prefix's bin */
-    float want = 0.0f;
-    float zsum = 0.0f;
-    int tie_count = 0;     /* elements whose key equals the final threshold */
+    float want = 0.0f;     /* p of the row's mass */
+    int tie_count = 0;     /* elements in the chosen bin (equal keys once shift is 0) */
     float tie_mass = 0.0f; /* their mass */
-    unsigned thr_key = 0u;
     int exact = 0;
     for (int pass = 0; pass < 3 && !exact; pass++) {
         const int bits = pass == 2 ? 10 : 11;
@@ -710,12 +715,11 @@ static __global__ void __launch_bounds__(1024) ft_topp_sampling_bf16_kernel(ft_t
             long long part = 0;
             for (int b = threadIdx.x; b < nb; b += blockDim.x)
                 part += (long long)hmass[b];
-            zsum = (float)ft_block_sum_i64(part, iscratch) * (1.0f / FT_TOPP_FIX_BF16);
-            want = pr * zsum;
+            want = pr * (float)ft_block_sum_i64(part, iscratch) * (1.0f / FT_TOPP_FIX_BF16);
             __syncthreads();
         }
         float ab;
-        const int bin = ft_topp_pick_bin_bf16(hmass, nb, want - above, &ab, scratch, pick);
+        const int bin = ft_topp_pick_bin_bf16(hmass, nb, want - above, &ab, scratch, slots);
         above += ab;
         prefix |= (unsigned)bin << nshift;
         shift = nshift;
@@ -735,13 +739,12 @@ static __global__ void __launch_bounds__(1024) ft_topp_sampling_bf16_kernel(ft_t
         n_in = q > 0.0f ? (int)ceilf(need / q) : tie_count;
         n_in = min(max(n_in, 1), tie_count);
     }
-    thr_key = prefix;
+    const unsigned thr_key = prefix;
     const float set_mass = above + (n_in == tie_count ? tie_mass : tie_mass * ((float)n_in / (float)tie_count));
     /* last pass: thread t owns the t-th contiguous segment of the row, so thread order is
      * index order and one scan finds the segment where the running mass of the members
      * passes u * set_mass; that thread walks its segment to the token */
     const float target = ft_uniform(p.seed, p.step, r) * set_mass;
-    __shared__ int slots[2];
     const int seg = (V + blockDim.x - 1) / blockDim.x;
     const int i0 = min((int)threadIdx.x * seg, V), i1 = min(i0 + seg, V);
     int tie_rank0 = 0;
@@ -757,9 +760,7 @@ static __global__ void __launch_bounds__(1024) ft_topp_sampling_bf16_kernel(ft_t
 #pragma unroll 4
     for (int i = i0; i < i1; i++) {
         const float v = ft_to_float_bf16(x[i]);
-        const unsigned k = ft_order_key(v) & pmask;
-        const int in = k > thr_key || (k == thr_key && tr_++ < n_in);
-        if (in) {
+        if (ft_topp_member_bf16(ft_order_key(v) & pmask, thr_key, tr_, n_in)) {
             mine += __expf((v - vmax) * inv);
             last = i;
         }
@@ -783,8 +784,7 @@ static __global__ void __launch_bounds__(1024) ft_topp_sampling_bf16_kernel(ft_t
         int tr2 = tie_rank0, got = last;
         for (int i = i0; i < i1; i++) {
             const float v = ft_to_float_bf16(x[i]);
-            const unsigned k = ft_order_key(v) & pmask;
-            if (!(k > thr_key || (k == thr_key && tr2++ < n_in)))
+            if (!ft_topp_member_bf16(ft_order_key(v) & pmask, thr_key, tr2, n_in))
                 continue;
             acc += __expf((v - vmax) * inv);
             if (acc >= target) {
