@@ -20,7 +20,7 @@ for cfg in "$@"; do
   i=$((i + 1))
   echo "### $cfg: $(grep -A2 'ft_attn_decode_h128_fp16_g1' build/tune/$i/build.log | grep -oE 'Used [0-9]+ registers|[0-9]+ bytes spill stores' | tr '\n' ' ')"
   while read -r args; do
-    build/tune/$i/ftbench $args --csv | tail -1 | cut -d, -f2,4,5,9
+    build/tune/$i/ftbench $args --csv | tail -1 | cut -d, -f2,4,5,6,9,10
   done <<'SHAPES'
 self_attention --batch 1 --heads 32 --head-size 128 --len 4096
 self_attention --batch 1 --heads 32 --head-size 128 --len 4096 --splits 32

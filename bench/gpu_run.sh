@@ -11,6 +11,7 @@
 #   FT_TESTS="test_decoding test_layers" ...   only these test programs (and no ctest pass)
 #   FT_SUITE_GREP='topk|topp' ...               only the suite lines matching the regex
 #   FT_SANITIZE_ONLY='test_decoding' ...        only the sanitizer specs of these programs
+#   FT_BUILD_TARGETS='ftbench test_decoding' ... build only these targets (default: all)
 # (the full run takes about ten minutes on an H100; the filters split it across calls)
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -27,7 +28,9 @@ nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm,clocks.max.sm,
   | tee "$LOG/device.txt"
 
 echo "== build (preset gpu)"
-if ! { cmake --preset gpu && cmake --build --preset gpu; } >"$LOG/build.log" 2>&1; then
+targets=()
+for t in ${FT_BUILD_TARGETS:-}; do targets+=(--target "$t"); done
+if ! { cmake --preset gpu && cmake --build --preset gpu "${targets[@]}"; } >"$LOG/build.log" 2>&1; then
   tail -50 "$LOG/build.log"
   cp "$LOG/build.log" "$OUT/logs.txt"
   echo "BUILD FAILED"

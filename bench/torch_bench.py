@@ -10,6 +10,7 @@ kernel,variant,dtype,shape,torch_us,torch_expr
 """
 import csv
 import math
+import time
 import sys
 
 import torch
@@ -217,6 +218,10 @@ def expression(kernel, variant, shape, dt):
 
 
 def time_us(make, fn, set_bytes, iters=100, warmup=10):
+    """Medians in microseconds, (per call, device), measured as ftbench measures: per call
+    with the host launching as the GPU runs; device with the same calls queued behind
+    torch.cuda._sleep, so the GPU runs them back to back (lengthened until the host
+    finished queueing before it ended)."""
     l2 = getattr(torch.cuda.get_device_properties(0), "L2_cache_size", 50 << 20)
     nsets = max(1, math.ceil(3 * l2 / max(set_bytes, 1)) + 1)
     free, _ = torch.cuda.mem_get_info()
@@ -227,20 +232,38 @@ def time_us(make, fn, set_bytes, iters=100, warmup=10):
         fn(*sets[i % nsets])
     starts = [torch.cuda.Event(enable_timing=True) for _ in range(iters)]
     ends = [torch.cuda.Event(enable_timing=True) for _ in range(iters)]
-    for i in range(iters):
-        args = sets[(warmup + i) % nsets]
-        starts[i].record()
-        fn(*args)
-        ends[i].record()
-    torch.cuda.synchronize()
-    t = sorted(s.elapsed_time(e) for s, e in zip(starts, ends))
-    return t[iters // 2] * 1000.0
+
+    def run(spin_s):
+        spun = None
+        if spin_s:
+            torch.cuda._sleep(int(spin_s * 2e9))  # cycles; ~2 GHz
+            spun = torch.cuda.Event()
+            spun.record()
+        for i in range(iters):
+            args = sets[(warmup + i) % nsets]
+            starts[i].record()
+            fn(*args)
+            ends[i].record()
+        behind = spun is not None and not spun.query()
+        torch.cuda.synchronize()
+        t = sorted(s.elapsed_time(e) for s, e in zip(starts, ends))
+        return t[iters // 2] * 1000.0, behind
+
+    per_call, _ = run(0)
+    spin = 2e-3 + 60e-6 * iters
+    for _ in range(5):
+        t0 = time.perf_counter()
+        device, behind = run(spin)
+        if behind:
+            break
+        spin = 2 * max(spin, time.perf_counter() - t0)
+    return per_call, device
 
 
 def main():
     rows = list(csv.DictReader(open(sys.argv[1])))
     out = csv.writer(sys.stdout)
-    out.writerow(["kernel", "variant", "dtype", "shape", "torch_us", "torch_expr"])
+    out.writerow(["kernel", "variant", "dtype", "shape", "torch_us", "torch_dev_us", "torch_expr"])
     with torch.inference_mode():
         for r in rows:
             shape = {k: int(v) for k, v in (kv.split("=") for kv in r["shape"].split())}
@@ -249,11 +272,12 @@ def main():
             sample = make()
             set_bytes = sum(t.numel() * t.element_size() for t in sample)
             del sample
-            us = time_us(make, fn, set_bytes)
+            us, dev = time_us(make, fn, set_bytes)
             if second:  # a second PyTorch form, reported beside the first in its description
                 desc2, fn2 = second[0]
-                desc += f"; {desc2}: {time_us(make, fn2, set_bytes):.1f} us"
-            out.writerow([r["kernel"], r["variant"], r["dtype"], r["shape"], f"{us:.2f}", desc])
+                us2, dev2 = time_us(make, fn2, set_bytes)
+                desc += f"; {desc2}: {us2:.1f} us per call, {dev2:.1f} us device"
+            out.writerow([r["kernel"], r["variant"], r["dtype"], r["shape"], f"{us:.2f}", f"{dev:.2f}", desc])
             sys.stdout.flush()
             torch.cuda.empty_cache()
 
