@@ -90,6 +90,7 @@ static __global__ void __launch_bounds__(256, 2) ft_attn_decode_h112_fp16_g1(ft_
     __shared__ __align__(16) float logits[GQ * SUB];
     __shared__ float scratch[2][NW][GQ];
 
+    ft_pdl_trigger(); /* the combine kernel (split-KV) may be scheduled now; it waits for this grid's end */
     const int tid = threadIdx.x;
     const int passes = (a.G + GQ - 1) / GQ;
     const int pass = blockIdx.x % passes;
@@ -378,22 +379,25 @@ static __global__ void __launch_bounds__(112) ft_attn_combine_h112_fp16(ft_attn_
 {
     const int row = blockIdx.x, b = row / a.H, d = threadIdx.x;
     int steps, new_pos;
+    ft_pdl_wait(); /* launched to overlap the split kernel's tail: its partials are complete from here */
     if (!ft_attn_row_h112_fp16(&a, b, &steps, &new_pos)) {
         a.out[(int64_t)row * 112 + d] = ft_from_float_fp16(ft_attn_invalid_value_h112_fp16(&a, b));
         return;
     }
     const int64_t plane = (int64_t)a.B * a.H;
     float M = -INFINITY;
+#pragma unroll 8
     for (int s = 0; s < a.splits; s++)
         M = fmaxf(M, a.ws_ml[s * plane + row].x);
     float num = 0.0f, den = 0.0f;
+    /* the loads of all splits are independent: unrolled so that they are in flight together */
+#pragma unroll 8
     for (int s = 0; s < a.splits; s++) {
         const float2 ml = a.ws_ml[s * plane + row];
-        if (ml.y > 0.0f) {
-            const float w = exp2f(ml.x - M);
-            den += ml.y * w;
-            num += a.ws[(s * plane + row) * 112 + d] * w;
-        }
+        const float acc = a.ws[(s * plane + row) * 112 + d];
+        const float w = ml.y > 0.0f ? exp2f(ml.x - M) : 0.0f;
+        den += ml.y * w;
+        num += ml.y > 0.0f ? acc * w : 0.0f; /* an empty split's partial was never written */
     }
     a.out[(int64_t)row * 112 + d] = ft_from_float_fp16(num / den);
 }
@@ -458,8 +462,9 @@ if (p->gq == 1)
     ft_status st = ft_launch_status(fn);
     if (st != FT_OK || p->splits == 1)
         return st;
-    ft_attn_combine_h112_fp16<<<(unsigned)(p->B * p->H), 112, 0, stream>>>(*k);
-    return ft_launch_status(fn);
+    void *args[] = {k};
+    return ft_launch_ex(fn, (const void *)ft_attn_combine_h112_fp16, dim3((unsigned)(p->B * p->H)), dim3(112), 0,
+                        stream, args, 1, 1);
 }
 
 /* Masked self-attention for one decoding step; see ft_self_attention_args. */

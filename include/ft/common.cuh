@@ -10,6 +10,7 @@
 #define FT_COMMON_CUH
 
 #include <stdint.h>
+#include <string.h>
 
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
@@ -72,27 +73,99 @@ static inline ft_status ft_launch_status(const char *fn)
     return FT_OK;
 }
 
-/* Multiprocessor count of the current device, looked up once per device and cached
- * (grid sizes of grid-stride kernels are a multiple of it). */
-static inline ft_status ft_sm_count(const char *fn, int *out)
+/* A device attribute of the current device, looked up once per device and cached in
+ * slot `slot` (one slot per attribute asked for). */
+static inline ft_status ft_device_attr_(const char *fn, enum cudaDeviceAttr attr, int slot, int *out)
 {
-    static int cache[64];
+    static int cache[2][64];
     int dev = 0;
     cudaError_t e = cudaGetDevice(&dev);
-    if (e == cudaSuccess && dev >= 0 && dev < 64 && cache[dev] > 0) {
-        *out = cache[dev];
+    if (e == cudaSuccess && dev >= 0 && dev < 64 && cache[slot][dev] > 0) {
+        *out = cache[slot][dev];
         return FT_OK;
     }
-    int sms = 0;
+    int v = 0;
     if (e == cudaSuccess)
-        e = cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev);
+        e = cudaDeviceGetAttribute(&v, attr, dev);
     if (e != cudaSuccess) {
         cudaGetLastError(); /* do not leave the error sticky for the caller's next check */
         return ft_fail(FT_ERR_CUDA, "%s: cannot query the device: %s", fn, cudaGetErrorString(e));
     }
     if (dev >= 0 && dev < 64)
-        cache[dev] = sms;
-    *out = sms;
+        cache[slot][dev] = v;
+    *out = v;
+    return FT_OK;
+}
+
+/* Multiprocessor count of the current device (grid sizes of grid-stride kernels are a
+ * multiple of it). */
+static inline ft_status ft_sm_count(const char *fn, int *out)
+{
+    return ft_device_attr_(fn, cudaDevAttrMultiProcessorCount, 0, out);
+}
+
+/* Compute-capability major of the current device. */
+static inline ft_status ft_cc_major(const char *fn, int *out)
+{
+    return ft_device_attr_(fn, cudaDevAttrComputeCapabilityMajor, 1, out);
+}
+
+/* Programmatic dependent launch (sm_90): a kernel launched by ft_launch_ex as dependent may
+ * start while the kernel before it in the stream is still running; it must call
+ * ft_pdl_wait() before it touches anything that kernel writes (the wait returns once that
+ * kernel has finished and its writes are visible). ft_pdl_trigger() in the earlier kernel
+ * lets the dependent's blocks be scheduled before it ends. Both are no-ops before sm_90
+ * and when the launch was a plain one. */
+static __device__ __forceinline__ void ft_pdl_wait(void)
+{
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    asm volatile("griddepcontrol.wait;" ::: "memory");
+#endif
+}
+
+static __device__ __forceinline__ void ft_pdl_trigger(void)
+{
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+#endif
+}
+
+/* Launches `kernel` (args: pointers to its arguments, as for cudaLaunchKernel) with the
+ * launch attributes of sm_90: `cluster` > 1 groups that many consecutive blocks into a
+ * thread-block cluster (the caller checks the device has clusters); `dependent` lets the
+ * kernel overlap the tail of the previous kernel in the stream on devices of compute
+ * capability 9.0 and later (the kernel calls ft_pdl_wait first; a plain launch elsewhere). */
+static inline ft_status ft_launch_ex(const char *fn, const void *kernel, dim3 grid, dim3 block, size_t smem,
+                                     cudaStream_t stream, void **args, unsigned cluster, int dependent)
+{
+    int major = 0;
+    ft_status st = ft_cc_major(fn, &major);
+    if (st != FT_OK)
+        return st;
+    cudaLaunchConfig_t cfg;
+    memset(&cfg, 0, sizeof cfg);
+    cudaLaunchAttribute attr[2];
+    memset(attr, 0, sizeof attr);
+    cfg.gridDim = grid;
+    cfg.blockDim = block;
+    cfg.dynamicSmemBytes = smem;
+    cfg.stream = stream;
+    cfg.attrs = attr;
+    if (cluster > 1) {
+        attr[cfg.numAttrs].id = cudaLaunchAttributeClusterDimension;
+        attr[cfg.numAttrs].val.clusterDim.x = cluster;
+        attr[cfg.numAttrs].val.clusterDim.y = 1;
+        attr[cfg.numAttrs].val.clusterDim.z = 1;
+        cfg.numAttrs++;
+    }
+    if (dependent && major >= 9) {
+        attr[cfg.numAttrs].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+        attr[cfg.numAttrs].val.programmaticStreamSerializationAllowed = 1;
+        cfg.numAttrs++;
+    }
+    const cudaError_t e = cudaLaunchKernelExC(&cfg, kernel, args);
+    if (e != cudaSuccess)
+        return ft_fail(FT_ERR_CUDA, "%s: kernel launch failed: %s (%s)", fn, cudaGetErrorName(e), cudaGetErrorString(e));
     return FT_OK;
 }
 
