@@ -312,8 +312,9 @@ class TopkFamily(Family):
             "VEC": vec, "U": 4 if es == 4 else 2,  # 16 elements per lane per round
             # newcomers in one round above which a warp sort + merge beats one-by-one inserts
             "BATCH": 4,
-            # each lane's R best of a warp's first round seed the list (32R >= 2K candidates)
-            "R": min(16, max(1, -(-2 * K // 32))),
+            # the first round's floor: each lane's R best, the C-th largest R-th best per
+            # warp, the least of the 8 warps' (8*C*R >= K elements at or above it)
+            "R": max(1, -(-K // 256)), "C": -(-K // (8 * max(1, -(-K // 256)))),
             # fewest elements per first-pass block (more blocks only add lists to merge)
             "MIN_CHUNK": max(8192, 16 * K),
             "SUFFIX": names["suffix"].upper(),

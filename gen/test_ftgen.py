@@ -210,8 +210,15 @@ class GeneratorTest(unittest.TestCase):
         # 40 candidates: two 32-lane slots, the 40th best in slot 1, lane 7; 8 halves per load
         self.assertEqual((ctx["M"], ctx["TS"], ctx["TL"], ctx["VEC"]), (2, 1, 7, 8))
         ctx = fam.context({"k": 1024, "dtype": "fp32"})
-        self.assertEqual((ctx["M"], ctx["TS"], ctx["TL"], ctx["R"], ctx["MIN_CHUNK"]), (32, 31, 31, 16, 16384))
-        self.assertEqual([fam.context({"k": k, "dtype": "fp32"})["R"] for k in (1, 16, 32, 64)], [1, 1, 2, 4])
+        self.assertEqual((ctx["M"], ctx["TS"], ctx["TL"], ctx["R"], ctx["C"], ctx["MIN_CHUNK"]),
+                         (32, 31, 31, 4, 32, 16384))
+        # the first round's floor: 8 warps x C lanes x R elements per lane cover K, C <= 32
+        for k in (1, 4, 16, 64, 256, 257, 1000, 1024):
+            c = fam.context({"k": k, "dtype": "fp32"})
+            self.assertGreaterEqual(8 * c["C"] * c["R"], k)
+            self.assertLessEqual(c["C"], 32)
+        self.assertEqual([fam.context({"k": k, "dtype": "fp32"})[p] for k in (1, 16, 64) for p in ("R", "C")],
+                         [1, 1, 1, 2, 1, 8])
 
     def test_on_demand_topk(self):
         rc, out, err = run("--family", "topk", "--k", "40,128", "--dtype", "fp32", "--out", self.tmp)

@@ -16,12 +16,14 @@
  *
  * How: a warp keeps its best 32 candidates as a sorted list spread over its lanes
  * (1 64-bit key(s) per lane: value key above, index below, so one compare orders
- * them). Each lane reads 16 elements per round with 16-byte loads; an element
- * only matters if it beats the list's K-th key or the best K-th key any warp of the block
- * has published (a lower bound on the block's K-th). Few newcomers are inserted one at a
- * time (shift across lanes); many are bitonic-sorted as a warp and merged slot by slot.
- * The warps of a block then merge pairwise through shared memory. A row is split over
- * several blocks when there are few rows (chosen from the SM count); a second kernel
+ * them). Each lane reads 16 elements per round with 16-byte loads. The first round
+ * sets a floor under the block's K-th best value (from the lanes' best values, see the
+ * kernel); after it an element costs one float compare against the cut (the floor, the
+ * list's K-th key, or the best K-th key any warp of the block has published) and only the
+ * few that pass get a key: they wait in a per-warp buffer and are bitonic-sorted and
+ * merged into the list 32 at a time. The warps of a block then merge pairwise through
+ * shared memory. A row is split over several blocks when there are few rows (chosen
+ * from the SM count); a second kernel, launched to overlap the first one's tail on sm_90,
  * merges the blocks' lists of each row and writes the result or draws the sample. */
 #ifndef FT_TOPK_K1_FP32_CUH
 #define FT_TOPK_K1_FP32_CUH
@@ -97,7 +99,8 @@ static __device__ __forceinline__ void ft_topk_merge_batch_k1_fp32(unsigned long
         if (__shfl_sync(0xffffffffu, c, 0) == 0ull)
             break; /* nothing left to push down */
     }
-    thr = ft_topk_kth_k1_fp32(l);
+    const unsigned long long kth = ft_topk_kth_k1_fp32(l);
+    thr = kth > thr ? kth : thr; /* thr may start at a floor above the list's K-th */
     if (thr > *bound && (threadIdx.x & 31) == 0)
         atomicMax(bound, thr);
 }
@@ -117,7 +120,8 @@ static __device__ __forceinline__ void ft_topk_offer_k1_fp32(unsigned long long 
         while (m) {
             const int src = __ffs(m) - 1;
             ft_topk_insert_k1_fp32(l, __shfl_sync(0xffffffffu, key, src));
-            thr = ft_topk_kth_k1_fp32(l);
+            const unsigned long long kth = ft_topk_kth_k1_fp32(l);
+            thr = kth > thr ? kth : thr;
             m = __ballot_sync(0xffffffffu, key > ft_topk_cut_k1_fp32(thr, bound)) &
                 (src == 31 ? 0u : ~0u << (src + 1));
         }
@@ -152,13 +156,18 @@ static __device__ __forceinline__ void ft_topk_push_k1_fp32(unsigned long long *
     }
 }
 
+/* Merges the cnt keys waiting in the warp's buffer into the list, 32 at a time (batches
+ * that cannot beat the cut are skipped). */
 static __device__ __forceinline__ void ft_topk_flush_k1_fp32(unsigned long long *l, unsigned long long &thr,
                                                             unsigned long long *bound, unsigned long long *wbuf,
                                                             int &cnt)
 {
     const int lane = threadIdx.x & 31;
-    if (cnt > 0)
-        ft_topk_merge_batch_k1_fp32(l, thr, bound, lane < cnt ? wbuf[lane] : 0ull);
+    for (int b = 0; b < cnt; b += 32) {
+        const unsigned long long key = b + lane < cnt ? wbuf[b + lane] : 0ull;
+        if (__any_sync(0xffffffffu, key > ft_topk_cut_k1_fp32(thr, bound)))
+            ft_topk_merge_batch_k1_fp32(l, thr, bound, key);
+    }
     cnt = 0;
     __syncwarp();
 }
@@ -185,17 +194,18 @@ static __device__ __forceinline__ void ft_topk_block_merge_k1_fp32(unsigned long
                                                                   unsigned long long *buf)
 {
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, warps = blockDim.x >> 5;
-    for (int step = 1; step < warps; step <<= 1) {
-        if (warp % (2 * step) == step) {
-            unsigned long long *dst = buf + (warp / (2 * step)) * 1;
+    for (int sh = 0; (1 << sh) < warps; sh++) {
+        const int step = 1 << sh, pos = warp & (2 * step - 1);
+        unsigned long long *pair = buf + (warp >> (sh + 1)) * 1;
+        if (pos == step) {
 #pragma unroll
             for (int s = 0; s < 1; s++)
                 if (s * 32 + lane < 1)
-                    dst[s * 32 + lane] = l[s];
+                    pair[s * 32 + lane] = l[s];
         }
         __syncthreads();
-        if (warp % (2 * step) == 0 && warp + step < warps)
-            ft_topk_offer_run_k1_fp32(l, thr, bound, buf + (warp / (2 * step)) * 1, 1);
+        if (pos == 0 && warp + step < warps)
+            ft_topk_offer_run_k1_fp32(l, thr, bound, pair, 1);
         __syncthreads();
     }
 }
@@ -282,12 +292,16 @@ static __device__ __forceinline__ void ft_topk_finish_k1_fp32(const ft_topk_args
  * row it writes the result itself; otherwise its list goes to the workspace. */
 static __global__ void __launch_bounds__(256) ft_topk_pass1_k1_fp32(ft_topk_args_k1_fp32 a)
 {
-    __shared__ unsigned long long buf[4 * 1];
-    __shared__ unsigned long long wbufs[8][64];
+    enum { WCAP = 512 + 32 }; /* a warp's buffer: one round's elements and a batch */
+    /* the warps' buffers, and after them the block merge's lists */
+    __shared__ unsigned long long wbufs[8 * WCAP > 4 * 1 ? 8 * WCAP : 4 * 1];
+    unsigned long long *buf = wbufs;
     int cnt = 0;
     __shared__ unsigned long long bound;
+    __shared__ unsigned floor_key;
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, warps = blockDim.x >> 5;
     const int row = blockIdx.x / a.splits, split = blockIdx.x - row * a.splits;
+    ft_pdl_trigger(); /* the merge kernel may be scheduled now; it waits for this grid's end */
     const int out_row = row / a.beams, beam = row - out_row * a.beams;
     if (a.mode == FT_TOPK_SAMPLE_K1_FP32) {
         const int forced = ft_decode_forced(a.io, out_row, a.smp.step, a.smp.end_id);
@@ -297,8 +311,10 @@ static __global__ void __launch_bounds__(256) ft_topk_pass1_k1_fp32(ft_topk_args
             return; /* uniform: nothing to read for this row */
         }
     }
-    if (threadIdx.x == 0)
+    if (threadIdx.x == 0) {
         bound = 0ull;
+        floor_key = ~0u;
+    }
     __syncthreads();
     const float *x = a.x + (int64_t)row * a.ld;
     const float add = a.cum ? a.cum[row] : 0.0f;
@@ -313,88 +329,110 @@ static __global__ void __launch_bounds__(256) ft_topk_pass1_k1_fp32(ft_topk_args
 #pragma unroll
     for (int s = 0; s < 1; s++)
         l[s] = 0ull;
-    unsigned long long thr = 0ull;
-    int seeded = 0;
-    for (int base = v0 + warp * 128; base < v1; base += warps * 128) {
-        float v[4][4];
+    float v[4][4], nv[4][4]; /* this round, the next (loaded ahead) */
+    const int stride = warps * 128;
+    int base = v0 + warp * 128;
+#define VALID(u) (base + (u) * 32 + lane < v1)
+#define KEY(u, e) (VALID(u) ? ft_select_key(v[u][e] + add, base_idx + head + (base + (u) * 32 + lane) * 4 + (e)) \
+                            : 0ull)
+#define LOAD_ROUND(dst, at)                                                  \
+    _Pragma("unroll") for (int u = 0; u < 4; u++) if ((at) + u * 32 + lane < v1) \
+        ft_load_fp32x4(x + head + ((at) + u * 32 + lane) * 4, dst[u]);
+    /* Round 0, every warp at once: a floor under the block's K-th best value. Each lane's
+     * 1 best value key(s); the 1-th largest of the lanes' 1-th best in each warp has
+     * 1 elements of the warp at or above it, so the smallest of the 8 warps' has at least
+     * 8 >= K of the block's: no element below it can be among the block's K best, and
+     * from here on most elements cost one float compare. */
+    LOAD_ROUND(v, base)
+    {
+        unsigned top[1];
 #pragma unroll
-        for (int u = 0; u < 4; u++) {
-            const int j = base + u * 32 + lane;
-            if (j < v1)
-                ft_load_fp32x4(x + head + j * 4, v[u]);
-        }
-        /* keys are recomputed where used (cheap) rather than held: 64-bit keys for every
-         * element would double the registers of the round */
-#define KEY(u, e) (base + (u) * 32 + lane < v1 \
-                       ? ft_select_key(v[u][e] + add, base_idx + head + (base + (u) * 32 + lane) * 4 + (e)) \
-                       : 0ull)
-        /* in the first round the seeds are in already: offer only keys under the lane's last */
-        unsigned long long below = ~0ull;
-        int first = 0;
-        if (!seeded) {
-            /* the warp's first round: each lane's 1 best go in first as whole-warp batches, so
-             * the list is full and its K-th key close to the final one before the other
-             * elements are looked at (one by one, they would all get in while it fills) */
-            seeded = first = 1;
-            unsigned long long top[1];
+        for (int i = 0; i < 1; i++)
+            top[i] = 0u;
 #pragma unroll
-            for (int i = 0; i < 1; i++)
-                top[i] = 0ull;
-#pragma unroll
-            for (int u = 0; u < 4; u++)
+        for (int u = 0; u < 4; u++)
+            if (VALID(u))
 #pragma unroll
                 for (int e = 0; e < 4; e++) {
-                    unsigned long long k = KEY(u, e);
+                    unsigned k = ft_order_key(v[u][e] + add);
 #pragma unroll
                     for (int i = 0; i < 1; i++) {
-                        const unsigned long long hi = k > top[i] ? k : top[i];
-                        k = k > top[i] ? top[i] : k;
+                        const unsigned hi = max(k, top[i]);
+                        k = min(k, top[i]);
                         top[i] = hi;
                     }
                 }
-#pragma unroll
-            for (int i = 0; i < 1; i++)
-                ft_topk_push_k1_fp32(l, thr, &bound, wbufs[warp], cnt, top[i]);
-            below = top[0];
-        }
-        /* one vote per round: does any element of any lane beat the cut? */
-        const unsigned long long cut = ft_topk_cut_k1_fp32(thr, &bound);
-        int any = 0;
+        const unsigned long long sorted = ft_warp_sort_desc((unsigned long long)top[0] << 32);
+        if (lane == 0)
+            atomicMin(&floor_key, (unsigned)(sorted >> 32));
+    }
+    __syncthreads();
+    /* keys must exceed thr: the floor's smallest key less one, later the list's K-th */
+    unsigned long long thr = floor_key ? ((unsigned long long)floor_key << 32) - 1ull : 0ull;
+    for (;;) {
+        LOAD_ROUND(nv, base + stride) /* in flight while this round is looked at */
+        /* an element can beat the cut only if its value is not below the cut's (NaN passes) */
+        const float tf = ft_order_key_value((unsigned)(ft_topk_cut_k1_fp32(thr, &bound) >> 32));
+        unsigned cm = 0u; /* bit u*4+e: element (u, e) may beat the cut */
 #pragma unroll
         for (int u = 0; u < 4; u++)
 #pragma unroll
             for (int e = 0; e < 4; e++)
-                {
-                    const unsigned long long k = KEY(u, e);
-                    any |= k > cut && (!first || k < below);
-                }
-        if (__any_sync(0xffffffffu, any)) {
+                cm |= (VALID(u) && !(v[u][e] + add < tf)) ? 1u << (u * 4 + e) : 0u;
+        if (__any_sync(0xffffffffu, cm)) {
+            /* the round's candidates go to the warp's buffer at once (a scan of the lanes'
+             * counts); the list takes them when the buffer cannot hold another round */
+            const int c = __popc(cm);
+            int incl = c;
+#pragma unroll
+            for (int off = 1; off < 32; off <<= 1) {
+                const int o = __shfl_up_sync(0xffffffffu, incl, off);
+                if (lane >= off)
+                    incl += o;
+            }
+            const int total = __shfl_sync(0xffffffffu, incl, 31);
+            if (cnt + total > WCAP)
+                ft_topk_flush_k1_fp32(l, thr, &bound, wbufs + warp * WCAP, cnt);
+            int pos = cnt + incl - c;
 #pragma unroll
             for (int u = 0; u < 4; u++)
 #pragma unroll
-                for (int e = 0; e < 4; e++) {
-                    const unsigned long long k = KEY(u, e);
-                    ft_topk_push_k1_fp32(l, thr, &bound, wbufs[warp], cnt, !first || k < below ? k : 0ull);
-                }
+                for (int e = 0; e < 4; e++)
+                    if (cm & (1u << (u * 4 + e)))
+                        wbufs[warp * WCAP + pos++] = KEY(u, e);
+            cnt += total;
+            __syncwarp();
         }
-#undef KEY
+        base += stride;
+        if (base >= v1)
+            break;
+#pragma unroll
+        for (int u = 0; u < 4; u++)
+#pragma unroll
+            for (int e = 0; e < 4; e++)
+                v[u][e] = nv[u][e];
     }
+#undef LOAD_ROUND
+#undef KEY
+#undef VALID
     /* the unaligned head (first split) and the tail (last split), element by element */
+    ft_topk_flush_k1_fp32(l, thr, &bound, wbufs + warp * WCAP, cnt);
     if (warp == 0) {
         const int h0 = split == 0 ? 0 : head, h1 = split == 0 ? head : head;
         const int t0 = split == a.splits - 1 ? tail0 : a.V;
         for (int i0 = h0; i0 < h1; i0 += 32) {
             const int i = i0 + lane;
-            ft_topk_push_k1_fp32(l, thr, &bound, wbufs[0], cnt,
+            ft_topk_push_k1_fp32(l, thr, &bound, wbufs, cnt,
                                i < h1 ? ft_select_key(ft_to_float_fp32(x[i]) + add, base_idx + i) : 0ull);
         }
         for (int i0 = t0; i0 < a.V; i0 += 32) {
             const int i = i0 + lane;
-            ft_topk_push_k1_fp32(l, thr, &bound, wbufs[0], cnt,
+            ft_topk_push_k1_fp32(l, thr, &bound, wbufs, cnt,
                                i < a.V ? ft_select_key(ft_to_float_fp32(x[i]) + add, base_idx + i) : 0ull);
         }
     }
-    ft_topk_flush_k1_fp32(l, thr, &bound, wbufs[warp], cnt);
+    ft_topk_flush_k1_fp32(l, thr, &bound, wbufs + warp * WCAP, cnt);
+    __syncthreads(); /* the merge's lists overwrite the buffers */
     ft_topk_block_merge_k1_fp32(l, thr, &bound, buf);
     if (warp != 0)
         return;
@@ -414,8 +452,9 @@ static __global__ void __launch_bounds__(256) ft_topk_pass2_k1_fp32(ft_topk_args
 {
     __shared__ unsigned long long buf[4 * 1];
     __shared__ unsigned long long bound;
-    const int warp = threadIdx.x >> 5, warps = blockDim.x >> 5;
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, warps = blockDim.x >> 5;
     const int out_row = blockIdx.x;
+    ft_pdl_wait(); /* launched to overlap the first pass: its lists are complete from here */
     if (a.mode == FT_TOPK_SAMPLE_K1_FP32) {
         const int forced = ft_decode_forced(a.io, out_row, a.smp.step, a.smp.end_id);
         if (forced >= 0) {
@@ -434,8 +473,18 @@ static __global__ void __launch_bounds__(256) ft_topk_pass2_k1_fp32(ft_topk_args
     for (int s = 0; s < 1; s++)
         l[s] = 0ull;
     unsigned long long thr = 0ull;
-    for (int i = warp; i < lists; i += warps)
-        ft_topk_offer_run_k1_fp32(l, thr, &bound, src + (int64_t)i * 1, 1);
+    /* each warp takes 128 keys at a time (the lists back to back), all four loads in
+     * flight before the first is offered */
+    const int n = lists * 1;
+    for (int c0 = warp * 128; c0 < n; c0 += warps * 128) {
+        unsigned long long kk[4];
+#pragma unroll
+        for (int i = 0; i < 4; i++)
+            kk[i] = c0 + i * 32 + lane < n ? src[c0 + i * 32 + lane] : 0ull;
+#pragma unroll
+        for (int i = 0; i < 4; i++)
+            ft_topk_offer_k1_fp32(l, thr, &bound, kk[i]);
+    }
     ft_topk_block_merge_k1_fp32(l, thr, &bound, buf);
     if (warp == 0)
         ft_topk_finish_k1_fp32(a, out_row, l);
@@ -492,8 +541,12 @@ static inline ft_status ft_topk_launch_k1_fp32(const char *fn, ft_topk_args_k1_f
     ft_topk_pass1_k1_fp32<<<(unsigned)(a->rows * a->splits), 256, 0, stream>>>(*a);
     if ((st = ft_launch_status(fn)) != FT_OK || a->splits * a->beams == 1)
         return st;
-    ft_topk_pass2_k1_fp32<<<(unsigned)(a->rows / a->beams), 256, 0, stream>>>(*a);
-    return ft_launch_status(fn);
+    /* one warp per 128 keys to merge, at most 8; overlapping the first pass's tail */
+    const int lists = a->beams * a->splits;
+    const int warps = (int)((lists * 1 + 127) / 128 < 8 ? (lists * 1 + 127) / 128 : 8);
+    void *args[] = {a};
+    return ft_launch_ex(fn, (const void *)ft_topk_pass2_k1_fp32, dim3((unsigned)(a->rows / a->beams)),
+                        dim3((unsigned)(32 * warps)), 0, stream, args, 1, 1);
 }
 
 static inline ft_status ft_topk_check_rows_k1_fp32(const char *fn, const float *x, int64_t ld, int rows, int V)
