@@ -23,6 +23,7 @@
 #include <math.h>
 #include <string.h>
 
+#include <cooperative_groups.h>
 #include <cub/cub.cuh>
 
 #include "ft/common.cuh"
@@ -357,6 +358,130 @@ static __global__ void __launch_bounds__(1024) ft_update_logits_bf16_kernel(ft_l
     }
 }
 
+/* Single-read form (sm_90): a cluster of up to 8 blocks per row, each holding its share of
+ * the row in registers (4 vectors of 8 per thread, 512 threads); the blocks swap
+ * their (max, sum) through distributed shared memory and write their share from the
+ * registers, so the row is read once and written once. The odd elements before the
+ * row's first 16-byte boundary go with the first block, those after the last vector with
+ * the last block, one per thread. */
+enum { FT_LOGITS_CLUSTER_NT_BF16 = 512, FT_LOGITS_CLUSTER_EV_BF16 = 4 };
+
+static __global__ void __launch_bounds__(512) ft_update_logits_bf16_cluster(ft_logits_args_bf16 a)
+{
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    enum { NT = FT_LOGITS_CLUSTER_NT_BF16, EV = FT_LOGITS_CLUSTER_EV_BF16 };
+    __shared__ float scratch[64];
+    __shared__ float2 stats[8]; /* every block's (max, sum), written by each block into all */
+    cooperative_groups::cluster_group cluster = cooperative_groups::this_cluster();
+    const int cs = (int)cluster.num_blocks(), part = (int)cluster.block_rank();
+    const int r = blockIdx.x / cs;
+    const __nv_bfloat16 *x = a.logits + (int64_t)r * a.ld;
+    float *y = a.out + (int64_t)r * a.out_ld;
+    const int V = a.V, t = threadIdx.x;
+    const int head = ft_head_to_16(x, 2u, V);
+    const int nvec = (V - head) / 8, tail0 = head + nvec * 8;
+    const int per = (nvec + cs - 1) / cs;
+    const int vb = min(part * per, nvec), ve = min(vb + per, nvec);
+    int si = -1; /* this thread's odd element */
+    if (part == 0 && t < head)
+        si = t;
+    else if (part == cs - 1 && t >= 8 && t - 8 < V - tail0)
+        si = tail0 + t - 8;
+    const int ystore = ((uintptr_t)(y + head) & 15u) == 0;
+    if (a.finished && a.finished[r]) { /* the whole cluster takes this branch */
+        const float hit = a.mode == FT_LOGITS_SOFTMAX ? 1.0f : 0.0f;
+        const float miss = a.mode == FT_LOGITS_SOFTMAX ? 0.0f : -INFINITY;
+        for (int j = vb + t; j < ve; j += NT)
+#pragma unroll
+            for (int e = 0; e < 8; e++)
+                y[head + j * 8 + e] = head + j * 8 + e == a.end_id ? hit : miss;
+        if (si >= 0)
+            y[si] = si == a.end_id ? hit : miss;
+        return;
+    }
+    /* the peers' shared memory may be written only once every block of the cluster runs:
+     * arrive now, wait after the loads */
+    asm volatile("barrier.cluster.arrive.relaxed.aligned;" ::: "memory");
+    const float tr = a.temperature ? a.temperature[r] : a.temp;
+    const float inv = tr > 0.0f ? 1.0f / tr : 1.0f;
+    const __nv_bfloat16 *bias = a.bias;
+    float z[EV][8];
+#pragma unroll
+    for (int i = 0; i < EV; i++) {
+        const int j = vb + t + i * NT;
+        if (j < ve) {
+            ft_load_bf16x8(x + head + j * 8, z[i]);
+#pragma unroll
+            for (int e = 0; e < 8; e++)
+                z[i][e] = (z[i][e] + (bias ? ft_to_float_bf16(bias[head + j * 8 + e]) : 0.0f)) * inv;
+        } else {
+#pragma unroll
+            for (int e = 0; e < 8; e++)
+                z[i][e] = -INFINITY;
+        }
+    }
+    const float zs = si >= 0 ? (ft_to_float_bf16(x[si]) + (bias ? ft_to_float_bf16(bias[si]) : 0.0f)) * inv : -INFINITY;
+    float m = zs;
+#pragma unroll
+    for (int i = 0; i < EV; i++)
+#pragma unroll
+        for (int e = 0; e < 8; e++)
+            m = fmaxf(m, z[i][e]);
+    float s = 0.0f;
+    if (m != -INFINITY) {
+        s = __expf(zs - m);
+#pragma unroll
+        for (int i = 0; i < EV; i++)
+#pragma unroll
+            for (int e = 0; e < 8; e++)
+                s += __expf(z[i][e] - m);
+    }
+    ft_block_max_sum(m, s, scratch);
+    asm volatile("barrier.cluster.wait.aligned;" ::: "memory");
+    /* thread q stores this block's pair into block q's slot `part`: after one cluster
+     * barrier every block holds all pairs locally (and no block reads another's memory
+     * after it, so none has to wait for the others before leaving) */
+    if (t < cs)
+        *cluster.map_shared_rank(&stats[part], t) = make_float2(m, s);
+    cluster.sync();
+    float M = -INFINITY, S = 0.0f;
+    for (int q = 0; q < cs; q++) /* the same order in every block: the same result */
+        ft_max_sum_merge(M, S, stats[q].x, stats[q].y);
+    const float lse = M + __logf(S), rs = 1.0f / S;
+    const int mode = a.mode;
+#define FT_OUT_(zz) (mode == FT_LOGITS_SOFTMAX ? __expf((zz) - M) * rs : (zz) - lse)
+#pragma unroll
+    for (int i = 0; i < EV; i++) {
+        const int j = vb + t + i * NT;
+        if (j >= ve)
+            break;
+        float *dst = y + head + j * 8;
+        if (ystore) {
+#pragma unroll
+            for (int e = 0; e < 8; e += 4)
+                *(float4 *)(dst + e) = make_float4(FT_OUT_(z[i][e]), FT_OUT_(z[i][e + 1]), FT_OUT_(z[i][e + 2]),
+                                                   FT_OUT_(z[i][e + 3]));
+        } else {
+#pragma unroll
+            for (int e = 0; e < 8; e++)
+                dst[e] = FT_OUT_(z[i][e]);
+        }
+    }
+    if (si >= 0)
+        y[si] = FT_OUT_(zs);
+#undef FT_OUT_
+#endif
+}
+
+/* Blocks per row for the single-read form: the fewest that hold a row in registers
+ * (0 when more than 8 would be needed). */
+static inline int ft_update_logits_cluster_size_bf16(int V)
+{
+    const int64_t cap = (int64_t)FT_LOGITS_CLUSTER_NT_BF16 * FT_LOGITS_CLUSTER_EV_BF16; /* vectors */
+    const int64_t cs = (V / 8 + cap - 1) / cap;
+    return cs > 8 ? 0 : cs < 1 ? 1 : (int)cs;
+}
+
 /* Blocks per row of update_logits: enough to give every SM four 256-thread blocks when
  * the rows alone do not, each with at least 8192 values; 1 keeps one 1024-thread block
  * per row (no workspace). */
@@ -424,6 +549,15 @@ static inline ft_status ft_update_logits_bf16(const __nv_bfloat16 *logits, int64
     a.logits = logits, a.ld = ld, a.bias = bias, a.finished = finished, a.temperature = temperature_per_row;
     a.temp = temperature, a.out = out, a.out_ld = out_ld, a.V = V, a.end_id = end_id, a.mode = (int)mode;
     a.splits = 1, a.phase = 1;
+    int major = 0;
+    if ((st = ft_cc_major(fn, &major)) != FT_OK)
+        return st;
+    const int cs = ft_update_logits_cluster_size_bf16(V);
+    if (major >= 9 && mode != FT_LOGITS_RAW && cs > 0 && (int64_t)rows * cs <= INT32_MAX) {
+        void *args[] = {&a};
+        return ft_launch_ex(fn, (const void *)ft_update_logits_bf16_cluster, dim3((unsigned)(rows * cs)),
+                            dim3(FT_LOGITS_CLUSTER_NT_BF16), 0, stream, args, (unsigned)cs, 0);
+    }
     if (workspace) {
         int sms = 0;
         if ((st = ft_sm_count(fn, &sms)) != FT_OK)
