@@ -166,13 +166,17 @@ static __global__ void __launch_bounds__(128) ft_softmax_bf16_w16_r1(ft_softmax_
 {
     const int g = a.group;
     const int lane = threadIdx.x & (g - 1);
-    const int64_t row = (int64_t)blockIdx.x * (128 / g) + threadIdx.x / g;
-    if (row >= a.rows)
-        return; /* whole groups only */
-    const unsigned gmask = ft_group_mask(g);
+    /* rows < 2^31 (the launcher checks); a group past the last row works on the last row
+     * and stores nothing, so every lane of a warp reaches the shuffles (full-warp masks:
+     * a per-group mask makes the compiler emulate the shuffle lane group by lane group) */
+    const int row0 = blockIdx.x * (128 / g) + (int)threadIdx.x / g;
+    const bool live = row0 < a.rows;
+    if (__all_sync(0xffffffffu, !live))
+        return;
+    const int row = live ? row0 : (int)a.rows - 1;
     const int S = a.S, nvec = S / 8;
-    const int b = (int)(row / ((int64_t)a.H * S)), i = (int)(row % S);
-    __nv_bfloat16 *p = a.scores + row * S;
+    const int b = row / (a.H * S), i = row % S;
+    __nv_bfloat16 *p = a.scores + (int64_t)row * S;
     const __nv_bfloat16 *mrow = a.mask ? a.mask + ((int64_t)b * S + i) * S : NULL;
     const int len = a.lengths ? min(max(a.lengths[b], 0), S) : S;
     const int row_in = i < len;
@@ -201,10 +205,13 @@ static __global__ void __launch_bounds__(128) ft_softmax_bf16_w16_r1(ft_softmax_
                 }
             }
         }
-        mx = ft_group_max(mx, g, gmask);
-        if (pass == 1 || mx > -5000.0f)
+        mx = ft_group_max(mx, g, 0xffffffffu);
+        /* every position of the row masked: the largest mask term, then the row again
+         * (the whole warp takes the branch; rows that did not need it compute the same
+         * values again) */
+        const bool redo = mx <= -5000.0f;
+        if (pass == 1 || !__any_sync(0xffffffffu, redo))
             break;
-        /* every position masked: the largest mask term, then the row again */
         float t = -INFINITY;
         for (int c = lane; c < nvec; c += g) {
             float m[8];
@@ -219,7 +226,8 @@ static __global__ void __launch_bounds__(128) ft_softmax_bf16_w16_r1(ft_softmax_
             for (int e = 0; e < 8; e++)
                 t = fmaxf(t, (1.0f - m[e]) * -10000.0f);
         }
-        tmax = ft_group_max(t, g, gmask);
+        t = ft_group_max(t, g, 0xffffffffu);
+        tmax = redo ? t : 0.0f;
         mx = -INFINITY;
     }
     float sum = 0.0f;
@@ -231,12 +239,12 @@ static __global__ void __launch_bounds__(128) ft_softmax_bf16_w16_r1(ft_softmax_
                 x[k][e] = __expf(x[k][e] - mx);
                 sum += x[k][e];
             }
-    sum = ft_group_sum(sum, g, gmask);
+    sum = ft_group_sum(sum, g, 0xffffffffu);
     const float inv = 1.0f / sum;
 #pragma unroll
     for (int k = 0; k < 1; k++) {
         const int c = lane + k * g;
-        if (c < nvec) {
+        if (live && c < nvec) {
 #pragma unroll
             for (int e = 0; e < 8; e++)
                 x[k][e] *= inv;
@@ -256,13 +264,17 @@ static __global__ void __launch_bounds__(128) ft_softmax_bf16_w16_r2(ft_softmax_
 {
     const int g = a.group;
     const int lane = threadIdx.x & (g - 1);
-    const int64_t row = (int64_t)blockIdx.x * (128 / g) + threadIdx.x / g;
-    if (row >= a.rows)
-        return; /* whole groups only */
-    const unsigned gmask = ft_group_mask(g);
+    /* rows < 2^31 (the launcher checks); a group past the last row works on the last row
+     * and stores nothing, so every lane of a warp reaches the shuffles (full-warp masks:
+     * a per-group mask makes the compiler emulate the shuffle lane group by lane group) */
+    const int row0 = blockIdx.x * (128 / g) + (int)threadIdx.x / g;
+    const bool live = row0 < a.rows;
+    if (__all_sync(0xffffffffu, !live))
+        return;
+    const int row = live ? row0 : (int)a.rows - 1;
     const int S = a.S, nvec = S / 8;
-    const int b = (int)(row / ((int64_t)a.H * S)), i = (int)(row % S);
-    __nv_bfloat16 *p = a.scores + row * S;
+    const int b = row / (a.H * S), i = row % S;
+    __nv_bfloat16 *p = a.scores + (int64_t)row * S;
     const __nv_bfloat16 *mrow = a.mask ? a.mask + ((int64_t)b * S + i) * S : NULL;
     const int len = a.lengths ? min(max(a.lengths[b], 0), S) : S;
     const int row_in = i < len;
@@ -291,10 +303,13 @@ static __global__ void __launch_bounds__(128) ft_softmax_bf16_w16_r2(ft_softmax_
                 }
             }
         }
-        mx = ft_group_max(mx, g, gmask);
-        if (pass == 1 || mx > -5000.0f)
+        mx = ft_group_max(mx, g, 0xffffffffu);
+        /* every position of the row masked: the largest mask term, then the row again
+         * (the whole warp takes the branch; rows that did not need it compute the same
+         * values again) */
+        const bool redo = mx <= -5000.0f;
+        if (pass == 1 || !__any_sync(0xffffffffu, redo))
             break;
-        /* every position masked: the largest mask term, then the row again */
         float t = -INFINITY;
         for (int c = lane; c < nvec; c += g) {
             float m[8];
@@ -309,7 +324,8 @@ static __global__ void __launch_bounds__(128) ft_softmax_bf16_w16_r2(ft_softmax_
             for (int e = 0; e < 8; e++)
                 t = fmaxf(t, (1.0f - m[e]) * -10000.0f);
         }
-        tmax = ft_group_max(t, g, gmask);
+        t = ft_group_max(t, g, 0xffffffffu);
+        tmax = redo ? t : 0.0f;
         mx = -INFINITY;
     }
     float sum = 0.0f;
@@ -321,12 +337,12 @@ static __global__ void __launch_bounds__(128) ft_softmax_bf16_w16_r2(ft_softmax_
                 x[k][e] = __expf(x[k][e] - mx);
                 sum += x[k][e];
             }
-    sum = ft_group_sum(sum, g, gmask);
+    sum = ft_group_sum(sum, g, 0xffffffffu);
     const float inv = 1.0f / sum;
 #pragma unroll
     for (int k = 0; k < 2; k++) {
         const int c = lane + k * g;
-        if (c < nvec) {
+        if (live && c < nvec) {
 #pragma unroll
             for (int e = 0; e < 8; e++)
                 x[k][e] *= inv;
@@ -346,13 +362,17 @@ static __global__ void __launch_bounds__(128) ft_softmax_bf16_w16_r4(ft_softmax_
 {
     const int g = a.group;
     const int lane = threadIdx.x & (g - 1);
-    const int64_t row = (int64_t)blockIdx.x * (128 / g) + threadIdx.x / g;
-    if (row >= a.rows)
-        return; /* whole groups only */
-    const unsigned gmask = ft_group_mask(g);
+    /* rows < 2^31 (the launcher checks); a group past the last row works on the last row
+     * and stores nothing, so every lane of a warp reaches the shuffles (full-warp masks:
+     * a per-group mask makes the compiler emulate the shuffle lane group by lane group) */
+    const int row0 = blockIdx.x * (128 / g) + (int)threadIdx.x / g;
+    const bool live = row0 < a.rows;
+    if (__all_sync(0xffffffffu, !live))
+        return;
+    const int row = live ? row0 : (int)a.rows - 1;
     const int S = a.S, nvec = S / 8;
-    const int b = (int)(row / ((int64_t)a.H * S)), i = (int)(row % S);
-    __nv_bfloat16 *p = a.scores + row * S;
+    const int b = row / (a.H * S), i = row % S;
+    __nv_bfloat16 *p = a.scores + (int64_t)row * S;
     const __nv_bfloat16 *mrow = a.mask ? a.mask + ((int64_t)b * S + i) * S : NULL;
     const int len = a.lengths ? min(max(a.lengths[b], 0), S) : S;
     const int row_in = i < len;
@@ -381,10 +401,13 @@ static __global__ void __launch_bounds__(128) ft_softmax_bf16_w16_r4(ft_softmax_
                 }
             }
         }
-        mx = ft_group_max(mx, g, gmask);
-        if (pass == 1 || mx > -5000.0f)
+        mx = ft_group_max(mx, g, 0xffffffffu);
+        /* every position of the row masked: the largest mask term, then the row again
+         * (the whole warp takes the branch; rows that did not need it compute the same
+         * values again) */
+        const bool redo = mx <= -5000.0f;
+        if (pass == 1 || !__any_sync(0xffffffffu, redo))
             break;
-        /* every position masked: the largest mask term, then the row again */
         float t = -INFINITY;
         for (int c = lane; c < nvec; c += g) {
             float m[8];
@@ -399,7 +422,8 @@ static __global__ void __launch_bounds__(128) ft_softmax_bf16_w16_r4(ft_softmax_
             for (int e = 0; e < 8; e++)
                 t = fmaxf(t, (1.0f - m[e]) * -10000.0f);
         }
-        tmax = ft_group_max(t, g, gmask);
+        t = ft_group_max(t, g, 0xffffffffu);
+        tmax = redo ? t : 0.0f;
         mx = -INFINITY;
     }
     float sum = 0.0f;
@@ -411,12 +435,12 @@ static __global__ void __launch_bounds__(128) ft_softmax_bf16_w16_r4(ft_softmax_
                 x[k][e] = __expf(x[k][e] - mx);
                 sum += x[k][e];
             }
-    sum = ft_group_sum(sum, g, gmask);
+    sum = ft_group_sum(sum, g, 0xffffffffu);
     const float inv = 1.0f / sum;
 #pragma unroll
     for (int k = 0; k < 4; k++) {
         const int c = lane + k * g;
-        if (c < nvec) {
+        if (live && c < nvec) {
 #pragma unroll
             for (int e = 0; e < 8; e++)
                 x[k][e] *= inv;
@@ -436,13 +460,17 @@ static __global__ void __launch_bounds__(128) ft_softmax_bf16_w16_r8(ft_softmax_
 {
     const int g = a.group;
     const int lane = threadIdx.x & (g - 1);
-    const int64_t row = (int64_t)blockIdx.x * (128 / g) + threadIdx.x / g;
-    if (row >= a.rows)
-        return; /* whole groups only */
-    const unsigned gmask = ft_group_mask(g);
+    /* rows < 2^31 (the launcher checks); a group past the last row works on the last row
+     * and stores nothing, so every lane of a warp reaches the shuffles (full-warp masks:
+     * a per-group mask makes the compiler emulate the shuffle lane group by lane group) */
+    const int row0 = blockIdx.x * (128 / g) + (int)threadIdx.x / g;
+    const bool live = row0 < a.rows;
+    if (__all_sync(0xffffffffu, !live))
+        return;
+    const int row = live ? row0 : (int)a.rows - 1;
     const int S = a.S, nvec = S / 8;
-    const int b = (int)(row / ((int64_t)a.H * S)), i = (int)(row % S);
-    __nv_bfloat16 *p = a.scores + row * S;
+    const int b = row / (a.H * S), i = row % S;
+    __nv_bfloat16 *p = a.scores + (int64_t)row * S;
     const __nv_bfloat16 *mrow = a.mask ? a.mask + ((int64_t)b * S + i) * S : NULL;
     const int len = a.lengths ? min(max(a.lengths[b], 0), S) : S;
     const int row_in = i < len;
@@ -471,10 +499,13 @@ static __global__ void __launch_bounds__(128) ft_softmax_bf16_w16_r8(ft_softmax_
                 }
             }
         }
-        mx = ft_group_max(mx, g, gmask);
-        if (pass == 1 || mx > -5000.0f)
+        mx = ft_group_max(mx, g, 0xffffffffu);
+        /* every position of the row masked: the largest mask term, then the row again
+         * (the whole warp takes the branch; rows that did not need it compute the same
+         * values again) */
+        const bool redo = mx <= -5000.0f;
+        if (pass == 1 || !__any_sync(0xffffffffu, redo))
             break;
-        /* every position masked: the largest mask term, then the row again */
         float t = -INFINITY;
         for (int c = lane; c < nvec; c += g) {
             float m[8];
@@ -489,7 +520,8 @@ static __global__ void __launch_bounds__(128) ft_softmax_bf16_w16_r8(ft_softmax_
             for (int e = 0; e < 8; e++)
                 t = fmaxf(t, (1.0f - m[e]) * -10000.0f);
         }
-        tmax = ft_group_max(t, g, gmask);
+        t = ft_group_max(t, g, 0xffffffffu);
+        tmax = redo ? t : 0.0f;
         mx = -INFINITY;
     }
     float sum = 0.0f;
@@ -501,12 +533,12 @@ static __global__ void __launch_bounds__(128) ft_softmax_bf16_w16_r8(ft_softmax_
                 x[k][e] = __expf(x[k][e] - mx);
                 sum += x[k][e];
             }
-    sum = ft_group_sum(sum, g, gmask);
+    sum = ft_group_sum(sum, g, 0xffffffffu);
     const float inv = 1.0f / sum;
 #pragma unroll
     for (int k = 0; k < 8; k++) {
         const int c = lane + k * g;
-        if (c < nvec) {
+        if (live && c < nvec) {
 #pragma unroll
             for (int e = 0; e < 8; e++)
                 x[k][e] *= inv;
@@ -653,13 +685,17 @@ static __global__ void __launch_bounds__(128) ft_softmax_bf16_w2_r1(ft_softmax_a
 {
     const int g = a.group;
     const int lane = threadIdx.x & (g - 1);
-    const int64_t row = (int64_t)blockIdx.x * (128 / g) + threadIdx.x / g;
-    if (row >= a.rows)
-        return; /* whole groups only */
-    const unsigned gmask = ft_group_mask(g);
+    /* rows < 2^31 (the launcher checks); a group past the last row works on the last row
+     * and stores nothing, so every lane of a warp reaches the shuffles (full-warp masks:
+     * a per-group mask makes the compiler emulate the shuffle lane group by lane group) */
+    const int row0 = blockIdx.x * (128 / g) + (int)threadIdx.x / g;
+    const bool live = row0 < a.rows;
+    if (__all_sync(0xffffffffu, !live))
+        return;
+    const int row = live ? row0 : (int)a.rows - 1;
     const int S = a.S, nvec = S / 1;
-    const int b = (int)(row / ((int64_t)a.H * S)), i = (int)(row % S);
-    __nv_bfloat16 *p = a.scores + row * S;
+    const int b = row / (a.H * S), i = row % S;
+    __nv_bfloat16 *p = a.scores + (int64_t)row * S;
     const __nv_bfloat16 *mrow = a.mask ? a.mask + ((int64_t)b * S + i) * S : NULL;
     const int len = a.lengths ? min(max(a.lengths[b], 0), S) : S;
     const int row_in = i < len;
@@ -688,10 +724,13 @@ static __global__ void __launch_bounds__(128) ft_softmax_bf16_w2_r1(ft_softmax_a
                 }
             }
         }
-        mx = ft_group_max(mx, g, gmask);
-        if (pass == 1 || mx > -5000.0f)
+        mx = ft_group_max(mx, g, 0xffffffffu);
+        /* every position of the row masked: the largest mask term, then the row again
+         * (the whole warp takes the branch; rows that did not need it compute the same
+         * values again) */
+        const bool redo = mx <= -5000.0f;
+        if (pass == 1 || !__any_sync(0xffffffffu, redo))
             break;
-        /* every position masked: the largest mask term, then the row again */
         float t = -INFINITY;
         for (int c = lane; c < nvec; c += g) {
             float m[1];
@@ -706,7 +745,8 @@ static __global__ void __launch_bounds__(128) ft_softmax_bf16_w2_r1(ft_softmax_a
             for (int e = 0; e < 1; e++)
                 t = fmaxf(t, (1.0f - m[e]) * -10000.0f);
         }
-        tmax = ft_group_max(t, g, gmask);
+        t = ft_group_max(t, g, 0xffffffffu);
+        tmax = redo ? t : 0.0f;
         mx = -INFINITY;
     }
     float sum = 0.0f;
@@ -718,12 +758,12 @@ static __global__ void __launch_bounds__(128) ft_softmax_bf16_w2_r1(ft_softmax_a
                 x[k][e] = __expf(x[k][e] - mx);
                 sum += x[k][e];
             }
-    sum = ft_group_sum(sum, g, gmask);
+    sum = ft_group_sum(sum, g, 0xffffffffu);
     const float inv = 1.0f / sum;
 #pragma unroll
     for (int k = 0; k < 1; k++) {
         const int c = lane + k * g;
-        if (c < nvec) {
+        if (live && c < nvec) {
 #pragma unroll
             for (int e = 0; e < 1; e++)
                 x[k][e] *= inv;
@@ -743,13 +783,17 @@ static __global__ void __launch_bounds__(128) ft_softmax_bf16_w2_r2(ft_softmax_a
 {
     const int g = a.group;
     const int lane = threadIdx.x & (g - 1);
-    const int64_t row = (int64_t)blockIdx.x * (128 / g) + threadIdx.x / g;
-    if (row >= a.rows)
-        return; /* whole groups only */
-    const unsigned gmask = ft_group_mask(g);
+    /* rows < 2^31 (the launcher checks); a group past the last row works on the last row
+     * and stores nothing, so every lane of a warp reaches the shuffles (full-warp masks:
+     * a per-group mask makes the compiler emulate the shuffle lane group by lane group) */
+    const int row0 = blockIdx.x * (128 / g) + (int)threadIdx.x / g;
+    const bool live = row0 < a.rows;
+    if (__all_sync(0xffffffffu, !live))
+        return;
+    const int row = live ? row0 : (int)a.rows - 1;
     const int S = a.S, nvec = S / 1;
-    const int b = (int)(row / ((int64_t)a.H * S)), i = (int)(row % S);
-    __nv_bfloat16 *p = a.scores + row * S;
+    const int b = row / (a.H * S), i = row % S;
+    __nv_bfloat16 *p = a.scores + (int64_t)row * S;
     const __nv_bfloat16 *mrow = a.mask ? a.mask + ((int64_t)b * S + i) * S : NULL;
     const int len = a.lengths ? min(max(a.lengths[b], 0), S) : S;
     const int row_in = i < len;
@@ -778,10 +822,13 @@ static __global__ void __launch_bounds__(128) ft_softmax_bf16_w2_r2(ft_softmax_a
                 }
             }
         }
-        mx = ft_group_max(mx, g, gmask);
-        if (pass == 1 || mx > -5000.0f)
+        mx = ft_group_max(mx, g, 0xffffffffu);
+        /* every position of the row masked: the largest mask term, then the row again
+         * (the whole warp takes the branch; rows that did not need it compute the same
+         * values again) */
+        const bool redo = mx <= -5000.0f;
+        if (pass == 1 || !__any_sync(0xffffffffu, redo))
             break;
-        /* every position masked: the largest mask term, then the row again */
         float t = -INFINITY;
         for (int c = lane; c < nvec; c += g) {
             float m[1];
@@ -796,7 +843,8 @@ static __global__ void __launch_bounds__(128) ft_softmax_bf16_w2_r2(ft_softmax_a
             for (int e = 0; e < 1; e++)
                 t = fmaxf(t, (1.0f - m[e]) * -10000.0f);
         }
-        tmax = ft_group_max(t, g, gmask);
+        t = ft_group_max(t, g, 0xffffffffu);
+        tmax = redo ? t : 0.0f;
         mx = -INFINITY;
     }
     float sum = 0.0f;
@@ -808,12 +856,12 @@ static __global__ void __launch_bounds__(128) ft_softmax_bf16_w2_r2(ft_softmax_a
                 x[k][e] = __expf(x[k][e] - mx);
                 sum += x[k][e];
             }
-    sum = ft_group_sum(sum, g, gmask);
+    sum = ft_group_sum(sum, g, 0xffffffffu);
     const float inv = 1.0f / sum;
 #pragma unroll
     for (int k = 0; k < 2; k++) {
         const int c = lane + k * g;
-        if (c < nvec) {
+        if (live && c < nvec) {
 #pragma unroll
             for (int e = 0; e < 1; e++)
                 x[k][e] *= inv;
@@ -833,13 +881,17 @@ static __global__ void __launch_bounds__(128) ft_softmax_bf16_w2_r4(ft_softmax_a
 {
     const int g = a.group;
     const int lane = threadIdx.x & (g - 1);
-    const int64_t row = (int64_t)blockIdx.x * (128 / g) + threadIdx.x / g;
-    if (row >= a.rows)
-        return; /* whole groups only */
-    const unsigned gmask = ft_group_mask(g);
+    /* rows < 2^31 (the launcher checks); a group past the last row works on the last row
+     * and stores nothing, so every lane of a warp reaches the shuffles (full-warp masks:
+     * a per-group mask makes the compiler emulate the shuffle lane group by lane group) */
+    const int row0 = blockIdx.x * (128 / g) + (int)threadIdx.x / g;
+    const bool live = row0 < a.rows;
+    if (__all_sync(0xffffffffu, !live))
+        return;
+    const int row = live ? row0 : (int)a.rows - 1;
     const int S = a.S, nvec = S / 1;
-    const int b = (int)(row / ((int64_t)a.H * S)), i = (int)(row % S);
-    __nv_bfloat16 *p = a.scores + row * S;
+    const int b = row / (a.H * S), i = row % S;
+    __nv_bfloat16 *p = a.scores + (int64_t)row * S;
     const __nv_bfloat16 *mrow = a.mask ? a.mask + ((int64_t)b * S + i) * S : NULL;
     const int len = a.lengths ? min(max(a.lengths[b], 0), S) : S;
     const int row_in = i < len;
@@ -868,10 +920,13 @@ static __global__ void __launch_bounds__(128) ft_softmax_bf16_w2_r4(ft_softmax_a
                 }
             }
         }
-        mx = ft_group_max(mx, g, gmask);
-        if (pass == 1 || mx > -5000.0f)
+        mx = ft_group_max(mx, g, 0xffffffffu);
+        /* every position of the row masked: the largest mask term, then the row again
+         * (the whole warp takes the branch; rows that did not need it compute the same
+         * values again) */
+        const bool redo = mx <= -5000.0f;
+        if (pass == 1 || !__any_sync(0xffffffffu, redo))
             break;
-        /* every position masked: the largest mask term, then the row again */
         float t = -INFINITY;
         for (int c = lane; c < nvec; c += g) {
             float m[1];
@@ -886,7 +941,8 @@ static __global__ void __launch_bounds__(128) ft_softmax_bf16_w2_r4(ft_softmax_a
             for (int e = 0; e < 1; e++)
                 t = fmaxf(t, (1.0f - m[e]) * -10000.0f);
         }
-        tmax = ft_group_max(t, g, gmask);
+        t = ft_group_max(t, g, 0xffffffffu);
+        tmax = redo ? t : 0.0f;
         mx = -INFINITY;
     }
     float sum = 0.0f;
@@ -898,12 +954,12 @@ static __global__ void __launch_bounds__(128) ft_softmax_bf16_w2_r4(ft_softmax_a
                 x[k][e] = __expf(x[k][e] - mx);
                 sum += x[k][e];
             }
-    sum = ft_group_sum(sum, g, gmask);
+    sum = ft_group_sum(sum, g, 0xffffffffu);
     const float inv = 1.0f / sum;
 #pragma unroll
     for (int k = 0; k < 4; k++) {
         const int c = lane + k * g;
-        if (c < nvec) {
+        if (live && c < nvec) {
 #pragma unroll
             for (int e = 0; e < 1; e++)
                 x[k][e] *= inv;
@@ -923,13 +979,17 @@ static __global__ void __launch_bounds__(128) ft_softmax_bf16_w2_r8(ft_softmax_a
 {
     const int g = a.group;
     const int lane = threadIdx.x & (g - 1);
-    const int64_t row = (int64_t)blockIdx.x * (128 / g) + threadIdx.x / g;
-    if (row >= a.rows)
-        return; /* whole groups only */
-    const unsigned gmask = ft_group_mask(g);
+    /* rows < 2^31 (the launcher checks); a group past the last row works on the last row
+     * and stores nothing, so every lane of a warp reaches the shuffles (full-warp masks:
+     * a per-group mask makes the compiler emulate the shuffle lane group by lane group) */
+    const int row0 = blockIdx.x * (128 / g) + (int)threadIdx.x / g;
+    const bool live = row0 < a.rows;
+    if (__all_sync(0xffffffffu, !live))
+        return;
+    const int row = live ? row0 : (int)a.rows - 1;
     const int S = a.S, nvec = S / 1;
-    const int b = (int)(row / ((int64_t)a.H * S)), i = (int)(row % S);
-    __nv_bfloat16 *p = a.scores + row * S;
+    const int b = row / (a.H * S), i = row % S;
+    __nv_bfloat16 *p = a.scores + (int64_t)row * S;
     const __nv_bfloat16 *mrow = a.mask ? a.mask + ((int64_t)b * S + i) * S : NULL;
     const int len = a.lengths ? min(max(a.lengths[b], 0), S) : S;
     const int row_in = i < len;
@@ -958,10 +1018,13 @@ static __global__ void __launch_bounds__(128) ft_softmax_bf16_w2_r8(ft_softmax_a
                 }
             }
         }
-        mx = ft_group_max(mx, g, gmask);
-        if (pass == 1 || mx > -5000.0f)
+        mx = ft_group_max(mx, g, 0xffffffffu);
+        /* every position of the row masked: the largest mask term, then the row again
+         * (the whole warp takes the branch; rows that did not need it compute the same
+         * values again) */
+        const bool redo = mx <= -5000.0f;
+        if (pass == 1 || !__any_sync(0xffffffffu, redo))
             break;
-        /* every position masked: the largest mask term, then the row again */
         float t = -INFINITY;
         for (int c = lane; c < nvec; c += g) {
             float m[1];
@@ -976,7 +1039,8 @@ static __global__ void __launch_bounds__(128) ft_softmax_bf16_w2_r8(ft_softmax_a
             for (int e = 0; e < 1; e++)
                 t = fmaxf(t, (1.0f - m[e]) * -10000.0f);
         }
-        tmax = ft_group_max(t, g, gmask);
+        t = ft_group_max(t, g, 0xffffffffu);
+        tmax = redo ? t : 0.0f;
         mx = -INFINITY;
     }
     float sum = 0.0f;
@@ -988,12 +1052,12 @@ static __global__ void __launch_bounds__(128) ft_softmax_bf16_w2_r8(ft_softmax_a
                 x[k][e] = __expf(x[k][e] - mx);
                 sum += x[k][e];
             }
-    sum = ft_group_sum(sum, g, gmask);
+    sum = ft_group_sum(sum, g, 0xffffffffu);
     const float inv = 1.0f / sum;
 #pragma unroll
     for (int k = 0; k < 8; k++) {
         const int c = lane + k * g;
-        if (c < nvec) {
+        if (live && c < nvec) {
 #pragma unroll
             for (int e = 0; e < 1; e++)
                 x[k][e] *= inv;
@@ -1013,13 +1077,17 @@ static __global__ void __launch_bounds__(128) ft_softmax_bf16_w2_r16(ft_softmax_
 {
     const int g = a.group;
     const int lane = threadIdx.x & (g - 1);
-    const int64_t row = (int64_t)blockIdx.x * (128 / g) + threadIdx.x / g;
-    if (row >= a.rows)
-        return; /* whole groups only */
-    const unsigned gmask = ft_group_mask(g);
+    /* rows < 2^31 (the launcher checks); a group past the last row works on the last row
+     * and stores nothing, so every lane of a warp reaches the shuffles (full-warp masks:
+     * a per-group mask makes the compiler emulate the shuffle lane group by lane group) */
+    const int row0 = blockIdx.x * (128 / g) + (int)threadIdx.x / g;
+    const bool live = row0 < a.rows;
+    if (__all_sync(0xffffffffu, !live))
+        return;
+    const int row = live ? row0 : (int)a.rows - 1;
     const int S = a.S, nvec = S / 1;
-    const int b = (int)(row / ((int64_t)a.H * S)), i = (int)(row % S);
-    __nv_bfloat16 *p = a.scores + row * S;
+    const int b = row / (a.H * S), i = row % S;
+    __nv_bfloat16 *p = a.scores + (int64_t)row * S;
     const __nv_bfloat16 *mrow = a.mask ? a.mask + ((int64_t)b * S + i) * S : NULL;
     const int len = a.lengths ? min(max(a.lengths[b], 0), S) : S;
     const int row_in = i < len;
@@ -1048,10 +1116,13 @@ static __global__ void __launch_bounds__(128) ft_softmax_bf16_w2_r16(ft_softmax_
                 }
             }
         }
-        mx = ft_group_max(mx, g, gmask);
-        if (pass == 1 || mx > -5000.0f)
+        mx = ft_group_max(mx, g, 0xffffffffu);
+        /* every position of the row masked: the largest mask term, then the row again
+         * (the whole warp takes the branch; rows that did not need it compute the same
+         * values again) */
+        const bool redo = mx <= -5000.0f;
+        if (pass == 1 || !__any_sync(0xffffffffu, redo))
             break;
-        /* every position masked: the largest mask term, then the row again */
         float t = -INFINITY;
         for (int c = lane; c < nvec; c += g) {
             float m[1];
@@ -1066,7 +1137,8 @@ static __global__ void __launch_bounds__(128) ft_softmax_bf16_w2_r16(ft_softmax_
             for (int e = 0; e < 1; e++)
                 t = fmaxf(t, (1.0f - m[e]) * -10000.0f);
         }
-        tmax = ft_group_max(t, g, gmask);
+        t = ft_group_max(t, g, 0xffffffffu);
+        tmax = redo ? t : 0.0f;
         mx = -INFINITY;
     }
     float sum = 0.0f;
@@ -1078,12 +1150,12 @@ static __global__ void __launch_bounds__(128) ft_softmax_bf16_w2_r16(ft_softmax_
                 x[k][e] = __expf(x[k][e] - mx);
                 sum += x[k][e];
             }
-    sum = ft_group_sum(sum, g, gmask);
+    sum = ft_group_sum(sum, g, 0xffffffffu);
     const float inv = 1.0f / sum;
 #pragma unroll
     for (int k = 0; k < 16; k++) {
         const int c = lane + k * g;
-        if (c < nvec) {
+        if (live && c < nvec) {
 #pragma unroll
             for (int e = 0; e < 1; e++)
                 x[k][e] *= inv;
@@ -1103,13 +1175,17 @@ static __global__ void __launch_bounds__(128) ft_softmax_bf16_w2_r32(ft_softmax_
 {
     const int g = a.group;
     const int lane = threadIdx.x & (g - 1);
-    const int64_t row = (int64_t)blockIdx.x * (128 / g) + threadIdx.x / g;
-    if (row >= a.rows)
-        return; /* whole groups only */
-    const unsigned gmask = ft_group_mask(g);
+    /* rows < 2^31 (the launcher checks); a group past the last row works on the last row
+     * and stores nothing, so every lane of a warp reaches the shuffles (full-warp masks:
+     * a per-group mask makes the compiler emulate the shuffle lane group by lane group) */
+    const int row0 = blockIdx.x * (128 / g) + (int)threadIdx.x / g;
+    const bool live = row0 < a.rows;
+    if (__all_sync(0xffffffffu, !live))
+        return;
+    const int row = live ? row0 : (int)a.rows - 1;
     const int S = a.S, nvec = S / 1;
-    const int b = (int)(row / ((int64_t)a.H * S)), i = (int)(row % S);
-    __nv_bfloat16 *p = a.scores + row * S;
+    const int b = row / (a.H * S), i = row % S;
+    __nv_bfloat16 *p = a.scores + (int64_t)row * S;
     const __nv_bfloat16 *mrow = a.mask ? a.mask + ((int64_t)b * S + i) * S : NULL;
     const int len = a.lengths ? min(max(a.lengths[b], 0), S) : S;
     const int row_in = i < len;
@@ -1138,10 +1214,13 @@ static __global__ void __launch_bounds__(128) ft_softmax_bf16_w2_r32(ft_softmax_
                 }
             }
         }
-        mx = ft_group_max(mx, g, gmask);
-        if (pass == 1 || mx > -5000.0f)
+        mx = ft_group_max(mx, g, 0xffffffffu);
+        /* every position of the row masked: the largest mask term, then the row again
+         * (the whole warp takes the branch; rows that did not need it compute the same
+         * values again) */
+        const bool redo = mx <= -5000.0f;
+        if (pass == 1 || !__any_sync(0xffffffffu, redo))
             break;
-        /* every position masked: the largest mask term, then the row again */
         float t = -INFINITY;
         for (int c = lane; c < nvec; c += g) {
             float m[1];
@@ -1156,7 +1235,8 @@ static __global__ void __launch_bounds__(128) ft_softmax_bf16_w2_r32(ft_softmax_
             for (int e = 0; e < 1; e++)
                 t = fmaxf(t, (1.0f - m[e]) * -10000.0f);
         }
-        tmax = ft_group_max(t, g, gmask);
+        t = ft_group_max(t, g, 0xffffffffu);
+        tmax = redo ? t : 0.0f;
         mx = -INFINITY;
     }
     float sum = 0.0f;
@@ -1168,12 +1248,12 @@ static __global__ void __launch_bounds__(128) ft_softmax_bf16_w2_r32(ft_softmax_
                 x[k][e] = __expf(x[k][e] - mx);
                 sum += x[k][e];
             }
-    sum = ft_group_sum(sum, g, gmask);
+    sum = ft_group_sum(sum, g, 0xffffffffu);
     const float inv = 1.0f / sum;
 #pragma unroll
     for (int k = 0; k < 32; k++) {
         const int c = lane + k * g;
-        if (c < nvec) {
+        if (live && c < nvec) {
 #pragma unroll
             for (int e = 0; e < 1; e++)
                 x[k][e] *= inv;
