@@ -509,9 +509,11 @@ static inline size_t ft_update_logits_workspace_bytes_fp16(int rows, int V)
  * mass on end_id: 0 there and -inf elsewhere (raw, log-softmax), 1 and 0 (softmax).
  * bias, finished, temperature_per_row may be NULL; temperature_per_row overrides
  * `temperature` per row (> 0). out may be the logits buffer itself when __half is float
- * and the two leading dimensions are equal. workspace (optional, 8-byte aligned, size from
- * ft_update_logits_workspace_bytes_fp16) lets a short batch use every SM; without it (or
- * if it is too small) each row runs in one block, with the same results. */
+ * and the two leading dimensions are equal. On sm_90, softmax and log-softmax of rows up to
+ * 131072 values run in the single-read cluster form (no workspace used). Otherwise
+ * workspace (optional, 8-byte aligned, size from ft_update_logits_workspace_bytes_fp16)
+ * lets a short batch use every SM; without it (or if it is too small) each row runs in one
+ * block, with the same results. */
 static inline ft_status ft_update_logits_fp16(const __half *logits, int64_t ld, int rows, int V,
                                                 const __half *bias, const bool *finished, int end_id,
                                                 float temperature, const float *temperature_per_row,
