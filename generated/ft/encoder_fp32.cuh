@@ -155,6 +155,19 @@ static __global__ void __launch_bounds__(256) ft_enc_pad_fp32_w16(const float *s
     }
 }
 
+/* The mask values of vector c of a row, from the mask row or from the length. */
+static __device__ __forceinline__ void ft_softmax_keep_vec_fp32_w16(const float *mrow, int row_in, int len, int c,
+                                                                         float *m)
+{
+    if (mrow) {
+        ft_load_fp32x4(mrow + c * 4, m);
+    } else {
+#pragma unroll
+        for (int e = 0; e < 4; e++)
+            m[e] = ft_softmax_keep_fp32(NULL, row_in, len, c * 4 + e);
+    }
+}
+
 /* Softmax of rows of up to 128 columns: `group` lanes per row, 1 vector(s) of
  * 4 per lane kept in registers; one read and one write of the row.
  *
@@ -191,13 +204,7 @@ static __global__ void __launch_bounds__(128) ft_softmax_fp32_w16_r1(ft_softmax_
             if (c < nvec) {
                 ft_load_fp32x4(p + c * 4, x[k]);
                 float m[4];
-                if (mrow) {
-                    ft_load_fp32x4(mrow + c * 4, m);
-                } else {
-#pragma unroll
-                    for (int e = 0; e < 4; e++)
-                        m[e] = (row_in && c * 4 + e < len) ? 1.0f : 0.0f;
-                }
+                ft_softmax_keep_vec_fp32_w16(mrow, row_in, len, c, m);
 #pragma unroll
                 for (int e = 0; e < 4; e++) {
                     x[k][e] = x[k][e] * a.scale + ((1.0f - m[e]) * -10000.0f - tmax);
@@ -215,13 +222,7 @@ static __global__ void __launch_bounds__(128) ft_softmax_fp32_w16_r1(ft_softmax_
         float t = -INFINITY;
         for (int c = lane; c < nvec; c += g) {
             float m[4];
-            if (mrow) {
-                ft_load_fp32x4(mrow + c * 4, m);
-            } else {
-#pragma unroll
-                for (int e = 0; e < 4; e++)
-                    m[e] = (row_in && c * 4 + e < len) ? 1.0f : 0.0f;
-            }
+            ft_softmax_keep_vec_fp32_w16(mrow, row_in, len, c, m);
 #pragma unroll
             for (int e = 0; e < 4; e++)
                 t = fmaxf(t, (1.0f - m[e]) * -10000.0f);
@@ -289,13 +290,7 @@ static __global__ void __launch_bounds__(128) ft_softmax_fp32_w16_r2(ft_softmax_
             if (c < nvec) {
                 ft_load_fp32x4(p + c * 4, x[k]);
                 float m[4];
-                if (mrow) {
-                    ft_load_fp32x4(mrow + c * 4, m);
-                } else {
-#pragma unroll
-                    for (int e = 0; e < 4; e++)
-                        m[e] = (row_in && c * 4 + e < len) ? 1.0f : 0.0f;
-                }
+                ft_softmax_keep_vec_fp32_w16(mrow, row_in, len, c, m);
 #pragma unroll
                 for (int e = 0; e < 4; e++) {
                     x[k][e] = x[k][e] * a.scale + ((1.0f - m[e]) * -10000.0f - tmax);
@@ -313,13 +308,7 @@ static __global__ void __launch_bounds__(128) ft_softmax_fp32_w16_r2(ft_softmax_
         float t = -INFINITY;
         for (int c = lane; c < nvec; c += g) {
             float m[4];
-            if (mrow) {
-                ft_load_fp32x4(mrow + c * 4, m);
-            } else {
-#pragma unroll
-                for (int e = 0; e < 4; e++)
-                    m[e] = (row_in && c * 4 + e < len) ? 1.0f : 0.0f;
-            }
+            ft_softmax_keep_vec_fp32_w16(mrow, row_in, len, c, m);
 #pragma unroll
             for (int e = 0; e < 4; e++)
                 t = fmaxf(t, (1.0f - m[e]) * -10000.0f);
@@ -387,13 +376,7 @@ static __global__ void __launch_bounds__(128) ft_softmax_fp32_w16_r4(ft_softmax_
             if (c < nvec) {
                 ft_load_fp32x4(p + c * 4, x[k]);
                 float m[4];
-                if (mrow) {
-                    ft_load_fp32x4(mrow + c * 4, m);
-                } else {
-#pragma unroll
-                    for (int e = 0; e < 4; e++)
-                        m[e] = (row_in && c * 4 + e < len) ? 1.0f : 0.0f;
-                }
+                ft_softmax_keep_vec_fp32_w16(mrow, row_in, len, c, m);
 #pragma unroll
                 for (int e = 0; e < 4; e++) {
                     x[k][e] = x[k][e] * a.scale + ((1.0f - m[e]) * -10000.0f - tmax);
@@ -411,13 +394,7 @@ static __global__ void __launch_bounds__(128) ft_softmax_fp32_w16_r4(ft_softmax_
         float t = -INFINITY;
         for (int c = lane; c < nvec; c += g) {
             float m[4];
-            if (mrow) {
-                ft_load_fp32x4(mrow + c * 4, m);
-            } else {
-#pragma unroll
-                for (int e = 0; e < 4; e++)
-                    m[e] = (row_in && c * 4 + e < len) ? 1.0f : 0.0f;
-            }
+            ft_softmax_keep_vec_fp32_w16(mrow, row_in, len, c, m);
 #pragma unroll
             for (int e = 0; e < 4; e++)
                 t = fmaxf(t, (1.0f - m[e]) * -10000.0f);
@@ -485,13 +462,7 @@ static __global__ void __launch_bounds__(128) ft_softmax_fp32_w16_r8(ft_softmax_
             if (c < nvec) {
                 ft_load_fp32x4(p + c * 4, x[k]);
                 float m[4];
-                if (mrow) {
-                    ft_load_fp32x4(mrow + c * 4, m);
-                } else {
-#pragma unroll
-                    for (int e = 0; e < 4; e++)
-                        m[e] = (row_in && c * 4 + e < len) ? 1.0f : 0.0f;
-                }
+                ft_softmax_keep_vec_fp32_w16(mrow, row_in, len, c, m);
 #pragma unroll
                 for (int e = 0; e < 4; e++) {
                     x[k][e] = x[k][e] * a.scale + ((1.0f - m[e]) * -10000.0f - tmax);
@@ -509,13 +480,7 @@ static __global__ void __launch_bounds__(128) ft_softmax_fp32_w16_r8(ft_softmax_
         float t = -INFINITY;
         for (int c = lane; c < nvec; c += g) {
             float m[4];
-            if (mrow) {
-                ft_load_fp32x4(mrow + c * 4, m);
-            } else {
-#pragma unroll
-                for (int e = 0; e < 4; e++)
-                    m[e] = (row_in && c * 4 + e < len) ? 1.0f : 0.0f;
-            }
+            ft_softmax_keep_vec_fp32_w16(mrow, row_in, len, c, m);
 #pragma unroll
             for (int e = 0; e < 4; e++)
                 t = fmaxf(t, (1.0f - m[e]) * -10000.0f);
@@ -583,13 +548,7 @@ static __global__ void __launch_bounds__(128) ft_softmax_fp32_w16_r16(ft_softmax
             if (c < nvec) {
                 ft_load_fp32x4(p + c * 4, x[k]);
                 float m[4];
-                if (mrow) {
-                    ft_load_fp32x4(mrow + c * 4, m);
-                } else {
-#pragma unroll
-                    for (int e = 0; e < 4; e++)
-                        m[e] = (row_in && c * 4 + e < len) ? 1.0f : 0.0f;
-                }
+                ft_softmax_keep_vec_fp32_w16(mrow, row_in, len, c, m);
 #pragma unroll
                 for (int e = 0; e < 4; e++) {
                     x[k][e] = x[k][e] * a.scale + ((1.0f - m[e]) * -10000.0f - tmax);
@@ -607,13 +566,7 @@ static __global__ void __launch_bounds__(128) ft_softmax_fp32_w16_r16(ft_softmax
         float t = -INFINITY;
         for (int c = lane; c < nvec; c += g) {
             float m[4];
-            if (mrow) {
-                ft_load_fp32x4(mrow + c * 4, m);
-            } else {
-#pragma unroll
-                for (int e = 0; e < 4; e++)
-                    m[e] = (row_in && c * 4 + e < len) ? 1.0f : 0.0f;
-            }
+            ft_softmax_keep_vec_fp32_w16(mrow, row_in, len, c, m);
 #pragma unroll
             for (int e = 0; e < 4; e++)
                 t = fmaxf(t, (1.0f - m[e]) * -10000.0f);
@@ -772,6 +725,19 @@ static __global__ void __launch_bounds__(256) ft_enc_pad_fp32_w4(const float *sr
     }
 }
 
+/* The mask values of vector c of a row, from the mask row or from the length. */
+static __device__ __forceinline__ void ft_softmax_keep_vec_fp32_w4(const float *mrow, int row_in, int len, int c,
+                                                                         float *m)
+{
+    if (mrow) {
+        ft_load_fp32x1(mrow + c * 1, m);
+    } else {
+#pragma unroll
+        for (int e = 0; e < 1; e++)
+            m[e] = ft_softmax_keep_fp32(NULL, row_in, len, c * 1 + e);
+    }
+}
+
 /* Softmax of rows of up to 32 columns: `group` lanes per row, 1 vector(s) of
  * 1 per lane kept in registers; one read and one write of the row.
  *
@@ -808,13 +774,7 @@ static __global__ void __launch_bounds__(128) ft_softmax_fp32_w4_r1(ft_softmax_a
             if (c < nvec) {
                 ft_load_fp32x1(p + c * 1, x[k]);
                 float m[1];
-                if (mrow) {
-                    ft_load_fp32x1(mrow + c * 1, m);
-                } else {
-#pragma unroll
-                    for (int e = 0; e < 1; e++)
-                        m[e] = (row_in && c * 1 + e < len) ? 1.0f : 0.0f;
-                }
+                ft_softmax_keep_vec_fp32_w4(mrow, row_in, len, c, m);
 #pragma unroll
                 for (int e = 0; e < 1; e++) {
                     x[k][e] = x[k][e] * a.scale + ((1.0f - m[e]) * -10000.0f - tmax);
@@ -832,13 +792,7 @@ static __global__ void __launch_bounds__(128) ft_softmax_fp32_w4_r1(ft_softmax_a
         float t = -INFINITY;
         for (int c = lane; c < nvec; c += g) {
             float m[1];
-            if (mrow) {
-                ft_load_fp32x1(mrow + c * 1, m);
-            } else {
-#pragma unroll
-                for (int e = 0; e < 1; e++)
-                    m[e] = (row_in && c * 1 + e < len) ? 1.0f : 0.0f;
-            }
+            ft_softmax_keep_vec_fp32_w4(mrow, row_in, len, c, m);
 #pragma unroll
             for (int e = 0; e < 1; e++)
                 t = fmaxf(t, (1.0f - m[e]) * -10000.0f);
@@ -906,13 +860,7 @@ static __global__ void __launch_bounds__(128) ft_softmax_fp32_w4_r2(ft_softmax_a
             if (c < nvec) {
                 ft_load_fp32x1(p + c * 1, x[k]);
                 float m[1];
-                if (mrow) {
-                    ft_load_fp32x1(mrow + c * 1, m);
-                } else {
-#pragma unroll
-                    for (int e = 0; e < 1; e++)
-                        m[e] = (row_in && c * 1 + e < len) ? 1.0f : 0.0f;
-                }
+                ft_softmax_keep_vec_fp32_w4(mrow, row_in, len, c, m);
 #pragma unroll
                 for (int e = 0; e < 1; e++) {
                     x[k][e] = x[k][e] * a.scale + ((1.0f - m[e]) * -10000.0f - tmax);
@@ -930,13 +878,7 @@ static __global__ void __launch_bounds__(128) ft_softmax_fp32_w4_r2(ft_softmax_a
         float t = -INFINITY;
         for (int c = lane; c < nvec; c += g) {
             float m[1];
-            if (mrow) {
-                ft_load_fp32x1(mrow + c * 1, m);
-            } else {
-#pragma unroll
-                for (int e = 0; e < 1; e++)
-                    m[e] = (row_in && c * 1 + e < len) ? 1.0f : 0.0f;
-            }
+            ft_softmax_keep_vec_fp32_w4(mrow, row_in, len, c, m);
 #pragma unroll
             for (int e = 0; e < 1; e++)
                 t = fmaxf(t, (1.0f - m[e]) * -10000.0f);
@@ -1004,13 +946,7 @@ static __global__ void __launch_bounds__(128) ft_softmax_fp32_w4_r4(ft_softmax_a
             if (c < nvec) {
                 ft_load_fp32x1(p + c * 1, x[k]);
                 float m[1];
-                if (mrow) {
-                    ft_load_fp32x1(mrow + c * 1, m);
-                } else {
-#pragma unroll
-                    for (int e = 0; e < 1; e++)
-                        m[e] = (row_in && c * 1 + e < len) ? 1.0f : 0.0f;
-                }
+                ft_softmax_keep_vec_fp32_w4(mrow, row_in, len, c, m);
 #pragma unroll
                 for (int e = 0; e < 1; e++) {
                     x[k][e] = x[k][e] * a.scale + ((1.0f - m[e]) * -10000.0f - tmax);
@@ -1028,13 +964,7 @@ static __global__ void __launch_bounds__(128) ft_softmax_fp32_w4_r4(ft_softmax_a
         float t = -INFINITY;
         for (int c = lane; c < nvec; c += g) {
             float m[1];
-            if (mrow) {
-                ft_load_fp32x1(mrow + c * 1, m);
-            } else {
-#pragma unroll
-                for (int e = 0; e < 1; e++)
-                    m[e] = (row_in && c * 1 + e < len) ? 1.0f : 0.0f;
-            }
+            ft_softmax_keep_vec_fp32_w4(mrow, row_in, len, c, m);
 #pragma unroll
             for (int e = 0; e < 1; e++)
                 t = fmaxf(t, (1.0f - m[e]) * -10000.0f);
@@ -1102,13 +1032,7 @@ static __global__ void __launch_bounds__(128) ft_softmax_fp32_w4_r8(ft_softmax_a
             if (c < nvec) {
                 ft_load_fp32x1(p + c * 1, x[k]);
                 float m[1];
-                if (mrow) {
-                    ft_load_fp32x1(mrow + c * 1, m);
-                } else {
-#pragma unroll
-                    for (int e = 0; e < 1; e++)
-                        m[e] = (row_in && c * 1 + e < len) ? 1.0f : 0.0f;
-                }
+                ft_softmax_keep_vec_fp32_w4(mrow, row_in, len, c, m);
 #pragma unroll
                 for (int e = 0; e < 1; e++) {
                     x[k][e] = x[k][e] * a.scale + ((1.0f - m[e]) * -10000.0f - tmax);
@@ -1126,13 +1050,7 @@ static __global__ void __launch_bounds__(128) ft_softmax_fp32_w4_r8(ft_softmax_a
         float t = -INFINITY;
         for (int c = lane; c < nvec; c += g) {
             float m[1];
-            if (mrow) {
-                ft_load_fp32x1(mrow + c * 1, m);
-            } else {
-#pragma unroll
-                for (int e = 0; e < 1; e++)
-                    m[e] = (row_in && c * 1 + e < len) ? 1.0f : 0.0f;
-            }
+            ft_softmax_keep_vec_fp32_w4(mrow, row_in, len, c, m);
 #pragma unroll
             for (int e = 0; e < 1; e++)
                 t = fmaxf(t, (1.0f - m[e]) * -10000.0f);
@@ -1200,13 +1118,7 @@ static __global__ void __launch_bounds__(128) ft_softmax_fp32_w4_r16(ft_softmax_
             if (c < nvec) {
                 ft_load_fp32x1(p + c * 1, x[k]);
                 float m[1];
-                if (mrow) {
-                    ft_load_fp32x1(mrow + c * 1, m);
-                } else {
-#pragma unroll
-                    for (int e = 0; e < 1; e++)
-                        m[e] = (row_in && c * 1 + e < len) ? 1.0f : 0.0f;
-                }
+                ft_softmax_keep_vec_fp32_w4(mrow, row_in, len, c, m);
 #pragma unroll
                 for (int e = 0; e < 1; e++) {
                     x[k][e] = x[k][e] * a.scale + ((1.0f - m[e]) * -10000.0f - tmax);
@@ -1224,13 +1136,7 @@ static __global__ void __launch_bounds__(128) ft_softmax_fp32_w4_r16(ft_softmax_
         float t = -INFINITY;
         for (int c = lane; c < nvec; c += g) {
             float m[1];
-            if (mrow) {
-                ft_load_fp32x1(mrow + c * 1, m);
-            } else {
-#pragma unroll
-                for (int e = 0; e < 1; e++)
-                    m[e] = (row_in && c * 1 + e < len) ? 1.0f : 0.0f;
-            }
+            ft_softmax_keep_vec_fp32_w4(mrow, row_in, len, c, m);
 #pragma unroll
             for (int e = 0; e < 1; e++)
                 t = fmaxf(t, (1.0f - m[e]) * -10000.0f);
@@ -1298,13 +1204,7 @@ static __global__ void __launch_bounds__(128) ft_softmax_fp32_w4_r32(ft_softmax_
             if (c < nvec) {
                 ft_load_fp32x1(p + c * 1, x[k]);
                 float m[1];
-                if (mrow) {
-                    ft_load_fp32x1(mrow + c * 1, m);
-                } else {
-#pragma unroll
-                    for (int e = 0; e < 1; e++)
-                        m[e] = (row_in && c * 1 + e < len) ? 1.0f : 0.0f;
-                }
+                ft_softmax_keep_vec_fp32_w4(mrow, row_in, len, c, m);
 #pragma unroll
                 for (int e = 0; e < 1; e++) {
                     x[k][e] = x[k][e] * a.scale + ((1.0f - m[e]) * -10000.0f - tmax);
@@ -1322,13 +1222,7 @@ static __global__ void __launch_bounds__(128) ft_softmax_fp32_w4_r32(ft_softmax_
         float t = -INFINITY;
         for (int c = lane; c < nvec; c += g) {
             float m[1];
-            if (mrow) {
-                ft_load_fp32x1(mrow + c * 1, m);
-            } else {
-#pragma unroll
-                for (int e = 0; e < 1; e++)
-                    m[e] = (row_in && c * 1 + e < len) ? 1.0f : 0.0f;
-            }
+            ft_softmax_keep_vec_fp32_w4(mrow, row_in, len, c, m);
 #pragma unroll
             for (int e = 0; e < 1; e++)
                 t = fmaxf(t, (1.0f - m[e]) * -10000.0f);
