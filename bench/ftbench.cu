@@ -29,6 +29,7 @@
 
 #include "bert_layer.cuh"
 #include "cuda_util.h"
+#include "gemm_util.h"
 #include "decoder_layer.cuh"
 
 typedef struct bench_opts {
@@ -426,16 +427,6 @@ static ft_status run_transpose_heads(const bench_opts *o, void **b, cudaStream_t
 
 /* ---- composed layers (examples/): weights in one buffer, carved in a fixed order */
 
-static ft_gemm_ctx *bench_gemm(void)
-{
-    static ft_gemm_ctx ctx;
-    if (!ctx.blas && ft_gemm_ctx_init(&ctx, 32u << 20) != FT_OK) {
-        fprintf(stderr, "ftbench: %s\n", ft_last_error());
-        exit(2);
-    }
-    return &ctx;
-}
-
 /* Carves `n` tensors of the given element counts out of one buffer (256-element aligned). */
 static size_t carve(void *base, size_t es, const size_t *counts, int n, const void **out)
 {
@@ -512,8 +503,8 @@ static ft_status run_bert_layer(const bench_opts *o, void **b, cudaStream_t s)
     int valid = 0;
     for (int i = 0; i < o->batch; i++)
         valid += bench_length(o, i); /* known on the host, as in a server that batched the requests */
-    return ft_bert_layer_forward(bench_gemm(), &cfg, &bw, b[0], (const int *)b[2], o->batch, o->seq, valid, b[1], b[4],
-                                 ft_bert_workspace_bytes(&cfg, o->batch, o->seq), s);
+    return ft_bert_layer_forward(shared_gemm_ctx(), &cfg, &bw, b[0], (const int *)b[2], o->batch, o->seq, valid, b[1],
+                                 b[4], ft_bert_workspace_bytes(&cfg, o->batch, o->seq), s);
 }
 
 static int decoder_weight_counts(const bench_opts *o, size_t *c)
@@ -557,7 +548,7 @@ static ft_status run_decoder_layer(const bench_opts *o, void **b, cudaStream_t s
     const ft_decoder_weights dw = {w[0],  w[1],  w[2],  w[3],  w[4],  w[5],  w[6],  w[7],  w[8],  w[9],  w[10],
                                    w[11], w[12], w[13], w[14], w[15], w[16], w[17], w[18], w[19], w[20], w[21]};
     const ft_decoder_config cfg = decoder_config(o);
-    return ft_decoder_layer_step(bench_gemm(), &cfg, &dw, b[0], b[5], b[6], FT_KV_LBHD, o->len + 1,
+    return ft_decoder_layer_step(shared_gemm_ctx(), &cfg, &dw, b[0], b[5], b[6], FT_KV_LBHD, o->len + 1,
                                  (const int *)b[2], b[7], b[8], o->mem_len, (const int *)b[9], o->batch, b[1], b[4],
                                  ft_decoder_workspace_bytes(&cfg, o->batch), s);
 }

@@ -6,21 +6,8 @@
 #include "ft/gemm.cuh"
 
 #include "cuda_util.h"
+#include "gemm_util.h"
 #include "harness.h"
-
-static ft_gemm_ctx g_ctx;
-
-static ft_gemm_ctx *ctx(void)
-{
-    if (!g_ctx.blas) {
-        ft_status st = ft_gemm_ctx_init(&g_ctx, 32u << 20);
-        if (st != FT_OK) {
-            fprintf(stderr, "ft_gemm_ctx_init: %s\n", ft_last_error());
-            exit(2);
-        }
-    }
-    return &g_ctx;
-}
 
 /* element (r, c) of op(X) where X is stored row-major with leading dimension ld */
 static double op_at(const float *X, int64_t ld, int trans, int r, int c)
@@ -59,7 +46,7 @@ static void tolerance(ft_dtype dt, int tf32, int k, double *atol, double *rtol)
 static void run(ft_test *t, ft_dtype dt, int tf32, int mode, int ta, int tb, int m, int n, int k, int batch,
                 ref_rng *rng)
 {
-    ft_gemm_ctx *c = ctx();
+    ft_gemm_ctx *c = shared_gemm_ctx();
     c->allow_tf32 = tf32;
     const int64_t lda = (ta ? m : k) + (mode == 0 ? 3 : 0), ldb = (tb ? k : n), ldc = n + (mode == 0 ? 1 : 0);
     const int64_t a_rows = ta ? k : m, b_rows = tb ? n : k;
@@ -142,7 +129,7 @@ FT_GPU_TEST(gemm_int8)
 {
     ref_rng rng;
     ref_rng_seed(&rng, ref_test_seed() + 8);
-    ft_gemm_ctx *c = ctx();
+    ft_gemm_ctx *c = shared_gemm_ctx();
     static const int shapes[][3] = {{1, 4, 4}, {3, 8, 12}, {64, 64, 64}, {33, 20, 132}, {256, 768, 768}, {5, 3072, 768}};
     for (int s = 0; s < 6; s++) {
         const int m = shapes[s][0], n = shapes[s][1], k = shapes[s][2];
@@ -193,6 +180,6 @@ __attribute__((constructor)) static void register_gemm_tests(void)
 int main(int argc, char **argv)
 {
     int rc = ft_test_main(argc, argv, ft_cuda_probe);
-    ft_gemm_ctx_destroy(&g_ctx);
+    shared_gemm_ctx_destroy();
     return rc;
 }

@@ -10,22 +10,11 @@
 #include "decoding.cuh"
 
 #include "cuda_util.h"
+#include "gemm_util.h"
 #include "harness.h"
 #include "ref/ref_decoding.h"
 #include "ref/ref_encoder.h"
 #include "ref/ref_norm.h"
-
-static ft_gemm_ctx g_ctx;
-
-static ft_gemm_ctx *ctx(void)
-{
-    if (!g_ctx.blas && ft_gemm_ctx_init(&g_ctx, 32u << 20) != FT_OK) {
-        fprintf(stderr, "ft_gemm_ctx_init: %s\n", ft_last_error());
-        exit(2);
-    }
-    g_ctx.allow_tf32 = 0;
-    return &g_ctx;
-}
 
 /* A host tensor of dtype-representable values and its device copy. */
 typedef struct tensor {
@@ -107,7 +96,8 @@ static void run_bert(ft_test *t, ft_dtype dt, ref_rng *rng, int B, int S, int N,
         void *work = dev_alloc(ws_bytes);
         dev_poison(y, count * ft_dtype_size(dt));
         dev_poison(work, ws_bytes);
-        ft_status st = ft_bert_layer_forward(ctx(), &c, &w, x->d, dlen, B, S, rp ? -1 : 0, y, work, ws_bytes, 0);
+        ft_status st =
+            ft_bert_layer_forward(shared_gemm_ctx(), &c, &w, x->d, dlen, B, S, rp ? -1 : 0, y, work, ws_bytes, 0);
         char what[200];
         snprintf(what, sizeof what, "bert %s B=%d S=%d N=%d H=%d F=%d remove_padding=%d", ft_dtype_name(dt), B, S, N,
                  H, F, rp);
@@ -187,11 +177,11 @@ static void run_decoder(ft_test *t, ft_dtype dt, ref_rng *rng, int B, int N, int
     char what[200];
     snprintf(what, sizeof what, "decoder %s B=%d N=%d H=%d (D=%d) Nmem=%d Lmem=%d L=%d layout=%d", ft_dtype_name(dt),
              B, N, H, D, Nmem, Lmem, L, (int)layout);
-    ft_status st = ft_decoder_prepare_memory(ctx(), &c, &w, mem->d, B, Lmem, kmem, vmem, 0);
+    ft_status st = ft_decoder_prepare_memory(shared_gemm_ctx(), &c, &w, mem->d, B, Lmem, kmem, vmem, 0);
     FT_EXPECT(t, st == FT_OK, "%s (memory): %s", what, ft_last_error());
     if (st == FT_OK)
-        st = ft_decoder_layer_step(ctx(), &c, &w, x->d, kc->d, vc->d, layout, L, dlen, kmem, vmem, Lmem, dmlen, B, y,
-                                   work, ws_bytes, 0);
+        st = ft_decoder_layer_step(shared_gemm_ctx(), &c, &w, x->d, kc->d, vc->d, layout, L, dlen, kmem, vmem, Lmem, dmlen,
+                                   B, y, work, ws_bytes, 0);
     FT_EXPECT(t, st == FT_OK, "%s: %s", what, ft_last_error());
     if (st == FT_OK) {
         dev_download(got, y, BN, dt);
@@ -298,8 +288,8 @@ static void run_decoding(ft_test *t, ref_rng *rng, int B, int beam, int layers, 
     char what[160];
     snprintf(what, sizeof what, "decoding B=%d beam=%d layers=%d N=%d H=%d V=%d steps=%d", B, beam, layers, N, H, V,
              steps);
-    ft_status st = ft_decoding_run(ctx(), &cfg, &w, dmem, Lmem, dmlen, B, steps, dout, dlens, dcum, &steps_run, work,
-                                   wsb, 0);
+    ft_status st = ft_decoding_run(shared_gemm_ctx(), &cfg, &w, dmem, Lmem, dmlen, B, steps, dout, dlens, dcum, &steps_run,
+                                   work, wsb, 0);
     FT_EXPECT(t, st == FT_OK, "%s: %s", what, ft_last_error());
 
     /* the same loop in C */
@@ -428,6 +418,6 @@ __attribute__((constructor)) static void register_layer_tests(void)
 int main(int argc, char **argv)
 {
     int rc = ft_test_main(argc, argv, ft_cuda_probe);
-    ft_gemm_ctx_destroy(&g_ctx);
+    shared_gemm_ctx_destroy();
     return rc;
 }
