@@ -130,9 +130,9 @@ static __device__ __forceinline__ void ft_topk_offer_k2_fp32(unsigned long long 
         atomicMax(bound, thr);
 }
 
-/* Buffered offer: keys that beat the cut wait in the warp's 64-slot shared buffer and go
- * into the list 32 at a time (one sort and merge per 32 instead of one per round of
- * offers); ft_topk_flush_ empties the buffer. */
+/* Buffered offer of one key per lane (the unaligned head and tail of a row): keys that
+ * beat the cut wait in the warp's shared buffer (empty on entry to the first call, fewer
+ * than 32 between calls) and go into the list 32 at a time; ft_topk_flush_ empties it. */
 static __device__ __forceinline__ void ft_topk_push_k2_fp32(unsigned long long *l, unsigned long long &thr,
                                                            unsigned long long *bound, unsigned long long *wbuf,
                                                            int &cnt, unsigned long long key)
