@@ -105,7 +105,8 @@ static void time_launches(const bench_opts *o, launch_fn fn, void ***sets, int n
     }
     float *ms = (float *)malloc(sizeof(float) * o->iters);
     double spin_s = 2e-3 + 20e-6 * o->iters;
-    for (int pass = 0; pass < 2 + 4; pass++) {
+    /* pass 0: per call; passes 1-5: queued, the spin doubled after a pass the host outran */
+    for (int pass = 0; pass < 6; pass++) {
         const int queued = pass > 0;
         cudaEvent_t spun;
         if (queued) {
