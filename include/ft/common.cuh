@@ -62,15 +62,20 @@ static inline ft_status ft_check_rows(const char *fn, int64_t m, int64_t n)
     return FT_OK;
 }
 
-/* Reports the launch just made (bad configuration, no device, ...). Kernel faults that
- * happen later surface at the caller's next synchronising call, as with any CUDA kernel. */
-static inline ft_status ft_launch_status(const char *fn)
+/* A launch's CUDA error as a status (FT_OK for cudaSuccess). */
+static inline ft_status ft_launch_error(const char *fn, cudaError_t e)
 {
-    cudaError_t e = cudaGetLastError();
     if (e != cudaSuccess)
         return ft_fail(FT_ERR_CUDA, "%s: kernel launch failed: %s (%s)", fn, cudaGetErrorName(e),
                        cudaGetErrorString(e));
     return FT_OK;
+}
+
+/* Reports the launch just made (bad configuration, no device, ...). Kernel faults that
+ * happen later surface at the caller's next synchronising call, as with any CUDA kernel. */
+static inline ft_status ft_launch_status(const char *fn)
+{
+    return ft_launch_error(fn, cudaGetLastError());
 }
 
 /* A device attribute of the current device, looked up once per device and cached in
@@ -163,10 +168,7 @@ static inline ft_status ft_launch_ex(const char *fn, const void *kernel, dim3 gr
         attr[cfg.numAttrs].val.programmaticStreamSerializationAllowed = 1;
         cfg.numAttrs++;
     }
-    const cudaError_t e = cudaLaunchKernelExC(&cfg, kernel, args);
-    if (e != cudaSuccess)
-        return ft_fail(FT_ERR_CUDA, "%s: kernel launch failed: %s (%s)", fn, cudaGetErrorName(e), cudaGetErrorString(e));
-    return FT_OK;
+    return ft_launch_error(fn, cudaLaunchKernelExC(&cfg, kernel, args));
 }
 
 /* Launch shape of a row kernel over [m rows, nvec vectors per row] where each thread can
