@@ -1,17 +1,17 @@
 #!/usr/bin/env python3
 """PyTorch side of ftbench: times the PyTorch expression of each ftbench row on the same
-GPU, with the same method (CUDA events around every call after warm-up, median, inputs
-rotated through enough sets to exceed 3x L2, random data).
+GPU, with the same method (CUDA events around every call after warm-up, median per call
+and device time, inputs rotated through enough sets to exceed 3x L2, random data).
 
     python3 bench/torch_bench.py ours.csv > torch.csv
 
 reads ftbench's --csv output and writes one row per line of it:
-kernel,variant,dtype,shape,torch_us,torch_expr
+kernel,variant,dtype,shape,torch_us,torch_dev_us,torch_expr
 """
 import csv
 import math
-import time
 import sys
+import time
 
 import torch
 import torch.nn.functional as F
