@@ -306,6 +306,7 @@ class TopkFamily(Family):
         es = DTYPES[dt]["esize"]
         vec = 16 // es
         names = variant_names(self, params)
+        r = -(-K // 256)  # K <= 1024: C = ceil(K / (8 R)) <= 32 lanes
         return {
             "dtype": dt, "T": DTYPES[dt]["T"], "esize": es, "K": K,
             "M": (K + 31) // 32, "TS": (K - 1) // 32, "TL": (K - 1) % 32,
@@ -314,7 +315,7 @@ class TopkFamily(Family):
             "BATCH": 4,
             # the first round's floor: each lane's R best, the C-th largest R-th best per
             # warp, the least of the 8 warps' (8*C*R >= K elements at or above it)
-            "R": max(1, -(-K // 256)), "C": -(-K // (8 * max(1, -(-K // 256)))),
+            "R": r, "C": -(-K // (8 * r)),
             # fewest elements per first-pass block (more blocks only add lists to merge)
             "MIN_CHUNK": max(8192, 16 * K),
             "SUFFIX": names["suffix"].upper(),
