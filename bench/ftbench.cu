@@ -39,7 +39,7 @@ typedef struct bench_opts {
     ft_act act;
     int sum; /* add_bias_residual_*: also write sum_out */
     /* attention */
-    int batch, heads, kv_heads, head_size, len, layout, splits;
+    int batch, heads, kv_heads, head_size, len, layout, splits, impl;
     /* encoder pieces and layers */
     int seq, hidden, ffn, avg_len, mem_len, use_mask, remove_padding;
     /* decoding: vocabulary, top-K / beam width, top-p, update_logits mode */
@@ -299,10 +299,11 @@ static double attn_bytes(const bench_opts *o)
 static void attn_describe(const bench_opts *o, char *variant, char *shape, size_t len)
 {
     const char *layout = o->layout == FT_KV_LBHD ? "LBHD" : o->layout == FT_KV_BLHD ? "BLHD" : "BHLD";
+    const char *impl = o->impl == FT_ATTN_IMPL_REGISTER ? " register" : o->impl == FT_ATTN_IMPL_ASYNC ? " async" : "";
     if (o->splits)
-        snprintf(variant, len, "%s splits=%d", layout, o->splits);
+        snprintf(variant, len, "%s splits=%d%s", layout, o->splits, impl);
     else
-        snprintf(variant, len, "%s splits=auto", layout);
+        snprintf(variant, len, "%s splits=auto%s", layout, impl);
     snprintf(shape, len, "B=%d H=%d Hkv=%d D=%d L=%d", o->batch, o->heads, o->kv_heads, o->head_size, o->len);
 }
 
@@ -326,6 +327,7 @@ static ft_status run_self_attention(const bench_opts *o, void **b, cudaStream_t 
     a.workspace_bytes = ft_attention_workspace_bytes(o->batch, o->heads, o->head_size, FT_ATTN_MAX_SPLITS);
     a.layout = (ft_kv_layout)o->layout;
     a.splits = o->splits;
+    a.impl = (ft_attn_impl)o->impl;
     return ft_masked_self_attention_decode(o->dt, o->head_size, &a, s);
 }
 
@@ -347,6 +349,7 @@ static ft_status run_cross_attention(const bench_opts *o, void **b, cudaStream_t
     a.workspace_bytes = ft_attention_workspace_bytes(o->batch, o->heads, o->head_size, FT_ATTN_MAX_SPLITS);
     a.layout = o->layout == FT_KV_LBHD ? FT_KV_BLHD : (ft_kv_layout)o->layout;
     a.splits = o->splits;
+    a.impl = (ft_attn_impl)o->impl;
     return ft_cross_attention_decode(o->dt, o->head_size, &a, s);
 }
 
@@ -816,12 +819,15 @@ static const char *suite[] = {
     "add_bias_act --dtype bf16 --m 16384 --n 4096 --act silu",
     /* decoder attention: the attention issue's shapes, GQA, layouts, splits, dtypes */
     "self_attention --dtype fp16 --batch 1 --heads 32 --head-size 128 --len 4096",
+    "self_attention --dtype fp16 --batch 1 --heads 32 --head-size 128 --len 4096 --impl register",
     "self_attention --dtype fp16 --batch 1 --heads 32 --head-size 128 --len 4096 --splits 1",
     "self_attention --dtype fp16 --batch 8 --heads 32 --head-size 128 --len 4096",
     "self_attention --dtype fp16 --batch 64 --heads 12 --head-size 64 --len 1024",
     "self_attention --dtype fp16 --batch 64 --heads 32 --head-size 128 --len 2048",
     "self_attention --dtype fp16 --batch 256 --heads 8 --head-size 64 --len 512",
     "self_attention --dtype fp16 --batch 8 --heads 32 --kv-heads 8 --head-size 128 --len 4096",
+    "self_attention --dtype fp16 --batch 8 --heads 32 --kv-heads 8 --head-size 128 --len 4096 --impl register",
+    "self_attention --dtype fp16 --batch 8 --heads 32 --head-size 128 --len 4096 --impl register",
     "self_attention --dtype fp16 --batch 8 --heads 32 --kv-heads 1 --head-size 128 --len 4096",
     "self_attention --dtype fp16 --batch 8 --heads 32 --head-size 128 --len 4096 --layout lbhd",
     "self_attention --dtype bf16 --batch 8 --heads 32 --head-size 128 --len 4096",
@@ -871,7 +877,7 @@ static void usage(FILE *f)
                "               [--csv] [--list] [--suite]\n"
                "  norm family: --m M --n N [--act gelu|relu|silu|identity] [--sum]\n"
                "  attention:   --batch B --heads H [--kv-heads Hkv] --head-size D --len L\n"
-               "               [--layout bhld|lbhd|blhd] [--splits S (0 automatic)]\n"
+               "               [--layout bhld|lbhd|blhd] [--splits S (0 automatic)] [--impl register|async]\n"
                "  encoder:     --batch B --heads H --seq S [--head-size D] [--mask] [--avg-len A]\n"
                "  layers:      --batch B --seq S --hidden N --heads H --ffn F [--remove-padding]\n"
                "               decoder_layer: --len L (cached steps) --mem-len Lmem\n"
@@ -916,6 +922,16 @@ static int parse(int argc, char **argv, bench_opts *o)
                 o->len = atoi(v);
             else if (strcmp(a, "--splits") == 0)
                 o->splits = atoi(v);
+            else if (strcmp(a, "--impl") == 0) {
+                if (strcmp(v, "register") == 0)
+                    o->impl = FT_ATTN_IMPL_REGISTER;
+                else if (strcmp(v, "async") == 0)
+                    o->impl = FT_ATTN_IMPL_ASYNC;
+                else {
+                    fprintf(stderr, "ftbench: unknown attention impl %s\n", v);
+                    return -1;
+                }
+            }
             else if (strcmp(a, "--seq") == 0)
                 o->seq = atoi(v);
             else if (strcmp(a, "--hidden") == 0)

@@ -8,13 +8,16 @@
 # Builds ftbench (preset gpu) if needed. Results in $OUT (default build/profile-out):
 # profile.txt (sections), hot.txt (hot SASS lines). FT_NCU_KERNELS: kernel-name regex
 # (default ^ft_, the library's kernels). ncu locks the clocks to base: its durations run
-# longer than ftbench's; compare ncu figures with ncu figures.
+# longer than ftbench's; compare ncu figures with ncu figures. FT_PROFILE_BIN: an ftbench
+# already built (bench/attn_tune.sh's build/tune/<n>/ftbench, say), used as it is.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:-build/profile-out}
 mkdir -p "$OUT" build/profile
 export CMAKE_BUILD_PARALLEL_LEVEL=${CMAKE_BUILD_PARALLEL_LEVEL:-$(nproc)}
-if ! { cmake --preset gpu && cmake --build --preset gpu --target ftbench; } >build/profile/build.log 2>&1; then
+BIN=${FT_PROFILE_BIN:-build/gpu/bench/ftbench}
+if [ -z "${FT_PROFILE_BIN:-}" ] && ! { cmake --preset gpu && cmake --build --preset gpu --target ftbench; } \
+     >build/profile/build.log 2>&1; then
   tail -40 build/profile/build.log
   exit 1
 fi
@@ -30,7 +33,7 @@ for cmd in "$@"; do
   ncu -f -o "$rep" -k "regex:$regex" --launch-skip 4 --launch-count 3 \
       --section SpeedOfLight --section LaunchStats --section Occupancy --section WarpStateStats \
       --section SchedulerStats --section MemoryWorkloadAnalysis --section SourceCounters \
-      build/gpu/bench/ftbench $cmd --iters 3 --warmup 2 >build/profile/ncu$n.log 2>&1 \
+      "$BIN" $cmd --iters 3 --warmup 2 >build/profile/ncu$n.log 2>&1 \
     || { tail -20 build/profile/ncu$n.log | tee -a "$OUT/profile.txt"; continue; }
   ncu -i "$rep.ncu-rep" --print-summary none >>"$OUT/profile.txt" 2>&1
   # per-instruction stall samples: the source page as CSV, SASS only, busiest lines first

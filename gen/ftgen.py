@@ -249,7 +249,43 @@ class AttentionFamily(Family):
         # FTGEN_ATTN_TUNE="KU=8,VU=8,MINB=3" overrides the plan below for tuning runs
         # (bench/attn_tune.sh); shipped headers are generated without it.
         tune = {k: int(v) for k, v in (kv.split("=") for kv in os.environ.get("FTGEN_ATTN_TUNE", "").split(",") if kv)}
+        # The sm_90 form (async=True) streams the cache through shared memory with bulk
+        # asynchronous copies: one producer warp fills NS stages of TK keys (K and V rows,
+        # about 32 KB a stage), NW consumer warps each take TK/NW of a stage's keys with
+        # their own running softmax; needs rows of whole 16-byte vectors (the default width).
+        row = D * es
+        # shared-memory reads: the widest of 16, 8, 4 bytes that leaves a lane at most 16
+        # floats of a head (q slice, accumulator), so odd rows do not spill (D80 fp16 at 16
+        # bytes would hold 40)
+        for a_w in (16, 8, 4):
+            a_vec = a_w // es
+            if a_vec == 0 or row % a_w:
+                continue
+            a_tpk = largest_pow2_divisor(row // a_w, 32)
+            a_cpt = row // a_w // a_tpk
+            if a_cpt * a_vec <= 16:
+                break
+        kpi = 32 // a_tpk  # keys a warp covers per instruction (ATPK lanes per key)
+        aplan = {}
+        for gq in gq_list:
+            # one head per block: 8 consumer warps, two blocks per SM; a group of heads does
+            # GQ times the arithmetic per byte and takes 15 (+1 producer: 512 threads, up to
+            # 128 registers) in one block (H200, B8 H32 Hkv8 D128 L4096 fp16 with 16: 52.8 us
+            # against 62.8 with 8)
+            nw = tune.get("ANW" if gq == 1 else "AGQNW", 8 if gq == 1 else 15)
+            tk = nw * kpi * max(1, (16384 // row) // (nw * kpi))
+            if 2 * tk * row > 32 * 1024:  # wide lane groups and odd rows: a warp's keys fill part of its slots
+                tk = nw * max(1, (16384 // row) // nw)
+            tk = tune.get("ATK", tk)
+            ns = tune.get("ANS", max(2, min(4, (96 * 1024) // (2 * tk * row))))
+            if (nw + 1) * gq * D * 4 > ns * 2 * tk * row:  # the merge buffers reuse the stages
+                raise VariantError(f"attention: the merge buffer of {nw} warps x {gq} heads does not fit the stages")
+            aplan[gq] = {"NW": nw, "NT": (nw + 1) * 32, "TK": tk, "NS": ns, "IT": (tk // nw + kpi - 1) // kpi,
+                         "SMEM": ns * 2 * tk * row,
+                         "MINB": tune.get("AMINB", 2) if gq == 1 else tune.get("AGQMINB", 1)}
         return {
+            "async": W == 16, "AVEC": a_vec, "ATPK": a_tpk, "ACPT": a_cpt, "aword": f"ft_word_{dt}x{a_vec}",
+            "aunpack": f"ft_unpack_{dt}x{a_vec}", "KPI": kpi, "aplan": aplan,
             "dtype": dt, "T": DTYPES[dt]["T"], "esize": es, "D": D, "W": W,
             "NT": self.threads, "VEC": vec, "NV": nv, "TPK": tpk, "CPT": cpt,
             # up to 8 cache vectors in flight per thread in each phase (bench/attn_tune.sh on

@@ -5,8 +5,9 @@
  * ft/variants.h. Each runs fixed cases (GQA ratios 1, 4, 8 and H; both cache layouts;
  * rotary off, interleaved, half, partial; split-KV off, automatic and forced; lengths
  * 0, 1, the last slot, past one sub-chunk; empty slots and over-capacity rows; cross-
- * attention with memory bias and per-sequence lengths) and random ones. Outputs and
- * the whole cache are compared after every launch; outputs are poisoned before it. */
+ * attention with memory bias and per-sequence lengths) and random ones, each through the
+ * register kernel and (compute capability 9.0+) the shared-memory one. Outputs and the
+ * whole cache are compared after every launch; outputs are poisoned before it. */
 #include "ft/variants.h"
 
 #include "cuda_util.h"
@@ -31,6 +32,8 @@ typedef struct attn_case {
     int rope, rotary_dim; /* rotary_dim 0: D */
     int splits;           /* 0 auto, 1 off, n forced */
     int with_bias;
+    int impl;             /* ft_attn_impl */
+    int no_workspace;     /* automatic splits without a workspace */
     int lengths[16];
 } attn_case;
 
@@ -84,9 +87,10 @@ static void run_case(ft_test *t, ft_dtype dt, int D, const attn_case *c, ref_rng
 
     char what[256];
     snprintf(what, sizeof what,
-             "%s h%d %s B=%d H=%d Hkv=%d L=%d layout=%d rope=%d rd=%d splits=%d bias=%d len0=%d len_last=%d",
+             "%s h%d %s B=%d H=%d Hkv=%d L=%d layout=%d rope=%d rd=%d splits=%d bias=%d impl=%s len0=%d len_last=%d",
              c->is_self ? "self" : "cross", D, ft_dtype_name(dt), B, H, Hkv, L, c->layout, c->rope, c->rotary_dim,
-             c->splits, c->with_bias, c->lengths[0], c->lengths[B - 1]);
+             c->splits, c->with_bias, c->impl == FT_ATTN_IMPL_ASYNC ? "async" : "register", c->lengths[0],
+             c->lengths[B - 1]);
 
     ref_attn r;
     memset(&r, 0, sizeof r);
@@ -129,8 +133,9 @@ static void run_case(ft_test *t, ft_dtype dt, int D, const attn_case *c, ref_rng
         a.rotary_dim = c->rotary_dim;
         a.rotary_base = 10000.0f;
         a.splits = c->splits;
-        a.workspace = ws;
-        a.workspace_bytes = ws_bytes;
+        a.workspace = c->no_workspace ? NULL : ws;
+        a.workspace_bytes = c->no_workspace ? 0 : ws_bytes;
+        a.impl = (ft_attn_impl)c->impl;
         st = SELF_DECODE(D, &a, 0);
         r.k_new = kn;
         r.v_new = vn;
@@ -168,6 +173,7 @@ static void run_case(ft_test *t, ft_dtype dt, int D, const attn_case *c, ref_rng
         a.splits = c->splits;
         a.workspace = ws;
         a.workspace_bytes = ws_bytes;
+        a.impl = (ft_attn_impl)c->impl;
         st = CROSS_DECODE(D, &a, 0);
     }
     FT_CHECK_CUDA(cudaGetLastError());
@@ -266,6 +272,9 @@ static void attention_test(ft_test *t)
         cases[n++] = self_case(2, 3, 3, 8, FT_KV_BHLD, FT_ROPE_NONE, 0, 5, l6); /* more splits than steps */
         cases[n] = self_case(1, 4, 4, 16, FT_KV_BHLD, FT_ROPE_NONE, 0, 0, l6);
         cases[n++].with_bias = 0;
+        const int l7[] = {2999, 1700};
+        cases[n] = self_case(2, 8, 8, 3000, FT_KV_BHLD, FT_ROPE_NONE, 0, 0, l7); /* splits merged in a cluster */
+        cases[n++].no_workspace = 1;
     }
     {
         attn_case c;
@@ -316,8 +325,20 @@ static void attention_test(ft_test *t)
             c.lengths[b] = c.is_self ? (int)ref_rng_range(&rng, 0, c.L - 1) : (int)ref_rng_range(&rng, 1, c.L);
         cases[n++] = c;
     }
-    for (int i = 0; i < n && t->failures == 0; i++)
-        run_case(t, dt, D, &cases[i], &rng);
+    /* every case through both kernels: the register one, and the sm_90 shared-memory one
+     * where the device has it (what the automatic choice takes there) */
+    int major = 0;
+    FT_CHECK_CUDA(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, 0));
+    for (int impl = FT_ATTN_IMPL_REGISTER; impl <= FT_ATTN_IMPL_ASYNC; impl++) {
+        if (impl == FT_ATTN_IMPL_ASYNC && major < 9) {
+            printf("  (compute capability %d: the shared-memory kernel is not exercised)\n", major);
+            continue;
+        }
+        for (int i = 0; i < n && t->failures == 0; i++) {
+            cases[i].impl = impl;
+            run_case(t, dt, D, &cases[i], &rng);
+        }
+    }
 }
 
 __attribute__((constructor)) static void register_attention_tests(void)

@@ -115,6 +115,8 @@ FT_TEST(attention_args_options)
     EXPECT_SELF(t, a.workspace = NULL, FT_ERR_INVALID_ARGUMENT, "need a workspace");
     EXPECT_SELF(t, a.workspace_bytes = 100, FT_ERR_INVALID_ARGUMENT, "need a workspace");
     EXPECT_SELF(t, a.workspace = P(0x100004), FT_ERR_MISALIGNED, "workspace");
+    EXPECT_SELF(t, a.impl = (ft_attn_impl)3, FT_ERR_INVALID_ARGUMENT, "impl must be");
+    EXPECT_CROSS(t, a.impl = (ft_attn_impl)-1, FT_ERR_INVALID_ARGUMENT, "impl must be");
     EXPECT_CROSS(t, a.layout = FT_KV_LBHD, FT_ERR_INVALID_ARGUMENT, "FT_KV_BLHD or FT_KV_BHLD");
     EXPECT_CROSS(t, a.splits = 3, FT_ERR_INVALID_ARGUMENT, "need a workspace");
 }

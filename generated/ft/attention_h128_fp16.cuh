@@ -46,6 +46,7 @@ typedef struct ft_attn_kargs_h128_fp16 {
     float2 *ws_ml; /* [splits, B, H] (running max in the exp2 domain, sum) */
     int B, H, Hkv, G, L, layout;
     int splits, chunk;
+    int cmerge; /* sm_90 kernel: the splits are one cluster and merge in it */
     int is_self;
     float qk_scale;
     int rope, rotary_dim;
@@ -699,6 +700,792 @@ static __global__ void __launch_bounds__(128) ft_attn_combine_h128_fp16(ft_attn_
     a.out[(int64_t)row * 128 + d] = ft_from_float_fp16(num / den);
 }
 
+/* ---------------------------------------------------------------- sm_90: the cache streamed through shared memory */
+
+/* A producer warp fills NS stages of TK steps each (the K rows, then the V rows) with bulk
+ * asynchronous copies — one copy per tile when the steps are contiguous (FT_KV_BHLD), one
+ * per row otherwise — so the next stages are in flight while this one is used. NW consumer
+ * warps: warp w takes rows [w*KW, (w+1)*KW) of every stage and keeps its own running max,
+ * sum and output (merged across warps at the end), so consumers never wait for each other.
+ * In a warp, lane = slot * TPK + j: slot picks a row, j the 1 vector(s) of 16 bytes
+ * of it this lane multiplies, for QK^T and P.V alike (16 lanes a row). Splits of one
+ * (sequence, head group) run as one thread-block cluster when there are at most 8 of them
+ * and merge their partials through distributed shared memory (no workspace, no second
+ * kernel); more splits write the workspace for the combine kernel. */
+#define FT_ATTN_H128_FP16_AVEC 8
+#define FT_ATTN_H128_FP16_ATPK 16
+#define FT_ATTN_H128_FP16_ACPT 1
+#define FT_ATTN_H128_FP16_ACLUSTER_MAX 8
+
+/* 2^x for x <= 0 (softmax weights): the approximate unit, subnormal results flushed to 0 */
+static __device__ __forceinline__ float ft_attn_exp2_h128_fp16(float x)
+{
+    float y;
+    asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
+    return y;
+}
+
+/* 1 head(s) a block: 8 consumer warps, 3 stages of 64 steps (98304 bytes). */
+#define FT_ATTN_H128_FP16_G1_ATHREADS 288
+#define FT_ATTN_H128_FP16_G1_ASMEM 98304
+
+/* Rows [0, n) of a stage (n <= KW, the same for the whole warp; `full`: n == KW, known at
+ * the call) into the warp's running max m (per head, uniform), sum l and output acc (per
+ * head, this lane's slot only). */
+static __device__ __forceinline__ void ft_attn_async_rows_h128_fp16_g1(const __half *ks, const __half *vs, int n,
+                                                                     int full, int slot, int j,
+                                                                     const float (*qr)[8], float *m,
+                                                                     float *l, float (*acc)[8])
+{
+    enum { D = FT_ATTN_H128_FP16_D, VEC = FT_ATTN_H128_FP16_AVEC, TPK = FT_ATTN_H128_FP16_ATPK, CPT = FT_ATTN_H128_FP16_ACPT, KPI = 32 / TPK, IT = 4, GQ = 1 };
+    float lg[GQ][IT];
+#pragma unroll
+    for (int it = 0; it < IT; it++) {
+        const int r = it * KPI + slot;
+        const int ok = (full && (it + 1) * KPI <= 8) || r < n;
+        float kf[CPT * VEC];
+#pragma unroll
+        for (int c = 0; c < CPT; c++) {
+            if (ok)
+                ft_unpack_fp16x8(*(const ft_word_fp16x8 *)(ks + r * D + (j + c * TPK) * VEC), kf + c * VEC);
+            else
+#pragma unroll
+                for (int e = 0; e < VEC; e++)
+                    kf[c * VEC + e] = 0.0f;
+        }
+#pragma unroll
+        for (int g = 0; g < GQ; g++) {
+            float dot = 0.0f;
+#pragma unroll
+            for (int i = 0; i < CPT * VEC; i++)
+                dot += kf[i] * qr[g][i];
+            dot = ft_group_sum(dot, TPK, 0xffffffffu); /* every lane of the warp is here */
+            lg[g][it] = ok ? dot : -INFINITY;
+        }
+    }
+#pragma unroll
+    for (int g = 0; g < GQ; g++) {
+        float mx = lg[g][0];
+#pragma unroll
+        for (int it = 1; it < IT; it++)
+            mx = fmaxf(mx, lg[g][it]);
+#pragma unroll
+        for (int off = TPK; off < 32; off <<= 1)
+            mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, off));
+        const float nm = fmaxf(m[g], mx);
+        const float alpha = ft_attn_exp2_h128_fp16(m[g] - nm); /* 0 on the warp's first rows */
+        m[g] = nm;
+        float ps = 0.0f;
+#pragma unroll
+        for (int it = 0; it < IT; it++) {
+            lg[g][it] = ft_attn_exp2_h128_fp16(lg[g][it] - nm);
+            ps += lg[g][it];
+        }
+        l[g] = l[g] * alpha + ps;
+#pragma unroll
+        for (int i = 0; i < CPT * VEC; i++)
+            acc[g][i] *= alpha;
+    }
+#pragma unroll
+    for (int it = 0; it < IT; it++) {
+        const int r = it * KPI + slot;
+        if ((full && (it + 1) * KPI <= 8) || r < n)
+#pragma unroll
+            for (int c = 0; c < CPT; c++) {
+                float vf[VEC];
+                ft_unpack_fp16x8(*(const ft_word_fp16x8 *)(vs + r * D + (j + c * TPK) * VEC), vf);
+#pragma unroll
+                for (int g = 0; g < GQ; g++)
+#pragma unroll
+                    for (int e = 0; e < VEC; e++)
+                        acc[g][c * VEC + e] += lg[g][it] * vf[e];
+            }
+    }
+}
+
+/* Grid: blockIdx.x = (row block) * splits + split, a cluster of `splits` blocks when
+ * a.cmerge. */
+static __global__ void __launch_bounds__(288, 2) ft_attn_async_h128_fp16_g1(ft_attn_kargs_h128_fp16 a)
+{
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    enum {
+        D = FT_ATTN_H128_FP16_D, VEC = FT_ATTN_H128_FP16_AVEC, TPK = FT_ATTN_H128_FP16_ATPK, CPT = FT_ATTN_H128_FP16_ACPT, NW = 8, NTC = NW * 32,
+        TK = 64, KW = TK / NW, NS = 3, GQ = 1, ROW = D * 2
+    };
+    extern __shared__ __align__(128) unsigned char ft_attn_stages[]; /* NS x (K rows, V rows) */
+    __shared__ __align__(8) unsigned long long full[NS], empty[NS];
+    __shared__ __align__(16) float q_s[GQ][D];
+    __shared__ __align__(16) float kv_new[2][D];
+    __shared__ __align__(16) __half kv_row[2][D];
+    __shared__ float2 ml_s[NW][GQ];
+    __shared__ float2 blk_ml[GQ]; /* cluster merge: this block's (max, sum) per head */
+
+    ft_pdl_trigger(); /* the combine kernel (split-KV) may be scheduled now; it waits for this grid's end */
+    const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
+    const int split = blockIdx.x % a.splits, rb = blockIdx.x / a.splits;
+    const int passes = (a.G + GQ - 1) / GQ;
+    const int pass = rb % passes;
+    const int kvh = (rb / passes) % a.Hkv;
+    const int b = rb / passes / a.Hkv;
+    const int h0 = kvh * a.G + pass * GQ;
+    const int ng = min(GQ, a.G - pass * GQ);
+
+    int steps, new_pos;
+    if (!ft_attn_row_h128_fp16(&a, b, &steps, &new_pos)) { /* the whole cluster, if any, leaves here */
+        if (a.splits == 1 || (a.cmerge && split == 0)) /* otherwise the combine kernel writes the row */
+            for (int i = tid; i < ng * D; i += blockDim.x)
+                a.out[((int64_t)b * a.H + h0) * D + i] = ft_from_float_fp16(ft_attn_invalid_value_h128_fp16(&a, b));
+        return;
+    }
+    const int s0 = split * a.chunk;
+    const int s1 = split == a.splits - 1 ? steps : min(steps, s0 + a.chunk);
+    const int owner = new_pos >= s0 && new_pos < s1; /* this block holds the new token */
+    int64_t kvbase, kvstride;
+    ft_kv_base(a.layout, b, kvh, a.B, a.Hkv, a.L, D, &kvbase, &kvstride);
+    const int cache_end = new_pos >= 0 ? min(s1, new_pos) : s1; /* the new token comes from kv_row */
+    const int ntiles = cache_end > s0 ? (cache_end - s0 + TK - 1) / TK : 0;
+    float *red = (float *)ft_attn_stages; /* after the stages: [NW][GQ][D] partials, then [GQ][D] */
+
+    if (tid == 0) {
+#pragma unroll
+        for (int s = 0; s < NS; s++) {
+            ft_mbar_init(&full[s], 1);
+            ft_mbar_init(&empty[s], NW);
+        }
+        ft_mbar_init_fence();
+    }
+    __syncthreads();
+
+    if (warp == NW) {
+        /* ---- producer: stage s = i % NS is refilled once the consumers released its previous use */
+        const __half *kc = a.k_cache + kvbase, *vc = a.v_cache + kvbase;
+        for (int i = 0; i < ntiles; i++) {
+            const int s = i % NS, t0 = s0 + i * TK, n = min(TK, cache_end - t0);
+            __half *ks = (__half *)(ft_attn_stages + (size_t)s * 2 * TK * ROW), *vs = ks + TK * D;
+            if (i >= NS)
+                ft_mbar_wait(&empty[s], ((i / NS) & 1) ^ 1);
+            if (lane == 0)
+                ft_mbar_expect_tx(&full[s], 2u * (unsigned)n * ROW);
+            __syncwarp(); /* the bytes are expected before any copy can complete */
+            if (kvstride == D) {
+                if (lane == 0) {
+                    ft_bulk_load(ks, kc + (int64_t)t0 * D, (unsigned)n * ROW, &full[s]);
+                    ft_bulk_load(vs, vc + (int64_t)t0 * D, (unsigned)n * ROW, &full[s]);
+                }
+            } else {
+                for (int r = lane; r < n; r += 32) {
+                    ft_bulk_load(ks + r * D, kc + (int64_t)(t0 + r) * kvstride, ROW, &full[s]);
+                    ft_bulk_load(vs + r * D, vc + (int64_t)(t0 + r) * kvstride, ROW, &full[s]);
+                }
+            }
+        }
+    } else {
+        /* ---- consumers (warps 0..NW-1, barrier 1 among them) */
+    /* ---- prologue: q (+bias, rotary, scale) and the new k, v (+bias, rotary, rounded) */
+        for (int i = tid; i < ng * D; i += NTC) {
+            const int64_t qi = ((int64_t)b * a.H + h0) * D + i;
+            q_s[i / D][i % D] = ft_to_float_fp16(a.q[qi]) + (a.q_bias ? ft_to_float_fp16(a.q_bias[(int64_t)h0 * D + i]) : 0.0f);
+        }
+        if (owner) {
+            for (int i = tid; i < 2 * D; i += NTC) {
+                const int which = i / D, d = i % D;
+                const int64_t ki = ((int64_t)b * a.Hkv + kvh) * D + d;
+                const __half *src = which ? a.v_new : a.k_new;
+                const __half *bias = which ? a.v_bias : a.k_bias;
+                kv_new[which][d] = ft_to_float_fp16(src[ki]) + (bias ? ft_to_float_fp16(bias[(int64_t)kvh * D + d]) : 0.0f);
+            }
+        }
+        ft_named_sync(1, NTC);
+        {
+            /* rotary reads pairs, so every thread computes its values before any is written */
+            float rq[(GQ * D + NTC - 1) / NTC], rk[(D + NTC - 1) / NTC];
+    #pragma unroll
+            for (int r = 0; r < (GQ * D + NTC - 1) / NTC; r++) {
+                const int i = tid + r * NTC;
+                if (i < ng * D)
+                    rq[r] = ft_rope_elem(q_s[i / D], i % D, new_pos, a.rope, a.rotary_dim, a.log2_base) * a.qk_scale;
+            }
+    #pragma unroll
+            for (int r = 0; r < (D + NTC - 1) / NTC; r++) {
+                const int d = tid + r * NTC;
+                if (owner && d < D)
+                    rk[r] = ft_rope_elem(kv_new[0], d, new_pos, a.rope, a.rotary_dim, a.log2_base);
+            }
+            ft_named_sync(1, NTC);
+    #pragma unroll
+            for (int r = 0; r < (GQ * D + NTC - 1) / NTC; r++) {
+                const int i = tid + r * NTC;
+                if (i < ng * D)
+                    q_s[i / D][i % D] = rq[r];
+            }
+    #pragma unroll
+            for (int r = 0; r < (D + NTC - 1) / NTC; r++) {
+                const int d = tid + r * NTC;
+                if (owner && d < D) {
+                    /* attend to the new k, v exactly as stored, as every later step will */
+                    const __half kq = ft_from_float_fp16(rk[r]), vq = ft_from_float_fp16(kv_new[1][d]);
+                    kv_new[0][d] = ft_to_float_fp16(kq);
+                    kv_new[1][d] = ft_to_float_fp16(vq);
+                    if (pass == 0) {
+                        a.k_cache[kvbase + (int64_t)new_pos * kvstride + d] = kq;
+                        a.v_cache[kvbase + (int64_t)new_pos * kvstride + d] = vq;
+                    }
+                }
+            }
+            ft_named_sync(1, NTC);
+        }
+
+        const int slot = lane / TPK, j = lane % TPK;
+        float qr[GQ][CPT * VEC], acc[GQ][CPT * VEC], m[GQ], l[GQ];
+#pragma unroll
+        for (int g = 0; g < GQ; g++) {
+            m[g] = -INFINITY;
+            l[g] = 0.0f;
+#pragma unroll
+            for (int c = 0; c < CPT; c++)
+#pragma unroll
+                for (int e = 0; e < VEC; e++) {
+                    qr[g][c * VEC + e] = g < ng ? q_s[g][(j + c * TPK) * VEC + e] : 0.0f;
+                    acc[g][c * VEC + e] = 0.0f;
+                }
+        }
+        if (owner && warp == 0) {
+            /* the new token, as stored, is one more row for warp 0 */
+            for (int i = lane; i < 2 * D; i += 32)
+                kv_row[i / D][i % D] = ft_from_float_fp16(kv_new[i / D][i % D]);
+            __syncwarp();
+            ft_attn_async_rows_h128_fp16_g1(kv_row[0], kv_row[1], 1, 0, slot, j, qr, m, l, acc);
+        }
+        for (int i = 0; i < ntiles; i++) {
+            const int s = i % NS, n = min(TK, cache_end - (s0 + i * TK)), nw = min(KW, n - warp * KW);
+            const __half *ks = (const __half *)(ft_attn_stages + (size_t)s * 2 * TK * ROW) + warp * KW * D;
+            const __half *vs = ks + TK * D;
+            ft_mbar_wait(&full[s], (i / NS) & 1);
+            if (nw == KW)
+                ft_attn_async_rows_h128_fp16_g1(ks, vs, KW, 1, slot, j, qr, m, l, acc);
+            else if (nw > 0)
+                ft_attn_async_rows_h128_fp16_g1(ks, vs, nw, 0, slot, j, qr, m, l, acc);
+            __syncwarp();
+            if (lane == 0)
+                ft_mbar_arrive(&empty[s]);
+        }
+
+        /* ---- the warp's slots summed, then the warps merged through the (now free) stages */
+#pragma unroll
+        for (int off = TPK; off < 32; off <<= 1)
+#pragma unroll
+            for (int g = 0; g < GQ; g++) {
+                l[g] += __shfl_xor_sync(0xffffffffu, l[g], off);
+#pragma unroll
+                for (int i = 0; i < CPT * VEC; i++)
+                    acc[g][i] += __shfl_xor_sync(0xffffffffu, acc[g][i], off);
+            }
+        ft_named_sync(1, NTC); /* every consumer is past its last stage */
+        if (slot == 0)
+#pragma unroll
+            for (int g = 0; g < GQ; g++)
+#pragma unroll
+                for (int c = 0; c < CPT; c++)
+#pragma unroll
+                    for (int e = 0; e < VEC; e++)
+                        red[(warp * GQ + g) * D + (j + c * TPK) * VEC + e] = acc[g][c * VEC + e];
+        if (lane == 0)
+#pragma unroll
+            for (int g = 0; g < GQ; g++)
+                ml_s[warp][g] = make_float2(m[g], l[g]);
+        ft_named_sync(1, NTC);
+        for (int i = tid; i < ng * D; i += NTC) {
+            const int g = i / D, d = i % D;
+            float M = -INFINITY;
+#pragma unroll
+            for (int w = 0; w < NW; w++)
+                if (ml_s[w][g].y > 0.0f)
+                    M = fmaxf(M, ml_s[w][g].x);
+            float num = 0.0f, den = 0.0f;
+#pragma unroll
+            for (int w = 0; w < NW; w++) {
+                const float2 ml = ml_s[w][g];
+                if (ml.y > 0.0f) { /* a warp without rows drops out */
+                    const float wt = ft_attn_exp2_h128_fp16(ml.x - M);
+                    num += red[(w * GQ + g) * D + d] * wt;
+                    den += ml.y * wt;
+                }
+            }
+            const int64_t row = (int64_t)b * a.H + h0 + g;
+            if (a.splits == 1) {
+                a.out[row * D + d] = ft_from_float_fp16(num / den);
+            } else if (a.cmerge) {
+                red[NW * GQ * D + i] = num; /* read by the cluster's blocks below */
+                if (d == 0)
+                    blk_ml[g] = make_float2(M, den);
+            } else {
+                a.ws[((int64_t)split * a.B * a.H + row) * D + d] = num;
+                if (d == 0) /* an empty split leaves (-inf, 0): the combine kernel drops it */
+                    a.ws_ml[(int64_t)split * a.B * a.H + row] = make_float2(M, den);
+            }
+        }
+    }
+    if (!a.cmerge)
+        return;
+
+    /* ---- cluster merge: block `split` finishes every splits-th element of the group's output */
+    cooperative_groups::cluster_group cluster = cooperative_groups::this_cluster();
+    cluster.sync(); /* every block's partials are in its shared memory */
+    const int cs = a.splits;
+    for (int i = split * NTC + tid; tid < NTC && i < ng * D; i += cs * NTC) {
+        const int g = i / D;
+        float M = -INFINITY;
+        for (int r = 0; r < cs; r++) {
+            const float2 ml = *cluster.map_shared_rank(&blk_ml[g], (unsigned)r);
+            if (ml.y > 0.0f)
+                M = fmaxf(M, ml.x);
+        }
+        float num = 0.0f, den = 0.0f;
+        for (int r = 0; r < cs; r++) {
+            const float2 ml = *cluster.map_shared_rank(&blk_ml[g], (unsigned)r);
+            if (ml.y > 0.0f) { /* an empty split drops out */
+                const float wt = ft_attn_exp2_h128_fp16(ml.x - M);
+                num += *cluster.map_shared_rank(&red[NW * GQ * D + i], (unsigned)r) * wt;
+                den += ml.y * wt;
+            }
+        }
+        a.out[((int64_t)b * a.H + h0) * D + i] = ft_from_float_fp16(num / den);
+    }
+    cluster.sync(); /* no block leaves while its shared memory is read */
+#endif
+}
+
+/* 4 head(s) a block: 15 consumer warps, 3 stages of 60 steps (92160 bytes). */
+#define FT_ATTN_H128_FP16_G4_ATHREADS 512
+#define FT_ATTN_H128_FP16_G4_ASMEM 92160
+
+/* Rows [0, n) of a stage (n <= KW, the same for the whole warp; `full`: n == KW, known at
+ * the call) into the warp's running max m (per head, uniform), sum l and output acc (per
+ * head, this lane's slot only). */
+static __device__ __forceinline__ void ft_attn_async_rows_h128_fp16_g4(const __half *ks, const __half *vs, int n,
+                                                                     int full, int slot, int j,
+                                                                     const float (*qr)[8], float *m,
+                                                                     float *l, float (*acc)[8])
+{
+    enum { D = FT_ATTN_H128_FP16_D, VEC = FT_ATTN_H128_FP16_AVEC, TPK = FT_ATTN_H128_FP16_ATPK, CPT = FT_ATTN_H128_FP16_ACPT, KPI = 32 / TPK, IT = 2, GQ = 4 };
+    float lg[GQ][IT];
+#pragma unroll
+    for (int it = 0; it < IT; it++) {
+        const int r = it * KPI + slot;
+        const int ok = (full && (it + 1) * KPI <= 4) || r < n;
+        float kf[CPT * VEC];
+#pragma unroll
+        for (int c = 0; c < CPT; c++) {
+            if (ok)
+                ft_unpack_fp16x8(*(const ft_word_fp16x8 *)(ks + r * D + (j + c * TPK) * VEC), kf + c * VEC);
+            else
+#pragma unroll
+                for (int e = 0; e < VEC; e++)
+                    kf[c * VEC + e] = 0.0f;
+        }
+#pragma unroll
+        for (int g = 0; g < GQ; g++) {
+            float dot = 0.0f;
+#pragma unroll
+            for (int i = 0; i < CPT * VEC; i++)
+                dot += kf[i] * qr[g][i];
+            dot = ft_group_sum(dot, TPK, 0xffffffffu); /* every lane of the warp is here */
+            lg[g][it] = ok ? dot : -INFINITY;
+        }
+    }
+#pragma unroll
+    for (int g = 0; g < GQ; g++) {
+        float mx = lg[g][0];
+#pragma unroll
+        for (int it = 1; it < IT; it++)
+            mx = fmaxf(mx, lg[g][it]);
+#pragma unroll
+        for (int off = TPK; off < 32; off <<= 1)
+            mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, off));
+        const float nm = fmaxf(m[g], mx);
+        const float alpha = ft_attn_exp2_h128_fp16(m[g] - nm); /* 0 on the warp's first rows */
+        m[g] = nm;
+        float ps = 0.0f;
+#pragma unroll
+        for (int it = 0; it < IT; it++) {
+            lg[g][it] = ft_attn_exp2_h128_fp16(lg[g][it] - nm);
+            ps += lg[g][it];
+        }
+        l[g] = l[g] * alpha + ps;
+#pragma unroll
+        for (int i = 0; i < CPT * VEC; i++)
+            acc[g][i] *= alpha;
+    }
+#pragma unroll
+    for (int it = 0; it < IT; it++) {
+        const int r = it * KPI + slot;
+        if ((full && (it + 1) * KPI <= 4) || r < n)
+#pragma unroll
+            for (int c = 0; c < CPT; c++) {
+                float vf[VEC];
+                ft_unpack_fp16x8(*(const ft_word_fp16x8 *)(vs + r * D + (j + c * TPK) * VEC), vf);
+#pragma unroll
+                for (int g = 0; g < GQ; g++)
+#pragma unroll
+                    for (int e = 0; e < VEC; e++)
+                        acc[g][c * VEC + e] += lg[g][it] * vf[e];
+            }
+    }
+}
+
+/* Grid: blockIdx.x = (row block) * splits + split, a cluster of `splits` blocks when
+ * a.cmerge. */
+static __global__ void __launch_bounds__(512, 1) ft_attn_async_h128_fp16_g4(ft_attn_kargs_h128_fp16 a)
+{
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    enum {
+        D = FT_ATTN_H128_FP16_D, VEC = FT_ATTN_H128_FP16_AVEC, TPK = FT_ATTN_H128_FP16_ATPK, CPT = FT_ATTN_H128_FP16_ACPT, NW = 15, NTC = NW * 32,
+        TK = 60, KW = TK / NW, NS = 3, GQ = 4, ROW = D * 2
+    };
+    extern __shared__ __align__(128) unsigned char ft_attn_stages[]; /* NS x (K rows, V rows) */
+    __shared__ __align__(8) unsigned long long full[NS], empty[NS];
+    __shared__ __align__(16) float q_s[GQ][D];
+    __shared__ __align__(16) float kv_new[2][D];
+    __shared__ __align__(16) __half kv_row[2][D];
+    __shared__ float2 ml_s[NW][GQ];
+    __shared__ float2 blk_ml[GQ]; /* cluster merge: this block's (max, sum) per head */
+
+    ft_pdl_trigger(); /* the combine kernel (split-KV) may be scheduled now; it waits for this grid's end */
+    const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
+    const int split = blockIdx.x % a.splits, rb = blockIdx.x / a.splits;
+    const int passes = (a.G + GQ - 1) / GQ;
+    const int pass = rb % passes;
+    const int kvh = (rb / passes) % a.Hkv;
+    const int b = rb / passes / a.Hkv;
+    const int h0 = kvh * a.G + pass * GQ;
+    const int ng = min(GQ, a.G - pass * GQ);
+
+    int steps, new_pos;
+    if (!ft_attn_row_h128_fp16(&a, b, &steps, &new_pos)) { /* the whole cluster, if any, leaves here */
+        if (a.splits == 1 || (a.cmerge && split == 0)) /* otherwise the combine kernel writes the row */
+            for (int i = tid; i < ng * D; i += blockDim.x)
+                a.out[((int64_t)b * a.H + h0) * D + i] = ft_from_float_fp16(ft_attn_invalid_value_h128_fp16(&a, b));
+        return;
+    }
+    const int s0 = split * a.chunk;
+    const int s1 = split == a.splits - 1 ? steps : min(steps, s0 + a.chunk);
+    const int owner = new_pos >= s0 && new_pos < s1; /* this block holds the new token */
+    int64_t kvbase, kvstride;
+    ft_kv_base(a.layout, b, kvh, a.B, a.Hkv, a.L, D, &kvbase, &kvstride);
+    const int cache_end = new_pos >= 0 ? min(s1, new_pos) : s1; /* the new token comes from kv_row */
+    const int ntiles = cache_end > s0 ? (cache_end - s0 + TK - 1) / TK : 0;
+    float *red = (float *)ft_attn_stages; /* after the stages: [NW][GQ][D] partials, then [GQ][D] */
+
+    if (tid == 0) {
+#pragma unroll
+        for (int s = 0; s < NS; s++) {
+            ft_mbar_init(&full[s], 1);
+            ft_mbar_init(&empty[s], NW);
+        }
+        ft_mbar_init_fence();
+    }
+    __syncthreads();
+
+    if (warp == NW) {
+        /* ---- producer: stage s = i % NS is refilled once the consumers released its previous use */
+        const __half *kc = a.k_cache + kvbase, *vc = a.v_cache + kvbase;
+        for (int i = 0; i < ntiles; i++) {
+            const int s = i % NS, t0 = s0 + i * TK, n = min(TK, cache_end - t0);
+            __half *ks = (__half *)(ft_attn_stages + (size_t)s * 2 * TK * ROW), *vs = ks + TK * D;
+            if (i >= NS)
+                ft_mbar_wait(&empty[s], ((i / NS) & 1) ^ 1);
+            if (lane == 0)
+                ft_mbar_expect_tx(&full[s], 2u * (unsigned)n * ROW);
+            __syncwarp(); /* the bytes are expected before any copy can complete */
+            if (kvstride == D) {
+                if (lane == 0) {
+                    ft_bulk_load(ks, kc + (int64_t)t0 * D, (unsigned)n * ROW, &full[s]);
+                    ft_bulk_load(vs, vc + (int64_t)t0 * D, (unsigned)n * ROW, &full[s]);
+                }
+            } else {
+                for (int r = lane; r < n; r += 32) {
+                    ft_bulk_load(ks + r * D, kc + (int64_t)(t0 + r) * kvstride, ROW, &full[s]);
+                    ft_bulk_load(vs + r * D, vc + (int64_t)(t0 + r) * kvstride, ROW, &full[s]);
+                }
+            }
+        }
+    } else {
+        /* ---- consumers (warps 0..NW-1, barrier 1 among them) */
+    /* ---- prologue: q (+bias, rotary, scale) and the new k, v (+bias, rotary, rounded) */
+        for (int i = tid; i < ng * D; i += NTC) {
+            const int64_t qi = ((int64_t)b * a.H + h0) * D + i;
+            q_s[i / D][i % D] = ft_to_float_fp16(a.q[qi]) + (a.q_bias ? ft_to_float_fp16(a.q_bias[(int64_t)h0 * D + i]) : 0.0f);
+        }
+        if (owner) {
+            for (int i = tid; i < 2 * D; i += NTC) {
+                const int which = i / D, d = i % D;
+                const int64_t ki = ((int64_t)b * a.Hkv + kvh) * D + d;
+                const __half *src = which ? a.v_new : a.k_new;
+                const __half *bias = which ? a.v_bias : a.k_bias;
+                kv_new[which][d] = ft_to_float_fp16(src[ki]) + (bias ? ft_to_float_fp16(bias[(int64_t)kvh * D + d]) : 0.0f);
+            }
+        }
+        ft_named_sync(1, NTC);
+        {
+            /* rotary reads pairs, so every thread computes its values before any is written */
+            float rq[(GQ * D + NTC - 1) / NTC], rk[(D + NTC - 1) / NTC];
+    #pragma unroll
+            for (int r = 0; r < (GQ * D + NTC - 1) / NTC; r++) {
+                const int i = tid + r * NTC;
+                if (i < ng * D)
+                    rq[r] = ft_rope_elem(q_s[i / D], i % D, new_pos, a.rope, a.rotary_dim, a.log2_base) * a.qk_scale;
+            }
+    #pragma unroll
+            for (int r = 0; r < (D + NTC - 1) / NTC; r++) {
+                const int d = tid + r * NTC;
+                if (owner && d < D)
+                    rk[r] = ft_rope_elem(kv_new[0], d, new_pos, a.rope, a.rotary_dim, a.log2_base);
+            }
+            ft_named_sync(1, NTC);
+    #pragma unroll
+            for (int r = 0; r < (GQ * D + NTC - 1) / NTC; r++) {
+                const int i = tid + r * NTC;
+                if (i < ng * D)
+                    q_s[i / D][i % D] = rq[r];
+            }
+    #pragma unroll
+            for (int r = 0; r < (D + NTC - 1) / NTC; r++) {
+                const int d = tid + r * NTC;
+                if (owner && d < D) {
+                    /* attend to the new k, v exactly as stored, as every later step will */
+                    const __half kq = ft_from_float_fp16(rk[r]), vq = ft_from_float_fp16(kv_new[1][d]);
+                    kv_new[0][d] = ft_to_float_fp16(kq);
+                    kv_new[1][d] = ft_to_float_fp16(vq);
+                    if (pass == 0) {
+                        a.k_cache[kvbase + (int64_t)new_pos * kvstride + d] = kq;
+                        a.v_cache[kvbase + (int64_t)new_pos * kvstride + d] = vq;
+                    }
+                }
+            }
+            ft_named_sync(1, NTC);
+        }
+
+        const int slot = lane / TPK, j = lane % TPK;
+        float qr[GQ][CPT * VEC], acc[GQ][CPT * VEC], m[GQ], l[GQ];
+#pragma unroll
+        for (int g = 0; g < GQ; g++) {
+            m[g] = -INFINITY;
+            l[g] = 0.0f;
+#pragma unroll
+            for (int c = 0; c < CPT; c++)
+#pragma unroll
+                for (int e = 0; e < VEC; e++) {
+                    qr[g][c * VEC + e] = g < ng ? q_s[g][(j + c * TPK) * VEC + e] : 0.0f;
+                    acc[g][c * VEC + e] = 0.0f;
+                }
+        }
+        if (owner && warp == 0) {
+            /* the new token, as stored, is one more row for warp 0 */
+            for (int i = lane; i < 2 * D; i += 32)
+                kv_row[i / D][i % D] = ft_from_float_fp16(kv_new[i / D][i % D]);
+            __syncwarp();
+            ft_attn_async_rows_h128_fp16_g4(kv_row[0], kv_row[1], 1, 0, slot, j, qr, m, l, acc);
+        }
+        for (int i = 0; i < ntiles; i++) {
+            const int s = i % NS, n = min(TK, cache_end - (s0 + i * TK)), nw = min(KW, n - warp * KW);
+            const __half *ks = (const __half *)(ft_attn_stages + (size_t)s * 2 * TK * ROW) + warp * KW * D;
+            const __half *vs = ks + TK * D;
+            ft_mbar_wait(&full[s], (i / NS) & 1);
+            if (nw == KW)
+                ft_attn_async_rows_h128_fp16_g4(ks, vs, KW, 1, slot, j, qr, m, l, acc);
+            else if (nw > 0)
+                ft_attn_async_rows_h128_fp16_g4(ks, vs, nw, 0, slot, j, qr, m, l, acc);
+            __syncwarp();
+            if (lane == 0)
+                ft_mbar_arrive(&empty[s]);
+        }
+
+        /* ---- the warp's slots summed, then the warps merged through the (now free) stages */
+#pragma unroll
+        for (int off = TPK; off < 32; off <<= 1)
+#pragma unroll
+            for (int g = 0; g < GQ; g++) {
+                l[g] += __shfl_xor_sync(0xffffffffu, l[g], off);
+#pragma unroll
+                for (int i = 0; i < CPT * VEC; i++)
+                    acc[g][i] += __shfl_xor_sync(0xffffffffu, acc[g][i], off);
+            }
+        ft_named_sync(1, NTC); /* every consumer is past its last stage */
+        if (slot == 0)
+#pragma unroll
+            for (int g = 0; g < GQ; g++)
+#pragma unroll
+                for (int c = 0; c < CPT; c++)
+#pragma unroll
+                    for (int e = 0; e < VEC; e++)
+                        red[(warp * GQ + g) * D + (j + c * TPK) * VEC + e] = acc[g][c * VEC + e];
+        if (lane == 0)
+#pragma unroll
+            for (int g = 0; g < GQ; g++)
+                ml_s[warp][g] = make_float2(m[g], l[g]);
+        ft_named_sync(1, NTC);
+        for (int i = tid; i < ng * D; i += NTC) {
+            const int g = i / D, d = i % D;
+            float M = -INFINITY;
+#pragma unroll
+            for (int w = 0; w < NW; w++)
+                if (ml_s[w][g].y > 0.0f)
+                    M = fmaxf(M, ml_s[w][g].x);
+            float num = 0.0f, den = 0.0f;
+#pragma unroll
+            for (int w = 0; w < NW; w++) {
+                const float2 ml = ml_s[w][g];
+                if (ml.y > 0.0f) { /* a warp without rows drops out */
+                    const float wt = ft_attn_exp2_h128_fp16(ml.x - M);
+                    num += red[(w * GQ + g) * D + d] * wt;
+                    den += ml.y * wt;
+                }
+            }
+            const int64_t row = (int64_t)b * a.H + h0 + g;
+            if (a.splits == 1) {
+                a.out[row * D + d] = ft_from_float_fp16(num / den);
+            } else if (a.cmerge) {
+                red[NW * GQ * D + i] = num; /* read by the cluster's blocks below */
+                if (d == 0)
+                    blk_ml[g] = make_float2(M, den);
+            } else {
+                a.ws[((int64_t)split * a.B * a.H + row) * D + d] = num;
+                if (d == 0) /* an empty split leaves (-inf, 0): the combine kernel drops it */
+                    a.ws_ml[(int64_t)split * a.B * a.H + row] = make_float2(M, den);
+            }
+        }
+    }
+    if (!a.cmerge)
+        return;
+
+    /* ---- cluster merge: block `split` finishes every splits-th element of the group's output */
+    cooperative_groups::cluster_group cluster = cooperative_groups::this_cluster();
+    cluster.sync(); /* every block's partials are in its shared memory */
+    const int cs = a.splits;
+    for (int i = split * NTC + tid; tid < NTC && i < ng * D; i += cs * NTC) {
+        const int g = i / D;
+        float M = -INFINITY;
+        for (int r = 0; r < cs; r++) {
+            const float2 ml = *cluster.map_shared_rank(&blk_ml[g], (unsigned)r);
+            if (ml.y > 0.0f)
+                M = fmaxf(M, ml.x);
+        }
+        float num = 0.0f, den = 0.0f;
+        for (int r = 0; r < cs; r++) {
+            const float2 ml = *cluster.map_shared_rank(&blk_ml[g], (unsigned)r);
+            if (ml.y > 0.0f) { /* an empty split drops out */
+                const float wt = ft_attn_exp2_h128_fp16(ml.x - M);
+                num += *cluster.map_shared_rank(&red[NW * GQ * D + i], (unsigned)r) * wt;
+                den += ml.y * wt;
+            }
+        }
+        a.out[((int64_t)b * a.H + h0) * D + i] = ft_from_float_fp16(num / den);
+    }
+    cluster.sync(); /* no block leaves while its shared memory is read */
+#endif
+}
+
+/* Blocks of the sm_90 kernel for `gq` heads that fit on one multiprocessor, looked up once
+ * per device (after raising the kernel's dynamic shared-memory limit to its stages). */
+static inline ft_status ft_attn_async_occupancy_h128_fp16(const char *fn, int gq, int *blocks)
+{
+    static int cache[2][64];
+    int gi = -1, threads = 0, smem = 0;
+    const void *kernel = NULL;
+    if (gq == 1) {
+        gi = 0;
+        kernel = (const void *)ft_attn_async_h128_fp16_g1;
+        threads = FT_ATTN_H128_FP16_G1_ATHREADS;
+        smem = FT_ATTN_H128_FP16_G1_ASMEM;
+    }
+    if (gq == 4) {
+        gi = 1;
+        kernel = (const void *)ft_attn_async_h128_fp16_g4;
+        threads = FT_ATTN_H128_FP16_G4_ATHREADS;
+        smem = FT_ATTN_H128_FP16_G4_ASMEM;
+    }
+    if (gi < 0)
+        return ft_fail(FT_ERR_UNSUPPORTED, "%s: no shared-memory kernel for %d heads per block", fn, gq);
+    int dev = 0, n = 0;
+    cudaError_t e = cudaGetDevice(&dev);
+    if (e == cudaSuccess && dev >= 0 && dev < 64 && cache[gi][dev] > 0) {
+        *blocks = cache[gi][dev];
+        return FT_OK;
+    }
+    if (e == cudaSuccess)
+        e = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
+    if (e == cudaSuccess)
+        e = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&n, kernel, threads, (size_t)smem);
+    if (e != cudaSuccess) {
+        cudaGetLastError();
+        return ft_fail(FT_ERR_CUDA, "%s: cannot prepare the shared-memory kernel: %s", fn, cudaGetErrorString(e));
+    }
+    if (n < 1)
+        return ft_fail(FT_ERR_UNSUPPORTED, "%s: the shared-memory kernel (%d bytes of stages) does not fit this device",
+                       fn, smem);
+    if (dev >= 0 && dev < 64)
+        cache[gi][dev] = n;
+    *blocks = n;
+    return FT_OK;
+}
+
+/* Clusters of `size` blocks of the sm_90 kernel for `gq` heads the device runs at once,
+ * looked up once per device and size. */
+static inline ft_status ft_attn_async_clusters_h128_fp16(const char *fn, int gq, int size, int *clusters)
+{
+    static int cache[2][FT_ATTN_CLUSTER_SPLITS + 1][64];
+    int per_sm = 0, gi = -1, threads = 0, smem = 0;
+    const void *kernel = NULL;
+    ft_status st = ft_attn_async_occupancy_h128_fp16(fn, gq, &per_sm); /* raises the shared-memory limit */
+    if (st != FT_OK)
+        return st;
+    if (gq == 1) {
+        gi = 0;
+        kernel = (const void *)ft_attn_async_h128_fp16_g1;
+        threads = FT_ATTN_H128_FP16_G1_ATHREADS;
+        smem = FT_ATTN_H128_FP16_G1_ASMEM;
+    }
+    if (gq == 4) {
+        gi = 1;
+        kernel = (const void *)ft_attn_async_h128_fp16_g4;
+        threads = FT_ATTN_H128_FP16_G4_ATHREADS;
+        smem = FT_ATTN_H128_FP16_G4_ASMEM;
+    }
+    if (gi < 0 || size < 1 || size > FT_ATTN_CLUSTER_SPLITS)
+        return ft_fail(FT_ERR_UNSUPPORTED, "%s: no cluster of %d blocks for %d heads per block", fn, size, gq);
+    int dev = 0, n = 0;
+    cudaError_t e = cudaGetDevice(&dev);
+    if (e == cudaSuccess && dev >= 0 && dev < 64 && cache[gi][size][dev] > 0) {
+        *clusters = cache[gi][size][dev];
+        return FT_OK;
+    }
+    cudaLaunchConfig_t cfg;
+    memset(&cfg, 0, sizeof cfg);
+    cudaLaunchAttribute attr;
+    memset(&attr, 0, sizeof attr);
+    attr.id = cudaLaunchAttributeClusterDimension;
+    attr.val.clusterDim.x = (unsigned)size;
+    attr.val.clusterDim.y = 1;
+    attr.val.clusterDim.z = 1;
+    cfg.gridDim = dim3((unsigned)size);
+    cfg.blockDim = dim3((unsigned)threads);
+    cfg.dynamicSmemBytes = (size_t)smem;
+    cfg.attrs = &attr;
+    cfg.numAttrs = 1;
+    if (e == cudaSuccess)
+        e = cudaOccupancyMaxActiveClusters(&n, kernel, &cfg);
+    if (e != cudaSuccess) {
+        cudaGetLastError();
+        return ft_fail(FT_ERR_CUDA, "%s: cannot size the kernel's clusters: %s", fn, cudaGetErrorString(e));
+    }
+    if (n < 1)
+        return ft_fail(FT_ERR_UNSUPPORTED, "%s: a cluster of %d blocks does not fit this device", fn, size);
+    if (dev >= 0 && dev < 64)
+        cache[gi][size][dev] = n;
+    *clusters = n;
+    return FT_OK;
+}
+
 /* y[i] += bias over a [B, Hkv, Lmem, D] or [B, Lmem, Hkv*D] memory, in place. */
 static __global__ void __launch_bounds__(256) ft_attn_memory_bias_h128_fp16(__half *x, const __half *__restrict__ bias,
                                                                           int64_t nvec, int Hkv, int Lmem, int layout)
@@ -728,16 +1515,59 @@ static inline int ft_attn_heads_per_block_h128_fp16(int G)
     return G == 1 ? 1 : 4;
 }
 
-/* The grid of a call: kernel, blocks per key/value head, and the split-KV plan. */
-static inline ft_status ft_attn_plan_grid_h128_fp16(const char *fn, ft_attn_plan *p, int splits, int max_seq,
-                                                 size_t ws_bytes, const void *ws)
+/* The grid of a call: kernel, blocks per key/value head, and the split-KV plan. The
+ * automatic choice takes the sm_90 kernel where it exists, the device has it and each
+ * sequence's steps are contiguous (FT_KV_BHLD: one bulk copy per tile); with rows apart
+ * it would issue a copy per row, slower on the H100 than the register kernel (B8 H32
+ * D128 L4096 fp16 FT_KV_LBHD: 249 us against 181; cross-attention B64 H8 D64 L512
+ * FT_KV_BLHD: 66.9 against 29.7), which FT_ATTN_IMPL_ASYNC still allows. */
+static inline ft_status ft_attn_plan_grid_h128_fp16(const char *fn, ft_attn_plan *p, ft_attn_impl impl, int layout,
+                                                 int splits, int max_seq, size_t ws_bytes, const void *ws)
 {
+    ft_status st;
+    if ((st = ft_attn_check_impl(fn, impl)) != FT_OK)
+        return st;
     p->gq = ft_attn_heads_per_block_h128_fp16(p->G);
     p->passes = (p->G + p->gq - 1) / p->gq;
     const int64_t blocks = (int64_t)p->B * p->Hkv * p->passes;
     if (blocks > INT32_MAX)
         return ft_fail(FT_ERR_UNSUPPORTED, "%s: %lld blocks exceed the grid; split the batch", fn, (long long)blocks);
-    return ft_attn_plan_splits(fn, p, splits, max_seq, (int)blocks, 128, ws_bytes, ws);
+    if ((st = ft_attn_check_splits(fn, p, splits, max_seq, 128, ws_bytes, ws)) != FT_OK)
+        return st; /* before the device is asked anything */
+    int slots = 0;
+    p->async = 0;
+    if (impl == FT_ATTN_IMPL_ASYNC || (impl == FT_ATTN_IMPL_AUTO && layout == FT_KV_BHLD)) {
+        int major = 0, sms = 0, per_sm = 0;
+        if ((st = ft_cc_major(fn, &major)) != FT_OK)
+            return st;
+        if (major >= 9) {
+            if ((st = ft_sm_count(fn, &sms)) != FT_OK || (st = ft_attn_async_occupancy_h128_fp16(fn, p->gq, &per_sm)) != FT_OK)
+                return st;
+            p->async = 1;
+            slots = sms * per_sm;
+        }
+    }
+    if (impl == FT_ATTN_IMPL_ASYNC && !p->async)
+        return ft_fail(FT_ERR_UNSUPPORTED,
+                       "%s: the shared-memory kernel needs compute capability 9.0", fn);
+    if ((st = ft_attn_plan_splits(fn, p, splits, max_seq, (int)blocks, 128, slots,
+                                  p->async ? FT_ATTN_CLUSTER_SPLITS : 1, ws_bytes, ws)) != FT_OK)
+        return st;
+    p->cmerge = 0;
+    if (p->async && p->splits > 1 && p->splits <= FT_ATTN_CLUSTER_SPLITS) {
+        /* clusters must fit on the device at once, or the last ones run as a second wave
+         * (the H100 holds fewer than 32 clusters of 8 two-per-SM blocks: B1 H32 D128 L4096
+         * took 36.0 us so against 32.7 through the workspace); then the workspace, if any */
+        int fit = 0;
+        if ((st = ft_attn_async_clusters_h128_fp16(fn, p->gq, p->splits, &fit)) != FT_OK)
+            return st;
+        p->cmerge = blocks <= fit ||
+                    ws == NULL || ft_attention_workspace_bytes(p->B, p->H, 128, p->splits) > ws_bytes;
+    }
+    if (p->async && blocks * p->splits > INT32_MAX)
+        return ft_fail(FT_ERR_UNSUPPORTED, "%s: %lld blocks exceed the grid; split the batch", fn,
+                       (long long)(blocks * p->splits));
+    return FT_OK;
 }
 
 static inline ft_status ft_attn_launch_h128_fp16(const char *fn, ft_attn_kargs_h128_fp16 *k, ft_attn_plan *p,
@@ -751,17 +1581,36 @@ static inline ft_status ft_attn_launch_h128_fp16(const char *fn, ft_attn_kargs_h
     k->splits = p->splits;
     k->chunk = p->chunk;
     k->qk_scale = p->qk_scale;
-    k->ws = (float *)ws;
-    k->ws_ml = p->splits > 1 ? (float2 *)((float *)ws + (size_t)p->splits * p->B * p->H * 128) : NULL;
+    k->cmerge = p->cmerge;
+    k->ws = p->cmerge ? NULL : (float *)ws;
+    k->ws_ml = p->splits > 1 && !p->cmerge ? (float2 *)((float *)ws + (size_t)p->splits * p->B * p->H * 128) : NULL;
     const dim3 grid((unsigned)(p->B * p->Hkv * p->passes), (unsigned)p->splits);
+    void *args[] = {k};
+    ft_status st;
+    if (p->async) {
+        /* one-dimensional grid: block x = (row block) * splits + split, clusters along x */
+        const unsigned nblocks = (unsigned)(p->B * p->Hkv * p->passes) * (unsigned)p->splits;
+        const unsigned cluster = p->cmerge ? (unsigned)p->splits : 1u;
 if (p->gq == 1)
-        ft_attn_decode_h128_fp16_g1<<<grid, 256, 0, stream>>>(*k);
+            st = ft_launch_ex(fn, (const void *)ft_attn_async_h128_fp16_g1, dim3(nblocks),
+                              dim3(FT_ATTN_H128_FP16_G1_ATHREADS), FT_ATTN_H128_FP16_G1_ASMEM, stream, args, cluster, 0);
 else if (p->gq == 4)
-        ft_attn_decode_h128_fp16_g4<<<grid, 256, 0, stream>>>(*k);
-    ft_status st = ft_launch_status(fn);
+            st = ft_launch_ex(fn, (const void *)ft_attn_async_h128_fp16_g4, dim3(nblocks),
+                              dim3(FT_ATTN_H128_FP16_G4_ATHREADS), FT_ATTN_H128_FP16_G4_ASMEM, stream, args, cluster, 0);
+        else
+            st = ft_fail(FT_ERR_UNSUPPORTED, "%s: no shared-memory kernel for %d heads per block", fn, p->gq);
+        if (st != FT_OK || p->splits == 1 || p->cmerge)
+            return st;
+    } else
+    {
+if (p->gq == 1)
+            ft_attn_decode_h128_fp16_g1<<<grid, 256, 0, stream>>>(*k);
+else if (p->gq == 4)
+            ft_attn_decode_h128_fp16_g4<<<grid, 256, 0, stream>>>(*k);
+        st = ft_launch_status(fn);
+    }
     if (st != FT_OK || p->splits == 1)
         return st;
-    void *args[] = {k};
     return ft_launch_ex(fn, (const void *)ft_attn_combine_h128_fp16, dim3((unsigned)(p->B * p->H)), dim3(128), 0,
                         stream, args, 1, 1);
 }
@@ -805,8 +1654,8 @@ static inline ft_status ft_masked_self_attention_decode_h128_fp16(const ft_self_
     if (max_seq > args->max_len)
         return ft_fail(FT_ERR_INVALID_ARGUMENT, "%s: max_seq_len %d exceeds the cache capacity max_len %d", fn, max_seq,
                        args->max_len);
-    if ((st = ft_attn_plan_grid_h128_fp16(fn, &p, args->splits, max_seq, args->workspace_bytes, args->workspace)) !=
-        FT_OK)
+    if ((st = ft_attn_plan_grid_h128_fp16(fn, &p, args->impl, (int)args->layout, args->splits, max_seq,
+                                         args->workspace_bytes, args->workspace)) != FT_OK)
         return st;
     ft_attn_kargs_h128_fp16 k;
     memset(&k, 0, sizeof k);
@@ -854,8 +1703,8 @@ static inline ft_status ft_cross_attention_decode_h128_fp16(const ft_cross_atten
     if (args->max_mem_seq_len > args->mem_len)
         return ft_fail(FT_ERR_INVALID_ARGUMENT, "%s: max_mem_seq_len %d exceeds mem_len %d", fn, args->max_mem_seq_len,
                        args->mem_len);
-    if ((st = ft_attn_plan_grid_h128_fp16(fn, &p, args->splits, args->max_mem_seq_len, args->workspace_bytes,
-                                         args->workspace)) != FT_OK)
+    if ((st = ft_attn_plan_grid_h128_fp16(fn, &p, args->impl, (int)args->layout, args->splits, args->max_mem_seq_len,
+                                         args->workspace_bytes, args->workspace)) != FT_OK)
         return st;
     ft_attn_kargs_h128_fp16 k;
     memset(&k, 0, sizeof k);

@@ -8,6 +8,7 @@
 
 #include <math.h>
 #include <string.h>
+#include <cooperative_groups.h>
 
 #include "ft/common.cuh"
 #include "ft/reduce.cuh"
@@ -15,6 +16,20 @@
 /* Splits of one (sequence, head) the automatic plan may choose; forced splits may not
  * exceed it either (the combine step merges at most this many partials). */
 #define FT_ATTN_MAX_SPLITS 64
+
+/* Splits the sm_90 kernel merges inside a thread-block cluster (no workspace needed). */
+#define FT_ATTN_CLUSTER_SPLITS 8
+
+/* Which kernel streams the cache. AUTO: the sm_90 one where the device and the variant
+ * have it (compute capability 9.0+, 16-byte copies: every shipped variant) and the cache
+ * layout keeps a sequence's steps contiguous (FT_KV_BHLD), else the register one.
+ * REGISTER: loads into registers, any device. ASYNC: bulk asynchronous copies into shared
+ * memory, any layout (FT_ERR_UNSUPPORTED where unavailable). */
+typedef enum ft_attn_impl {
+    FT_ATTN_IMPL_AUTO = 0,
+    FT_ATTN_IMPL_REGISTER = 1,
+    FT_ATTN_IMPL_ASYNC = 2
+} ft_attn_impl;
 
 /* One decoding step of masked self-attention for a batch. Pointers are device memory of
  * the launcher's dtype unless said otherwise; D is the variant's head size. */
@@ -44,6 +59,7 @@ typedef struct ft_self_attention_args {
     int splits;         /* split-KV: 0 automatic, 1 off, n > 1 forced */
     void *workspace;    /* for splits > 1: ft_attention_workspace_bytes(B, H, D, splits) */
     size_t workspace_bytes;
+    ft_attn_impl impl;  /* 0 (automatic) unless comparing the kernels */
 } ft_self_attention_args;
 
 /* Decoder cross-attention of one query per sequence against encoder memory K/V, whose
@@ -63,6 +79,7 @@ typedef struct ft_cross_attention_args {
     int splits;                 /* 0 automatic, 1 off, n > 1 forced */
     void *workspace;
     size_t workspace_bytes;
+    ft_attn_impl impl;          /* as for self-attention */
 } ft_cross_attention_args;
 
 /* Device-memory bytes the split-KV partials need: per split, per (sequence, head), D
@@ -85,8 +102,18 @@ typedef struct ft_attn_plan {
     int passes;         /* blocks per key/value head: ceil(G / gq) */
     int splits;
     int chunk;          /* steps per split */
+    int async;          /* the sm_90 shared-memory kernel */
+    int cmerge;         /* its splits merge inside a cluster (2..FT_ATTN_CLUSTER_SPLITS splits) */
     float qk_scale;     /* scale * log2(e): logits live in the exp2 domain */
 } ft_attn_plan;
+
+static inline ft_status ft_attn_check_impl(const char *fn, ft_attn_impl impl)
+{
+    if (impl != FT_ATTN_IMPL_AUTO && impl != FT_ATTN_IMPL_REGISTER && impl != FT_ATTN_IMPL_ASYNC)
+        return ft_fail(FT_ERR_INVALID_ARGUMENT, "%s: impl must be FT_ATTN_IMPL_AUTO, _REGISTER or _ASYNC, got %d", fn,
+                       (int)impl);
+    return FT_OK;
+}
 
 /* Shape checks shared by self- and cross-attention. */
 static inline ft_status ft_attn_check_shape(const char *fn, int B, int H, int Hkv, int L, int D,
@@ -113,13 +140,10 @@ static inline ft_status ft_attn_check_shape(const char *fn, int B, int H, int Hk
     return FT_OK;
 }
 
-/* Chooses the number of KV splits. Automatic: none once the unsplit grid has a block
- * for every multiprocessor (splitting B8 H32 L4096 into 3 was 9% slower on the H100);
- * otherwise about four blocks per multiprocessor (B1 H32 L4096: 16 splits 38.9 us,
- * 9 splits 44.3 us, 32 splits 45.9 us), each split at least 256 steps, no more than
- * the workspace holds. */
-static inline ft_status ft_attn_plan_splits(const char *fn, ft_attn_plan *p, int requested, int max_seq,
-                                            int blocks_per_split, int D, size_t ws_bytes, const void *ws)
+/* The checks of ft_attn_plan_splits, which need no device: launchers run them before
+ * they query it. */
+static inline ft_status ft_attn_check_splits(const char *fn, ft_attn_plan *p, int requested, int max_seq, int D,
+                                             size_t ws_bytes, const void *ws)
 {
     if (max_seq < 0)
         return ft_fail(FT_ERR_INVALID_ARGUMENT, "%s: the sequence-length bound must not be negative, got %d", fn,
@@ -128,23 +152,7 @@ static inline ft_status ft_attn_plan_splits(const char *fn, ft_attn_plan *p, int
     if (requested < 0 || requested > FT_ATTN_MAX_SPLITS)
         return ft_fail(FT_ERR_INVALID_ARGUMENT, "%s: splits must be 0 (automatic) .. %d, got %d", fn,
                        FT_ATTN_MAX_SPLITS, requested);
-    int splits = requested;
-    if (requested == 0) {
-        int sms = 0;
-        ft_status st = ft_sm_count(fn, &sms);
-        if (st != FT_OK)
-            return st;
-        splits = blocks_per_split >= sms ? 1 : (4 * sms + blocks_per_split - 1) / blocks_per_split;
-        const int by_len = (p->max_seq + 255) / 256;
-        if (splits > by_len)
-            splits = by_len;
-        if (splits > FT_ATTN_MAX_SPLITS)
-            splits = FT_ATTN_MAX_SPLITS;
-        while (splits > 1 && (ws == NULL || ft_attention_workspace_bytes(p->B, p->H, D, splits) > ws_bytes))
-            splits--;
-        if (splits < 1)
-            splits = 1;
-    } else if (requested > 1) {
+    if (requested > 1) {
         const size_t need = ft_attention_workspace_bytes(p->B, p->H, D, requested);
         if (ws == NULL || ws_bytes < need)
             return ft_fail(FT_ERR_INVALID_ARGUMENT,
@@ -152,6 +160,44 @@ static inline ft_status ft_attn_plan_splits(const char *fn, ft_attn_plan *p, int
                            fn, requested, need, ws_bytes, ws == NULL ? " (NULL)" : "");
         if (!ft_aligned(ws, 16))
             return ft_fail(FT_ERR_MISALIGNED, "%s: workspace must be 16-byte aligned", fn);
+    }
+    return FT_OK;
+}
+
+/* Chooses the number of KV splits. Automatic, register kernel (slots == 0): none once
+ * the unsplit grid has a block for every multiprocessor (splitting B8 H32 L4096 into 3 was
+ * 9% slower on the H100); otherwise about four blocks per multiprocessor (B1 H32 L4096: 16
+ * splits 38.9 us, 9 splits 44.3 us, 32 splits 45.9 us). Shared-memory kernel (slots: the
+ * blocks the whole device holds at once): as many splits as fill those slots in one wave,
+ * since its blocks stream at the same rate and a second, partial wave is a tail. Either
+ * way each split has at least 256 steps, and splits past `free_splits` (those merged
+ * without a workspace) only as many as the workspace holds. */
+static inline ft_status ft_attn_plan_splits(const char *fn, ft_attn_plan *p, int requested, int max_seq,
+                                            int blocks_per_split, int D, int slots, int free_splits, size_t ws_bytes,
+                                            const void *ws)
+{
+    ft_status st = ft_attn_check_splits(fn, p, requested, max_seq, D, ws_bytes, ws);
+    if (st != FT_OK)
+        return st;
+    int splits = requested;
+    if (requested == 0) {
+        int sms = 0;
+        st = ft_sm_count(fn, &sms);
+        if (st != FT_OK)
+            return st;
+        if (slots > 0)
+            splits = blocks_per_split >= slots ? 1 : slots / blocks_per_split;
+        else
+            splits = blocks_per_split >= sms ? 1 : (4 * sms + blocks_per_split - 1) / blocks_per_split;
+        const int by_len = (p->max_seq + 255) / 256;
+        if (splits > by_len)
+            splits = by_len;
+        if (splits > FT_ATTN_MAX_SPLITS)
+            splits = FT_ATTN_MAX_SPLITS;
+        while (splits > free_splits && (ws == NULL || ft_attention_workspace_bytes(p->B, p->H, D, splits) > ws_bytes))
+            splits--;
+        if (splits < 1)
+            splits = 1;
     }
     p->splits = splits;
     p->chunk = (p->max_seq + splits - 1) / splits;

@@ -135,6 +135,84 @@ static __device__ __forceinline__ void ft_pdl_trigger(void)
 #endif
 }
 
+/* Bulk asynchronous copies into shared memory with transaction barriers (sm_90). A
+ * kernel that uses them runs only on devices of compute capability 9.0 and later (its
+ * launcher checks); on older targets these compile to nothing.
+ *   ft_mbar_init(bar, n)          barrier whose phase completes after n arrivals and all
+ *                                 expected bytes; ft_mbar_init_fence() after the inits,
+ *                                 then a block barrier, before any use
+ *   ft_mbar_expect_tx(bar, bytes) one arrival that also expects `bytes` more to land
+ *   ft_mbar_arrive(bar)           one arrival
+ *   ft_mbar_wait(bar, parity)     until the phase of that parity has completed (phases
+ *                                 alternate 0, 1, 0, ...; their writes are visible after)
+ *   ft_bulk_load(dst, src, n, bar) n bytes (a multiple of 16, both addresses 16-aligned)
+ *                                 from global to this block's shared memory, counted on bar */
+static __device__ __forceinline__ unsigned ft_smem_addr(const void *p)
+{
+    return (unsigned)__cvta_generic_to_shared(p);
+}
+
+static __device__ __forceinline__ void ft_mbar_init(unsigned long long *bar, unsigned count)
+{
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" ::"r"(ft_smem_addr(bar)), "r"(count) : "memory");
+#endif
+}
+
+static __device__ __forceinline__ void ft_mbar_init_fence(void)
+{
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+#endif
+}
+
+static __device__ __forceinline__ void ft_mbar_expect_tx(unsigned long long *bar, unsigned bytes)
+{
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(ft_smem_addr(bar)), "r"(bytes)
+                 : "memory");
+#endif
+}
+
+static __device__ __forceinline__ void ft_mbar_arrive(unsigned long long *bar)
+{
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" ::"r"(ft_smem_addr(bar)) : "memory");
+#endif
+}
+
+static __device__ __forceinline__ void ft_mbar_wait(unsigned long long *bar, unsigned parity)
+{
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    unsigned done;
+    do {
+        asm volatile("{\n\t.reg .pred p;\n\tmbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n\t"
+                     "selp.u32 %0, 1, 0, p;\n\t}"
+                     : "=r"(done)
+                     : "r"(ft_smem_addr(bar)), "r"(parity)
+                     : "memory");
+    } while (!done);
+#endif
+}
+
+static __device__ __forceinline__ void ft_bulk_load(void *dst, const void *src, unsigned bytes,
+                                                    unsigned long long *bar)
+{
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];" ::"r"(
+                     ft_smem_addr(dst)),
+                 "l"(src), "r"(bytes), "r"(ft_smem_addr(bar))
+                 : "memory");
+#endif
+}
+
+/* Barrier `id` (1..15; 0 is __syncthreads') over the first `count` threads of the block
+ * (a multiple of 32): lets some warps synchronise while others run on. */
+static __device__ __forceinline__ void ft_named_sync(unsigned id, unsigned count)
+{
+    asm volatile("bar.sync %0, %1;" ::"r"(id), "r"(count) : "memory");
+}
+
 /* Launches `kernel` (args: pointers to its arguments, as for cudaLaunchKernel) with the
  * launch attributes of sm_90: `cluster` > 1 groups that many consecutive blocks into a
  * thread-block cluster (the caller checks the device has clusters); `dependent` lets the
