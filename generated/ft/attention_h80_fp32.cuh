@@ -773,18 +773,19 @@ static __device__ __forceinline__ void ft_attn_async_rows_h80_fp32_g1(const floa
         for (int off = TPK; off < 32; off <<= 1)
             mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, off));
         const float nm = fmaxf(m[g], mx);
-        const float alpha = ft_attn_exp2_h80_fp32(m[g] - nm); /* 0 on the warp's first rows */
-        m[g] = nm;
-        float ps = 0.0f;
+        if (nm != m[g]) { /* uniform in the warp; after the first rows the max seldom moves */
+            const float alpha = ft_attn_exp2_h80_fp32(m[g] - nm); /* 0 on the warp's first rows */
+            m[g] = nm;
+            l[g] *= alpha;
+#pragma unroll
+            for (int i = 0; i < CPT * VEC; i++)
+                acc[g][i] *= alpha;
+        }
 #pragma unroll
         for (int it = 0; it < IT; it++) {
             lg[g][it] = ft_attn_exp2_h80_fp32(lg[g][it] - nm);
-            ps += lg[g][it];
+            l[g] += lg[g][it];
         }
-        l[g] = l[g] * alpha + ps;
-#pragma unroll
-        for (int i = 0; i < CPT * VEC; i++)
-            acc[g][i] *= alpha;
     }
 #pragma unroll
     for (int it = 0; it < IT; it++) {
@@ -1103,18 +1104,19 @@ static __device__ __forceinline__ void ft_attn_async_rows_h80_fp32_g2(const floa
         for (int off = TPK; off < 32; off <<= 1)
             mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, off));
         const float nm = fmaxf(m[g], mx);
-        const float alpha = ft_attn_exp2_h80_fp32(m[g] - nm); /* 0 on the warp's first rows */
-        m[g] = nm;
-        float ps = 0.0f;
+        if (nm != m[g]) { /* uniform in the warp; after the first rows the max seldom moves */
+            const float alpha = ft_attn_exp2_h80_fp32(m[g] - nm); /* 0 on the warp's first rows */
+            m[g] = nm;
+            l[g] *= alpha;
+#pragma unroll
+            for (int i = 0; i < CPT * VEC; i++)
+                acc[g][i] *= alpha;
+        }
 #pragma unroll
         for (int it = 0; it < IT; it++) {
             lg[g][it] = ft_attn_exp2_h80_fp32(lg[g][it] - nm);
-            ps += lg[g][it];
+            l[g] += lg[g][it];
         }
-        l[g] = l[g] * alpha + ps;
-#pragma unroll
-        for (int i = 0; i < CPT * VEC; i++)
-            acc[g][i] *= alpha;
     }
 #pragma unroll
     for (int it = 0; it < IT; it++) {

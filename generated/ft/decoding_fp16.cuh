@@ -244,11 +244,9 @@ static __global__ void __launch_bounds__(1024) ft_update_logits_fp16_kernel(ft_l
     if (a.finished && a.finished[r]) {
         if (a.phase == 0)
             return;
-        const float hit = a.mode == FT_LOGITS_SOFTMAX ? 1.0f : 0.0f;
-        const float miss = a.mode == FT_LOGITS_SOFTMAX ? 0.0f : -INFINITY;
         for (int j = threadIdx.x; j < V; j += blockDim.x)
             if (split == 0)
-                y[j] = j == a.end_id ? hit : miss;
+                y[j] = ft_logits_finished(a.mode, j, a.end_id);
         return;
     }
     const float tr = a.temperature ? a.temperature[r] : a.temp;
@@ -337,7 +335,7 @@ static __global__ void __launch_bounds__(1024) ft_update_logits_fp16_kernel(ft_l
             for (int e = 0; e < 8; e++) {
                 const int idx = head + j * 8 + e;
                 const float z = (vv[u][e] + (bias ? ft_to_float_fp16(bias[idx]) : 0.0f)) * inv;
-                o[e] = mode == FT_LOGITS_RAW ? z : mode == FT_LOGITS_SOFTMAX ? __expf(z - m) * rs : z - lse;
+                o[e] = ft_logits_out(mode, z, m, rs, lse);
             }
             float *dst = y + head + j * 8;
             if (ystore) {
@@ -354,7 +352,7 @@ static __global__ void __launch_bounds__(1024) ft_update_logits_fp16_kernel(ft_l
     for (int i = threadIdx.x; ragged && i < V - nvec * 8; i += blockDim.x) {
         const int idx = i < head ? i : i + nvec * 8;
         const float z = (ft_to_float_fp16(x[idx]) + (bias ? ft_to_float_fp16(bias[idx]) : 0.0f)) * inv;
-        y[idx] = mode == FT_LOGITS_RAW ? z : mode == FT_LOGITS_SOFTMAX ? __expf(z - m) * rs : z - lse;
+        y[idx] = ft_logits_out(mode, z, m, rs, lse);
     }
 }
 
@@ -389,14 +387,12 @@ static __global__ void __launch_bounds__(512) ft_update_logits_fp16_cluster(ft_l
         si = tail0 + t - 8;
     const int ystore = ((uintptr_t)(y + head) & 15u) == 0;
     if (a.finished && a.finished[r]) { /* the whole cluster takes this branch */
-        const float hit = a.mode == FT_LOGITS_SOFTMAX ? 1.0f : 0.0f;
-        const float miss = a.mode == FT_LOGITS_SOFTMAX ? 0.0f : -INFINITY;
         for (int j = vb + t; j < ve; j += NT)
 #pragma unroll
             for (int e = 0; e < 8; e++)
-                y[head + j * 8 + e] = head + j * 8 + e == a.end_id ? hit : miss;
+                y[head + j * 8 + e] = ft_logits_finished(a.mode, head + j * 8 + e, a.end_id);
         if (si >= 0)
-            y[si] = si == a.end_id ? hit : miss;
+            y[si] = ft_logits_finished(a.mode, si, a.end_id);
         return;
     }
     /* the peers' shared memory may be written only once every block of the cluster runs:
@@ -449,7 +445,7 @@ static __global__ void __launch_bounds__(512) ft_update_logits_fp16_cluster(ft_l
         ft_max_sum_merge(M, S, stats[q].x, stats[q].y);
     const float lse = M + __logf(S), rs = 1.0f / S;
     const int mode = a.mode;
-#define FT_OUT_(zz) (mode == FT_LOGITS_SOFTMAX ? __expf((zz) - M) * rs : (zz) - lse)
+#define FT_OUT_(zz) ft_logits_out(mode, (zz), M, rs, lse) /* mode is not raw here */
 #pragma unroll
     for (int i = 0; i < EV; i++) {
         const int j = vb + t + i * NT;

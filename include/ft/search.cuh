@@ -125,6 +125,21 @@ typedef enum ft_logits_mode {
     FT_LOGITS_LOG_SOFTMAX = 2 /* log-probabilities (beam search) */
 } ft_logits_mode;
 
+/* Element j of a finished row: all its mass on end_id (1 there and 0 elsewhere for
+ * softmax; 0 and -inf for raw and log-softmax). */
+static __device__ __forceinline__ float ft_logits_finished(int mode, int j, int end_id)
+{
+    const int soft = mode == FT_LOGITS_SOFTMAX;
+    return j == end_id ? (soft ? 1.0f : 0.0f) : (soft ? 0.0f : -INFINITY);
+}
+
+/* What `mode` writes for the scaled logit z of a row with max m, 1 / sum rs and
+ * log-sum-exp lse. */
+static __device__ __forceinline__ float ft_logits_out(int mode, float z, float m, float rs, float lse)
+{
+    return mode == FT_LOGITS_RAW ? z : mode == FT_LOGITS_SOFTMAX ? __expf(z - m) * rs : z - lse;
+}
+
 /* ---------------------------------------------------------------- sampling settings */
 
 /* How a sampling launcher draws one token per row. Per-row arrays, when given, override
