@@ -1387,26 +1387,35 @@ static __global__ void __launch_bounds__(512, 1) ft_attn_async_h128_bf16_g4(ft_a
 #endif
 }
 
+/* The sm_90 kernel for `gq` heads per block, its index among the generated ones, threads
+ * and dynamic shared memory; NULL where none was generated. */
+static inline const void *ft_attn_async_kernel_h128_bf16(int gq, int *index, int *threads, int *smem)
+{
+    if (gq == 1) {
+        *index = 0;
+        *threads = FT_ATTN_H128_BF16_G1_ATHREADS;
+        *smem = FT_ATTN_H128_BF16_G1_ASMEM;
+        return (const void *)ft_attn_async_h128_bf16_g1;
+    }
+    if (gq == 4) {
+        *index = 1;
+        *threads = FT_ATTN_H128_BF16_G4_ATHREADS;
+        *smem = FT_ATTN_H128_BF16_G4_ASMEM;
+        return (const void *)ft_attn_async_h128_bf16_g4;
+    }
+    *index = -1;
+    *threads = *smem = 0;
+    return NULL;
+}
+
 /* Blocks of the sm_90 kernel for `gq` heads that fit on one multiprocessor, looked up once
  * per device (after raising the kernel's dynamic shared-memory limit to its stages). */
 static inline ft_status ft_attn_async_occupancy_h128_bf16(const char *fn, int gq, int *blocks)
 {
     static int cache[2][64];
-    int gi = -1, threads = 0, smem = 0;
-    const void *kernel = NULL;
-    if (gq == 1) {
-        gi = 0;
-        kernel = (const void *)ft_attn_async_h128_bf16_g1;
-        threads = FT_ATTN_H128_BF16_G1_ATHREADS;
-        smem = FT_ATTN_H128_BF16_G1_ASMEM;
-    }
-    if (gq == 4) {
-        gi = 1;
-        kernel = (const void *)ft_attn_async_h128_bf16_g4;
-        threads = FT_ATTN_H128_BF16_G4_ATHREADS;
-        smem = FT_ATTN_H128_BF16_G4_ASMEM;
-    }
-    if (gi < 0)
+    int gi, threads, smem;
+    const void *kernel = ft_attn_async_kernel_h128_bf16(gq, &gi, &threads, &smem);
+    if (kernel == NULL)
         return ft_fail(FT_ERR_UNSUPPORTED, "%s: no shared-memory kernel for %d heads per block", fn, gq);
     int dev = 0, n = 0;
     cudaError_t e = cudaGetDevice(&dev);
@@ -1436,24 +1445,12 @@ static inline ft_status ft_attn_async_occupancy_h128_bf16(const char *fn, int gq
 static inline ft_status ft_attn_async_clusters_h128_bf16(const char *fn, int gq, int size, int *clusters)
 {
     static int cache[2][FT_ATTN_CLUSTER_SPLITS + 1][64];
-    int per_sm = 0, gi = -1, threads = 0, smem = 0;
-    const void *kernel = NULL;
+    int per_sm = 0, gi, threads, smem;
     ft_status st = ft_attn_async_occupancy_h128_bf16(fn, gq, &per_sm); /* raises the shared-memory limit */
     if (st != FT_OK)
         return st;
-    if (gq == 1) {
-        gi = 0;
-        kernel = (const void *)ft_attn_async_h128_bf16_g1;
-        threads = FT_ATTN_H128_BF16_G1_ATHREADS;
-        smem = FT_ATTN_H128_BF16_G1_ASMEM;
-    }
-    if (gq == 4) {
-        gi = 1;
-        kernel = (const void *)ft_attn_async_h128_bf16_g4;
-        threads = FT_ATTN_H128_BF16_G4_ATHREADS;
-        smem = FT_ATTN_H128_BF16_G4_ASMEM;
-    }
-    if (gi < 0 || size < 1 || size > FT_ATTN_CLUSTER_SPLITS)
+    const void *kernel = ft_attn_async_kernel_h128_bf16(gq, &gi, &threads, &smem);
+    if (kernel == NULL || size < 1 || size > FT_ATTN_CLUSTER_SPLITS)
         return ft_fail(FT_ERR_UNSUPPORTED, "%s: no cluster of %d blocks for %d heads per block", fn, size, gq);
     int dev = 0, n = 0;
     cudaError_t e = cudaGetDevice(&dev);
@@ -1552,8 +1549,8 @@ static inline ft_status ft_attn_plan_grid_h128_bf16(const char *fn, ft_attn_plan
     if (impl == FT_ATTN_IMPL_ASYNC && !p->async)
         return ft_fail(FT_ERR_UNSUPPORTED,
                        "%s: the shared-memory kernel needs compute capability 9.0", fn);
-    if ((st = ft_attn_plan_splits(fn, p, splits, max_seq, (int)blocks, 128, slots,
-                                  p->async ? FT_ATTN_CLUSTER_SPLITS : 1, ws_bytes, ws)) != FT_OK)
+    if ((st = ft_attn_plan_splits(fn, p, splits, (int)blocks, 128, slots, p->async ? FT_ATTN_CLUSTER_SPLITS : 1,
+                                  ws_bytes, ws)) != FT_OK)
         return st;
     p->cmerge = 0;
     if (p->async && p->splits > 1 && p->splits <= FT_ATTN_CLUSTER_SPLITS) {
@@ -1593,14 +1590,11 @@ static inline ft_status ft_attn_launch_h128_bf16(const char *fn, ft_attn_kargs_h
         /* one-dimensional grid: block x = (row block) * splits + split, clusters along x */
         const unsigned nblocks = (unsigned)(p->B * p->Hkv * p->passes) * (unsigned)p->splits;
         const unsigned cluster = p->cmerge ? (unsigned)p->splits : 1u;
-if (p->gq == 1)
-            st = ft_launch_ex(fn, (const void *)ft_attn_async_h128_bf16_g1, dim3(nblocks),
-                              dim3(FT_ATTN_H128_BF16_G1_ATHREADS), FT_ATTN_H128_BF16_G1_ASMEM, stream, args, cluster, 0);
-else if (p->gq == 4)
-            st = ft_launch_ex(fn, (const void *)ft_attn_async_h128_bf16_g4, dim3(nblocks),
-                              dim3(FT_ATTN_H128_BF16_G4_ATHREADS), FT_ATTN_H128_BF16_G4_ASMEM, stream, args, cluster, 0);
-        else
-            st = ft_fail(FT_ERR_UNSUPPORTED, "%s: no shared-memory kernel for %d heads per block", fn, p->gq);
+        int gi, threads, smem;
+        const void *kernel = ft_attn_async_kernel_h128_bf16(p->gq, &gi, &threads, &smem);
+        st = kernel == NULL ? ft_fail(FT_ERR_UNSUPPORTED, "%s: no shared-memory kernel for %d heads per block", fn, p->gq)
+                            : ft_launch_ex(fn, kernel, dim3(nblocks), dim3((unsigned)threads), (size_t)smem, stream,
+                                           args, cluster, 0);
         if (st != FT_OK || p->splits == 1 || p->cmerge)
             return st;
     } else

@@ -140,8 +140,8 @@ static inline ft_status ft_attn_check_shape(const char *fn, int B, int H, int Hk
     return FT_OK;
 }
 
-/* The checks of ft_attn_plan_splits, which need no device: launchers run them before
- * they query it. */
+/* The checks of a split request, which need no device: launchers run them before they
+ * query it, and ft_attn_plan_splits relies on them (and on p->max_seq set here). */
 static inline ft_status ft_attn_check_splits(const char *fn, ft_attn_plan *p, int requested, int max_seq, int D,
                                              size_t ws_bytes, const void *ws)
 {
@@ -171,24 +171,22 @@ static inline ft_status ft_attn_check_splits(const char *fn, ft_attn_plan *p, in
  * blocks the whole device holds at once): as many splits as fill those slots in one wave,
  * since its blocks stream at the same rate and a second, partial wave is a tail. Either
  * way each split has at least 256 steps, and splits past `free_splits` (those merged
- * without a workspace) only as many as the workspace holds. */
-static inline ft_status ft_attn_plan_splits(const char *fn, ft_attn_plan *p, int requested, int max_seq,
-                                            int blocks_per_split, int D, int slots, int free_splits, size_t ws_bytes,
-                                            const void *ws)
+ * without a workspace) only as many as the workspace holds. Runs after
+ * ft_attn_check_splits accepted `requested` and set p->max_seq. */
+static inline ft_status ft_attn_plan_splits(const char *fn, ft_attn_plan *p, int requested, int blocks_per_split,
+                                            int D, int slots, int free_splits, size_t ws_bytes, const void *ws)
 {
-    ft_status st = ft_attn_check_splits(fn, p, requested, max_seq, D, ws_bytes, ws);
-    if (st != FT_OK)
-        return st;
     int splits = requested;
     if (requested == 0) {
-        int sms = 0;
-        st = ft_sm_count(fn, &sms);
-        if (st != FT_OK)
-            return st;
-        if (slots > 0)
+        if (slots > 0) {
             splits = blocks_per_split >= slots ? 1 : slots / blocks_per_split;
-        else
+        } else {
+            int sms = 0;
+            const ft_status st = ft_sm_count(fn, &sms);
+            if (st != FT_OK)
+                return st;
             splits = blocks_per_split >= sms ? 1 : (4 * sms + blocks_per_split - 1) / blocks_per_split;
+        }
         const int by_len = (p->max_seq + 255) / 256;
         if (splits > by_len)
             splits = by_len;
