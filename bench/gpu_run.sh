@@ -12,6 +12,9 @@
 #   FT_SUITE_GREP='topk|topp' ...               only the suite lines matching the regex
 #   FT_SANITIZE_ONLY='test_decoding' ...        only the sanitizer specs of these programs
 #   FT_BUILD_TARGETS='ftbench test_decoding' ... build only these targets (default: all)
+#   FT_PREBUILT=1 ...           no build and no ctest: run the programs already in build/gpu
+#                               (built on another x86-64 machine with the same CUDA major
+#                               by `bash bench/prebuild.sh`, carried to the GPU machine)
 # (the full run takes about ten minutes on an H100; the filters split it across calls)
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -27,17 +30,20 @@ echo "== device"
 nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm,clocks.max.sm,clocks.mem --format=csv \
   | tee "$LOG/device.txt"
 
-echo "== build (preset gpu)"
 targets=()
 for t in ${FT_BUILD_TARGETS:-}; do targets+=(--target "$t"); done
-if ! { cmake --preset gpu && cmake --build --preset gpu "${targets[@]}"; } >"$LOG/build.log" 2>&1; then
+if [ -n "${FT_PREBUILT:-}" ]; then
+  echo "== build: prebuilt programs in build/gpu (FT_PREBUILT)"
+  ls -l build/gpu/tests/test_* build/gpu/bench/ftbench 2>/dev/null | awk '{print $5, $NF}'
+elif ! { echo "== build (preset gpu)" && cmake --preset gpu && cmake --build --preset gpu "${targets[@]}"; } \
+     >"$LOG/build.log" 2>&1; then
   tail -50 "$LOG/build.log"
   cp "$LOG/build.log" "$OUT/logs.txt"
   echo "BUILD FAILED"
   exit 1
 fi
 
-if [ -z "${FT_TESTS:-}" ]; then
+if [ -z "${FT_TESTS:-}" ] && [ -z "${FT_PREBUILT:-}" ]; then
   echo "== tests (ctest --preset gpu)"
   ctest --preset gpu >"$LOG/ctest.log" 2>&1 || status=1
   tail -22 "$LOG/ctest.log"
