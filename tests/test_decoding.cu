@@ -447,6 +447,8 @@ static void test_topp_sampling(ft_test *t)
     check_distribution(t, cp, &rng, 64, 0, 1.0, 0.6, 1, 8000); /* the cut falls inside 20 tied logits */
     check_distribution(t, cp, &rng, 64, 0, 1.0, 0.99, 1, 8000);
     check_distribution(t, cp, &rng, 50257, 0, 1.0, 0.9, 0, 400);
+    /* a large vocabulary (Llama 3), few draws: the set and the determinism are checked */
+    check_distribution(t, cp, &rng, 128256, 0, 1.0, 0.9, 0, 200);
     check_state(t, cp, &rng, 1000, 1);
 }
 
@@ -457,8 +459,10 @@ static void test_update_logits(ft_test *t)
     const ft_dtype dt = *(const ft_dtype *)t->arg;
     ref_rng rng;
     ref_rng_seed(&rng, ref_test_seed() ^ 0x10 ^ (uint64_t)dt);
-    /* V = 151936 is past the single-read (cluster) form's reach: the one- and two-phase forms */
-    const int shapes[][2] = {{1, 1}, {3, 7}, {8, 1000}, {2, 32000}, {4, 50257}, {1, 128256}, {2, 151936}};
+    /* V = 151936 and 300000 are past the single-read (cluster) form's reach (131072 values):
+     * the one- and two-phase forms; 200 x 32000, 40 x 50257 and 40 x 128256: many rows */
+    const int shapes[][2] = {{1, 1},      {3, 7},      {8, 1000},    {2, 32000},  {4, 50257},   {1, 128256},
+                             {2, 151936}, {2, 300000}, {200, 32000}, {40, 50257}, {40, 128256}};
     for (size_t sh = 0; sh < sizeof shapes / sizeof shapes[0]; sh++) {
         const int rows = shapes[sh][0], V = shapes[sh][1];
         for (int mode = 0; mode < 3; mode++) {
@@ -467,10 +471,10 @@ static void test_update_logits(ft_test *t)
             float *h = (float *)malloc(n * sizeof(float)), *bias = (float *)malloc(V * sizeof(float));
             fill_normal(h, n, &rng, 0.0, 4.0, dt);
             fill_normal(bias, V, &rng, 0.0, 1.0, dt);
-            bool fin[8];
-            float temp[8];
+            bool *fin = (bool *)malloc(rows);
+            float *temp = (float *)malloc(rows * sizeof(float));
             for (int r = 0; r < rows; r++) {
-                fin[r] = use_fin && r == 1;
+                fin[r] = use_fin && r % 7 == 1;
                 temp[r] = per_row ? 0.5f + 0.25f * r : 0.8f;
             }
             void *x = dev_alloc(n * ft_dtype_size(dt)), *db = dev_alloc(V * ft_dtype_size(dt));
@@ -507,7 +511,7 @@ static void test_update_logits(ft_test *t)
             char what[96];
             snprintf(what, sizeof what, "update_logits rows=%d V=%d mode=%d ws=%zu", rows, V, mode, wb);
             ft_expect_close(t, what, g, ref, n, mode == 1 ? 1e-7 : 2e-5, mode == 1 ? 2e-5 : 2e-6);
-            free(h), free(bias), free(g), free(ref);
+            free(h), free(bias), free(g), free(ref), free(fin), free(temp);
             cudaFree(x), cudaFree(db), cudaFree(dfin), cudaFree(dtemp), cudaFree(out), cudaFree(ws);
         }
     }

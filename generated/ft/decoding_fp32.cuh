@@ -581,7 +581,17 @@ static inline ft_status ft_update_logits_fp32(const float *logits, int64_t ld, i
 
 /* ---------------------------------------------------------------- top-p without sorting */
 
-/* Radix selection over the order keys of a row's logits, weighted by probability: after
+/* One 1024-thread block per row; warp w owns the w-th contiguous range of the row, so warp
+ * order is index order. The first pass finds the row maximum and each warp's online
+ * (max, sum). Then, by rejection:
+ * a token drawn from the whole row by inverse CDF (a scan of the warps' masses, then a
+ * walk of one warp's range) is kept when the mass ranked above it is below p of the
+ * row's; that keeps exactly the members of the top-p set, each in proportion to its
+ * mass, and costs one more pass over the row per try. Two tries with independent
+ * uniforms; a row where both miss (likely only for a small p over a flat row) takes the
+ * radix selection below with a third.
+ *
+ * Radix selection over the order keys of a row's logits, weighted by probability: after
  * the row maximum, each pass builds a histogram of one key digit (11, 11, 10 bits) over
  * the candidates that share the digits chosen so far, holding probability mass and count;
  * the digit where the mass counted from the top first reaches p of the row's mass is
@@ -689,11 +699,20 @@ static __device__ __forceinline__ int ft_topp_pick_bin_fp32(const unsigned long 
     return b;
 }
 
-/* Whether an element with masked key k is in the top-p set: above the threshold, or equal
- * to it and among the first n_in such elements by index (rank counts them in order). */
-static __device__ __forceinline__ int ft_topp_member_fp32(unsigned k, unsigned thr_key, int &rank, int n_in)
+/* One element per lane of 32 consecutive ones (index order = lane order; `valid` off past
+ * the range): its mass if it is in the top-p set, else 0. In the set: masked key above the
+ * threshold, or equal to it and among the first n_in such elements by index; `rank`
+ * counts the equal ones before this tile and advances past it (the same in every lane). */
+static __device__ __forceinline__ float ft_topp_tile_mass_fp32(float v, bool valid, unsigned pmask, unsigned thr_key,
+                                                                 int &rank, int n_in, float vmax, float inv)
 {
-    return k > thr_key || (k == thr_key && rank++ < n_in);
+    const unsigned k = ft_order_key(v) & pmask;
+    const bool tie = valid && k == thr_key;
+    const unsigned tb = __ballot_sync(0xffffffffu, tie);
+    const bool member =
+        valid && (k > thr_key || (tie && rank + __popc(tb & ((1u << (threadIdx.x & 31)) - 1u)) < n_in));
+    rank += __popc(tb);
+    return member ? __expf((v - vmax) * inv) : 0.0f;
 }
 
 static __global__ void __launch_bounds__(1024) ft_topp_sampling_fp32_kernel(ft_topp_args_fp32 a)
@@ -715,53 +734,62 @@ static __global__ void __launch_bounds__(1024) ft_topp_sampling_fp32_kernel(ft_t
     const int V = a.V;
     const float tr = p.temperature_per_row ? p.temperature_per_row[r] : p.temperature;
     const float pr = p.p_per_row ? fminf(fmaxf(p.p_per_row[r], 1e-30f), 1.0f) : p.p;
-    /* pass 1: the best key (argmax, ties to the lower index) and the row maximum */
+    /* warp w owns the w-th contiguous range of the row and reads it 32 consecutive
+     * elements at a time, so warp order is index order */
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, warps = blockDim.x >> 5;
+    const int seg = (V + warps - 1) / warps;
+    const int i0 = min(warp * seg, V), i1 = min(i0 + seg, V);
+    const float inv = tr > 0.0f ? 1.0f / tr : 1.0f;
+    /* pass 1: the best key (argmax, ties to the lower index), and each warp's (max, sum of
+     * exp((x - max) / T)) over its range, online */
     unsigned long long best = 0ull;
-    {
-        const int head_ = ft_head_to_16(x, 4u, V);
-        const int nvec_ = (V - head_) / 4;
-        const int ve_ = min((int)(INT32_MAX), nvec_);
-        for (int j0_ = (int)(0) + threadIdx.x; j0_ < ve_; j0_ += 4 * blockDim.x) {
-            float vv_[4][4];
+    float wm = -INFINITY, wsum = 0.0f;
+    for (int b0_ = i0; b0_ < i1 && (1); b0_ += 256) {
+        float vv_[8];
 #pragma unroll
-            for (int u_ = 0; u_ < 4; u_++)
-                if (j0_ + u_ * (int)blockDim.x < ve_)
-                    ft_load_fp32x4(x + head_ + (j0_ + u_ * blockDim.x) * 4, vv_[u_]);
+        for (int u_ = 0; u_ < 8; u_++) {
+            const int i_ = b0_ + u_ * 32 + lane;
+            vv_[u_] = i_ < i1 ? ft_to_float_fp32(x[i_]) : 0.0f;
+        }
 #pragma unroll
-            for (int u_ = 0; u_ < 4; u_++) {
-                if (j0_ + u_ * (int)blockDim.x >= ve_)
-                    break;
-#pragma unroll
-                for (int e_ = 0; e_ < 4; e_++) {
-                    const int idx = head_ + (j0_ + u_ * blockDim.x) * 4 + e_;
-                    const float v = vv_[u_][e_];
-                    (void)idx;
-                                const unsigned long long k = ft_select_key(v, idx);
+        for (int u_ = 0; u_ < 8; u_++) {
+            const int i = b0_ + u_ * 32 + lane;
+            const bool ok = i < i1;
+            const float v = vv_[u_];
+                    if (ok) {
+            const unsigned long long k = ft_select_key(v, i);
             best = k > best ? k : best;
-
-                }
+            if (v > wm) {
+                wsum = wsum * __expf((wm - v) * inv) + 1.0f;
+                wm = v;
+            } else if (v != -INFINITY) {
+                wsum += __expf((v - wm) * inv);
             }
         }
-        for (int i_ = threadIdx.x; (1) && i_ < V - nvec_ * 4; i_ += blockDim.x) {
-            const int idx = i_ < head_ ? i_ : i_ + nvec_ * 4;
-            const float v = ft_to_float_fp32(x[idx]);
-            (void)idx;
-                        const unsigned long long k = ft_select_key(v, idx);
-            best = k > best ? k : best;
 
         }
     }
+    __shared__ unsigned long long wbest[32];
+    __shared__ float2 wstat[32];
+    __shared__ int s_tok;
     {
 #pragma unroll
         for (int off = 16; off > 0; off >>= 1) {
             const unsigned long long o = __shfl_xor_sync(0xffffffffu, best, off);
             best = o > best ? o : best;
+            const float om = __shfl_xor_sync(0xffffffffu, wm, off), os = __shfl_xor_sync(0xffffffffu, wsum, off);
+            const float mm = fmaxf(wm, om);
+            if (mm != -INFINITY) {
+                wsum = wsum * __expf((wm - mm) * inv) + os * __expf((om - mm) * inv);
+                wm = mm;
+            }
         }
-        __shared__ unsigned long long wbest[32];
-        if ((threadIdx.x & 31) == 0)
-            wbest[threadIdx.x >> 5] = best;
+        if (lane == 0) {
+            wbest[warp] = best;
+            wstat[warp] = make_float2(wm, wsum);
+        }
         __syncthreads();
-        for (int i = 0; i < (int)(blockDim.x >> 5); i++)
+        for (int i = 0; i < warps; i++)
             best = wbest[i] > best ? wbest[i] : best;
     }
     const float vmax = ft_select_value(best);
@@ -770,7 +798,85 @@ static __global__ void __launch_bounds__(1024) ft_topp_sampling_fp32_kernel(ft_t
             ft_decode_commit(a.io, r, p.step, p.end_id, ft_select_index(best), 0);
         return;
     }
-    const float inv = 1.0f / tr;
+    /* Fast path, by rejection: draw a token from the whole row (inverse CDF in index order),
+     * keep it if the mass ranked above it (larger key, or equal key and lower index) is
+     * below p of the row's: exactly the members of the top-p set are kept, each in
+     * proportion to its mass. Two tries with independent uniforms; a row where both miss
+     * (a small p over a flat row) takes the radix selection with a third. Every warp scans
+     * the warps' masses (lane q: warp q's) to find the warp the draw lands in. */
+    float wmass = 0.0f, wincl = 0.0f, z = 0.0f;
+    {
+        const float2 ms = lane < warps ? wstat[lane] : make_float2(-INFINITY, 0.0f);
+        wmass = ms.x == -INFINITY ? 0.0f : ms.y * __expf((ms.x - vmax) * inv);
+        wincl = ft_warp_incl_scan(wmass);
+        z = __shfl_sync(0xffffffffu, wincl, 31);
+    }
+    for (int attempt = 0; attempt < 2; attempt++) {
+        const float target = ft_uniform_n(p.seed, p.step, r, attempt) * z;
+        const unsigned land = __ballot_sync(0xffffffffu, wmass > 0.0f && wincl >= target);
+        const int q = land ? __ffs(land) - 1 : 31 - __clz(__ballot_sync(0xffffffffu, wmass > 0.0f));
+        if (warp == q) { /* walk the range with lane scans */
+            float acc = __shfl_sync(0xffffffffu, wincl - wmass, q);
+            int got = -1, last = -1;
+    for (int b0_ = i0; b0_ < i1 && (got < 0); b0_ += 256) {
+        float vv_[8];
+#pragma unroll
+        for (int u_ = 0; u_ < 8; u_++) {
+            const int i_ = b0_ + u_ * 32 + lane;
+            vv_[u_] = i_ < i1 ? ft_to_float_fp32(x[i_]) : 0.0f;
+        }
+#pragma unroll
+        for (int u_ = 0; u_ < 8; u_++) {
+            const int i = b0_ + u_ * 32 + lane;
+            const bool ok = i < i1;
+            const float v = vv_[u_];
+                            if (got < 0) {
+                    const float w = ok ? __expf((v - vmax) * inv) : 0.0f;
+                    last = w > 0.0f ? i : last;
+                    const float run = ft_warp_incl_scan(w);
+                    const unsigned hit = __ballot_sync(0xffffffffu, w > 0.0f && acc + run >= target);
+                    if (hit)
+                        got = i - lane + __ffs(hit) - 1;
+                    acc += __shfl_sync(0xffffffffu, run, 31);
+                }
+
+        }
+    }
+            if (got < 0) /* rounding: the range's last token with mass */
+                got = ft_warp_max_int(last);
+            if (lane == 0)
+                s_tok = got;
+        }
+        __syncthreads();
+        const int tok = s_tok;
+        const float tv = ft_to_float_fp32(x[tok]);
+        const unsigned tkey = ft_order_key(tv);
+        float above = 0.0f; /* mass ranked before the token */
+    for (int b0_ = i0; b0_ < i1 && (1); b0_ += 256) {
+        float vv_[8];
+#pragma unroll
+        for (int u_ = 0; u_ < 8; u_++) {
+            const int i_ = b0_ + u_ * 32 + lane;
+            vv_[u_] = i_ < i1 ? ft_to_float_fp32(x[i_]) : 0.0f;
+        }
+#pragma unroll
+        for (int u_ = 0; u_ < 8; u_++) {
+            const int i = b0_ + u_ * 32 + lane;
+            const bool ok = i < i1;
+            const float v = vv_[u_];
+                        const unsigned k = ft_order_key(v);
+            if (ok && (k > tkey || (k == tkey && i < tok)))
+                above += __expf((v - vmax) * inv);
+
+        }
+    }
+        above = ft_block_sum(above, scratch); /* every thread: the same sum */
+        if (above < pr * z) {
+            if (threadIdx.x == 0)
+                ft_decode_commit(a.io, r, p.step, p.end_id, tok, 0);
+            return;
+        }
+    }
     /* passes 2-4: radix selection of the threshold key */
     unsigned prefix = 0u;  /* key digits chosen so far */
     int shift = 32;        /* bits below the chosen digits */
@@ -873,65 +979,107 @@ static __global__ void __launch_bounds__(1024) ft_topp_sampling_fp32_kernel(ft_t
     }
     const unsigned thr_key = prefix;
     const float set_mass = above + (n_in == tie_count ? tie_mass : tie_mass * ((float)n_in / (float)tie_count));
-    /* last pass: thread t owns the t-th contiguous segment of the row, so thread order is
-     * index order and one scan finds the segment where the running mass of the members
-     * passes u * set_mass; that thread walks its segment to the token */
-    const float target = ft_uniform(p.seed, p.step, r) * set_mass;
-    const int seg = (V + blockDim.x - 1) / blockDim.x;
-    const int i0 = min((int)threadIdx.x * seg, V), i1 = min(i0 + seg, V);
-    int tie_rank0 = 0;
-    if (n_in < tie_count) { /* uniform: ties split by index need each segment's tie count before it */
-        int ties_here = 0;
-        for (int i = i0; i < i1; i++)
-            ties_here += (ft_order_key(ft_to_float_fp32(x[i])) & pmask) == thr_key;
-        float ttot;
-        tie_rank0 = (int)ft_dec_block_scan_fp32((float)ties_here, scratch, &ttot) - ties_here;
-    }
-    float mine = 0.0f;
-    int tr_ = tie_rank0, last = -1;
-#pragma unroll 4
-    for (int i = i0; i < i1; i++) {
-        const float v = ft_to_float_fp32(x[i]);
-        if (ft_topp_member_fp32(ft_order_key(v) & pmask, thr_key, tr_, n_in)) {
-            mine += __expf((v - vmax) * inv);
-            last = i;
+    /* last pass: warp w owns the w-th contiguous range of the row and reads it 32
+     * consecutive elements at a time, so warp order is index order: a scan of the warps'
+     * member masses finds the warp where the running mass passes u * set_mass, and that
+     * warp walks its range again with lane scans to the token. Ties split by index get
+     * their ranks the same way (a scan of the warps' tie counts first). */
+    const float target = ft_uniform_n(p.seed, p.step, r, 2) * set_mass;
+    int tie_rank0 = 0; /* ties before this warp's range */
+    if (n_in < tie_count) { /* uniform */
+        int ties = 0;
+    for (int b0_ = i0; b0_ < i1 && (1); b0_ += 256) {
+        float vv_[8];
+#pragma unroll
+        for (int u_ = 0; u_ < 8; u_++) {
+            const int i_ = b0_ + u_ * 32 + lane;
+            vv_[u_] = i_ < i1 ? ft_to_float_fp32(x[i_]) : 0.0f;
+        }
+#pragma unroll
+        for (int u_ = 0; u_ < 8; u_++) {
+            const int i = b0_ + u_ * 32 + lane;
+            const bool ok = i < i1;
+            const float v = vv_[u_];
+                        ties += __popc(__ballot_sync(0xffffffffu, ok && (ft_order_key(v) & pmask) == thr_key));
+
         }
     }
+        float ttot;
+        const float tincl = ft_dec_block_scan_fp32(lane == 0 ? (float)ties : 0.0f, scratch, &ttot);
+        tie_rank0 = (int)__shfl_sync(0xffffffffu, tincl, 0) - ties;
+    }
+    float mine = 0.0f;
+    int rank = tie_rank0, last = -1;
+    for (int b0_ = i0; b0_ < i1 && (1); b0_ += 256) {
+        float vv_[8];
+#pragma unroll
+        for (int u_ = 0; u_ < 8; u_++) {
+            const int i_ = b0_ + u_ * 32 + lane;
+            vv_[u_] = i_ < i1 ? ft_to_float_fp32(x[i_]) : 0.0f;
+        }
+#pragma unroll
+        for (int u_ = 0; u_ < 8; u_++) {
+            const int i = b0_ + u_ * 32 + lane;
+            const bool ok = i < i1;
+            const float v = vv_[u_];
+                    const float w = ft_topp_tile_mass_fp32(v, ok, pmask, thr_key, rank, n_in, vmax, inv);
+        mine += w;
+        last = w > 0.0f ? i : last;
+
+        }
+    }
+    const float wtot = ft_warp_sum(mine);
     float tot;
-    const float incl = ft_dec_block_scan_fp32(mine, scratch, &tot);
+    const float incl = __shfl_sync(0xffffffffu, ft_dec_block_scan_fp32(lane == 0 ? wtot : 0.0f, scratch, &tot), 0);
     /* the member with the largest index answers when rounding keeps every sum below target */
     if (threadIdx.x == 0)
         slots[1] = -1;
     __syncthreads();
     if (last >= 0)
         atomicMax(&slots[1], last);
-    const int t = ft_dec_first_reaching_fp32(mine > 0.0f ? incl : -1.0f, target, slots);
+    const int t = ft_dec_first_reaching_fp32(lane == 0 && wtot > 0.0f ? incl : -1.0f, target, slots);
     if (t < 0) {
         if (threadIdx.x == 0)
             ft_decode_commit(a.io, r, p.step, p.end_id, slots[1] >= 0 ? slots[1] : ft_select_index(best), 0);
         return;
     }
-    if ((int)threadIdx.x == t) {
-        float acc = incl - mine;
-        int tr2 = tie_rank0, got = last;
-        for (int i = i0; i < i1; i++) {
-            const float v = ft_to_float_fp32(x[i]);
-            if (!ft_topp_member_fp32(ft_order_key(v) & pmask, thr_key, tr2, n_in))
-                continue;
-            acc += __expf((v - vmax) * inv);
-            if (acc >= target) {
-                got = i;
-                break;
-            }
+    if (warp == t >> 5) {
+        float acc = incl - wtot;
+        int rank2 = tie_rank0, got = -1;
+    for (int b0_ = i0; b0_ < i1 && (got < 0); b0_ += 256) {
+        float vv_[8];
+#pragma unroll
+        for (int u_ = 0; u_ < 8; u_++) {
+            const int i_ = b0_ + u_ * 32 + lane;
+            vv_[u_] = i_ < i1 ? ft_to_float_fp32(x[i_]) : 0.0f;
         }
-        ft_decode_commit(a.io, r, p.step, p.end_id, got, 0);
+#pragma unroll
+        for (int u_ = 0; u_ < 8; u_++) {
+            const int i = b0_ + u_ * 32 + lane;
+            const bool ok = i < i1;
+            const float v = vv_[u_];
+                        const float w = ft_topp_tile_mass_fp32(v, ok, pmask, thr_key, rank2, n_in, vmax, inv);
+            if (got < 0) {
+                const float run = ft_warp_incl_scan(w);
+                const unsigned hit = __ballot_sync(0xffffffffu, w > 0.0f && acc + run >= target);
+                if (hit)
+                    got = i - lane + __ffs(hit) - 1;
+                acc += __shfl_sync(0xffffffffu, run, 31);
+            }
+
+        }
+    }
+        if (got < 0) /* rounding: the warp's last member */
+            got = ft_warp_max_int(last);
+        if (lane == 0)
+            ft_decode_commit(a.io, r, p.step, p.end_id, got, 0);
     }
 }
 
 /* One token per row of logits [rows, ld]: among softmax(logits / temperature), the
  * smallest set of best tokens whose mass reaches p (ties to the lower index), drawn with
- * ft_uniform(seed, step, row) in index order; no workspace, no sort. s->k is ignored
- * (top-k then top-p: ft_topk_sampling_*). io as for ft_topk_sampling_*. */
+ * the uniforms ft_uniform_n(seed, step, row, 0..2) (see the kernel); no workspace, no sort.
+ * s->k is ignored (top-k then top-p: ft_topk_sampling_*). io as for ft_topk_sampling_*. */
 static inline ft_status ft_topp_sampling_fp32(const float *logits, int64_t ld, int rows, int V,
                                                 const ft_sampling *s, const ft_decode_io *io, cudaStream_t stream)
 {

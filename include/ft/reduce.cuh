@@ -35,6 +35,24 @@ static __device__ __forceinline__ float ft_warp_sum(float v)
     return v;
 }
 
+/* Inclusive prefix sum over the lanes of a warp (lane order). */
+static __device__ __forceinline__ float ft_warp_incl_scan(float v)
+{
+    const int lane = threadIdx.x & 31;
+#pragma unroll
+    for (int off = 1; off < 32; off <<= 1) {
+        const float o = __shfl_up_sync(0xffffffffu, v, off);
+        if (lane >= off)
+            v += o;
+    }
+    return v;
+}
+
+static __device__ __forceinline__ int ft_warp_max_int(int v)
+{
+    return __reduce_max_sync(0xffffffffu, v);
+}
+
 static __device__ __forceinline__ float ft_warp_max(float v)
 {
 #pragma unroll

@@ -116,6 +116,15 @@ static __device__ __forceinline__ float ft_uniform(unsigned long long seed, int 
     return curand_uniform(&st);
 }
 
+/* The n-th (0..3) of the four uniforms of (seed, step, row); n = 0 is ft_uniform's. */
+static __device__ __forceinline__ float ft_uniform_n(unsigned long long seed, int step, int row, int n)
+{
+    curandStatePhilox4_32_10_t st;
+    curand_init(seed, (unsigned long long)(unsigned)row, 4ull * (unsigned long long)(unsigned)step, &st);
+    const float4 u = curand_uniform4(&st);
+    return n == 0 ? u.x : n == 1 ? u.y : n == 2 ? u.z : u.w;
+}
+
 /* ---------------------------------------------------------------- logits */
 
 /* What ft_update_logits_* leaves in its fp32 output. */
