@@ -175,7 +175,7 @@ static __device__ __forceinline__ void ft_softmax_keep_vec_bf16_w16(const __nv_b
  * only ~10 bits of score*scale; its softmax is that of score*scale (the shift is
  * uniform), so such rows (detected from the row maximum, a uniform branch) are
  * recomputed from memory with the largest mask term subtracted first. */
-static __global__ void __launch_bounds__(128) ft_softmax_bf16_w16_r1(ft_softmax_args_bf16 a)
+static __global__ void __launch_bounds__(128, 12) ft_softmax_bf16_w16_r1(ft_softmax_args_bf16 a)
 {
     const int g = a.group;
     const int lane = threadIdx.x & (g - 1);
@@ -261,7 +261,7 @@ static __global__ void __launch_bounds__(128) ft_softmax_bf16_w16_r1(ft_softmax_
  * only ~10 bits of score*scale; its softmax is that of score*scale (the shift is
  * uniform), so such rows (detected from the row maximum, a uniform branch) are
  * recomputed from memory with the largest mask term subtracted first. */
-static __global__ void __launch_bounds__(128) ft_softmax_bf16_w16_r2(ft_softmax_args_bf16 a)
+static __global__ void __launch_bounds__(128, 12) ft_softmax_bf16_w16_r2(ft_softmax_args_bf16 a)
 {
     const int g = a.group;
     const int lane = threadIdx.x & (g - 1);
@@ -659,7 +659,7 @@ static __device__ __forceinline__ void ft_softmax_keep_vec_bf16_w2(const __nv_bf
  * only ~10 bits of score*scale; its softmax is that of score*scale (the shift is
  * uniform), so such rows (detected from the row maximum, a uniform branch) are
  * recomputed from memory with the largest mask term subtracted first. */
-static __global__ void __launch_bounds__(128) ft_softmax_bf16_w2_r1(ft_softmax_args_bf16 a)
+static __global__ void __launch_bounds__(128, 12) ft_softmax_bf16_w2_r1(ft_softmax_args_bf16 a)
 {
     const int g = a.group;
     const int lane = threadIdx.x & (g - 1);
@@ -745,7 +745,7 @@ static __global__ void __launch_bounds__(128) ft_softmax_bf16_w2_r1(ft_softmax_a
  * only ~10 bits of score*scale; its softmax is that of score*scale (the shift is
  * uniform), so such rows (detected from the row maximum, a uniform branch) are
  * recomputed from memory with the largest mask term subtracted first. */
-static __global__ void __launch_bounds__(128) ft_softmax_bf16_w2_r2(ft_softmax_args_bf16 a)
+static __global__ void __launch_bounds__(128, 12) ft_softmax_bf16_w2_r2(ft_softmax_args_bf16 a)
 {
     const int g = a.group;
     const int lane = threadIdx.x & (g - 1);

@@ -175,7 +175,7 @@ static __device__ __forceinline__ void ft_softmax_keep_vec_fp32_w16(const float 
  * only ~10 bits of score*scale; its softmax is that of score*scale (the shift is
  * uniform), so such rows (detected from the row maximum, a uniform branch) are
  * recomputed from memory with the largest mask term subtracted first. */
-static __global__ void __launch_bounds__(128) ft_softmax_fp32_w16_r1(ft_softmax_args_fp32 a)
+static __global__ void __launch_bounds__(128, 12) ft_softmax_fp32_w16_r1(ft_softmax_args_fp32 a)
 {
     const int g = a.group;
     const int lane = threadIdx.x & (g - 1);
@@ -261,7 +261,7 @@ static __global__ void __launch_bounds__(128) ft_softmax_fp32_w16_r1(ft_softmax_
  * only ~10 bits of score*scale; its softmax is that of score*scale (the shift is
  * uniform), so such rows (detected from the row maximum, a uniform branch) are
  * recomputed from memory with the largest mask term subtracted first. */
-static __global__ void __launch_bounds__(128) ft_softmax_fp32_w16_r2(ft_softmax_args_fp32 a)
+static __global__ void __launch_bounds__(128, 12) ft_softmax_fp32_w16_r2(ft_softmax_args_fp32 a)
 {
     const int g = a.group;
     const int lane = threadIdx.x & (g - 1);
@@ -745,7 +745,7 @@ static __device__ __forceinline__ void ft_softmax_keep_vec_fp32_w4(const float *
  * only ~10 bits of score*scale; its softmax is that of score*scale (the shift is
  * uniform), so such rows (detected from the row maximum, a uniform branch) are
  * recomputed from memory with the largest mask term subtracted first. */
-static __global__ void __launch_bounds__(128) ft_softmax_fp32_w4_r1(ft_softmax_args_fp32 a)
+static __global__ void __launch_bounds__(128, 12) ft_softmax_fp32_w4_r1(ft_softmax_args_fp32 a)
 {
     const int g = a.group;
     const int lane = threadIdx.x & (g - 1);
@@ -831,7 +831,7 @@ static __global__ void __launch_bounds__(128) ft_softmax_fp32_w4_r1(ft_softmax_a
  * only ~10 bits of score*scale; its softmax is that of score*scale (the shift is
  * uniform), so such rows (detected from the row maximum, a uniform branch) are
  * recomputed from memory with the largest mask term subtracted first. */
-static __global__ void __launch_bounds__(128) ft_softmax_fp32_w4_r2(ft_softmax_args_fp32 a)
+static __global__ void __launch_bounds__(128, 12) ft_softmax_fp32_w4_r2(ft_softmax_args_fp32 a)
 {
     const int g = a.group;
     const int lane = threadIdx.x & (g - 1);
