@@ -966,6 +966,7 @@ static __global__ void __launch_bounds__(288, 2) ft_attn_async_h256_bf16_g1(ft_a
                 ft_attn_async_rows_h256_bf16_g1(ks, vs, KW, 1, slot, j, qr, m, l, acc);
             else if (nw > 0)
                 ft_attn_async_rows_h256_bf16_g1(ks, vs, nw, 0, slot, j, qr, m, l, acc);
+            ft_fence_proxy_async(); /* these reads before the bulk copy that refills the stage */
             __syncwarp();
             if (lane == 0)
                 ft_mbar_arrive(&empty[s]);
@@ -1297,6 +1298,7 @@ static __global__ void __launch_bounds__(512, 1) ft_attn_async_h256_bf16_g4(ft_a
                 ft_attn_async_rows_h256_bf16_g4(ks, vs, KW, 1, slot, j, qr, m, l, acc);
             else if (nw > 0)
                 ft_attn_async_rows_h256_bf16_g4(ks, vs, nw, 0, slot, j, qr, m, l, acc);
+            ft_fence_proxy_async(); /* these reads before the bulk copy that refills the stage */
             __syncwarp();
             if (lane == 0)
                 ft_mbar_arrive(&empty[s]);
@@ -1452,37 +1454,7 @@ static inline ft_status ft_attn_async_clusters_h256_bf16(const char *fn, int gq,
     const void *kernel = ft_attn_async_kernel_h256_bf16(gq, &gi, &threads, &smem);
     if (kernel == NULL || size < 1 || size > FT_ATTN_CLUSTER_SPLITS)
         return ft_fail(FT_ERR_UNSUPPORTED, "%s: no cluster of %d blocks for %d heads per block", fn, size, gq);
-    int dev = 0, n = 0;
-    cudaError_t e = cudaGetDevice(&dev);
-    if (e == cudaSuccess && dev >= 0 && dev < 64 && cache[gi][size][dev] > 0) {
-        *clusters = cache[gi][size][dev];
-        return FT_OK;
-    }
-    cudaLaunchConfig_t cfg;
-    memset(&cfg, 0, sizeof cfg);
-    cudaLaunchAttribute attr;
-    memset(&attr, 0, sizeof attr);
-    attr.id = cudaLaunchAttributeClusterDimension;
-    attr.val.clusterDim.x = (unsigned)size;
-    attr.val.clusterDim.y = 1;
-    attr.val.clusterDim.z = 1;
-    cfg.gridDim = dim3((unsigned)size);
-    cfg.blockDim = dim3((unsigned)threads);
-    cfg.dynamicSmemBytes = (size_t)smem;
-    cfg.attrs = &attr;
-    cfg.numAttrs = 1;
-    if (e == cudaSuccess)
-        e = cudaOccupancyMaxActiveClusters(&n, kernel, &cfg);
-    if (e != cudaSuccess) {
-        cudaGetLastError();
-        return ft_fail(FT_ERR_CUDA, "%s: cannot size the kernel's clusters: %s", fn, cudaGetErrorString(e));
-    }
-    if (n < 1)
-        return ft_fail(FT_ERR_UNSUPPORTED, "%s: a cluster of %d blocks does not fit this device", fn, size);
-    if (dev >= 0 && dev < 64)
-        cache[gi][size][dev] = n;
-    *clusters = n;
-    return FT_OK;
+    return ft_cluster_capacity(fn, kernel, threads, smem, size, cache[gi][size], clusters);
 }
 
 /* y[i] += bias over a [B, Hkv, Lmem, D] or [B, Lmem, Hkv*D] memory, in place. */

@@ -206,6 +206,16 @@ static __device__ __forceinline__ void ft_bulk_load(void *dst, const void *src, 
 #endif
 }
 
+/* Orders this thread's earlier generic-proxy accesses to shared memory before later
+ * asynchronous-proxy operations on it: each thread that read a buffer calls it before the
+ * barrier or mbarrier arrival after which a bulk copy refills the buffer. */
+static __device__ __forceinline__ void ft_fence_proxy_async(void)
+{
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
+#endif
+}
+
 /* Barrier `id` (1..15; 0 is __syncthreads') over the first `count` threads of the block
  * (a multiple of 32): lets some warps synchronise while others run on. */
 static __device__ __forceinline__ void ft_named_sync(unsigned id, unsigned count)
@@ -247,6 +257,49 @@ static inline ft_status ft_launch_ex(const char *fn, const void *kernel, dim3 gr
         cfg.numAttrs++;
     }
     return ft_launch_error(fn, cudaLaunchKernelExC(&cfg, kernel, args));
+}
+
+/* Thread-block clusters of `size` blocks of `kernel` (`threads` per block, `smem` bytes of
+ * dynamic shared memory, to which its limit is raised first) that the current device runs
+ * at once. Looked up once per device: `cache` is the caller's static int[64], one per
+ * kernel, block shape and cluster size. FT_ERR_UNSUPPORTED when not one cluster fits. */
+static inline ft_status ft_cluster_capacity(const char *fn, const void *kernel, int threads, int smem, int size,
+                                            int *cache, int *out)
+{
+    int dev = 0, n = 0;
+    cudaError_t e = cudaGetDevice(&dev);
+    if (e == cudaSuccess && dev >= 0 && dev < 64 && cache[dev] > 0) {
+        *out = cache[dev];
+        return FT_OK;
+    }
+    cudaLaunchConfig_t cfg;
+    memset(&cfg, 0, sizeof cfg);
+    cudaLaunchAttribute attr;
+    memset(&attr, 0, sizeof attr);
+    attr.id = cudaLaunchAttributeClusterDimension;
+    attr.val.clusterDim.x = (unsigned)size;
+    attr.val.clusterDim.y = 1;
+    attr.val.clusterDim.z = 1;
+    cfg.gridDim = dim3((unsigned)size);
+    cfg.blockDim = dim3((unsigned)threads);
+    cfg.dynamicSmemBytes = (size_t)smem;
+    cfg.attrs = &attr;
+    cfg.numAttrs = 1;
+    if (e == cudaSuccess)
+        e = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
+    if (e == cudaSuccess)
+        e = cudaOccupancyMaxActiveClusters(&n, kernel, &cfg);
+    if (e != cudaSuccess) {
+        cudaGetLastError();
+        return ft_fail(FT_ERR_CUDA, "%s: cannot size the kernel's clusters: %s", fn, cudaGetErrorString(e));
+    }
+    if (n < 1)
+        return ft_fail(FT_ERR_UNSUPPORTED, "%s: a cluster of %d blocks (%d bytes of shared memory each) does not fit "
+                       "this device", fn, size, smem);
+    if (dev >= 0 && dev < 64)
+        cache[dev] = n;
+    *out = n;
+    return FT_OK;
 }
 
 /* Launch shape of a row kernel over [m rows, nvec vectors per row] where each thread can
