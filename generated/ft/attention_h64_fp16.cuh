@@ -1447,10 +1447,7 @@ static inline ft_status ft_attn_async_occupancy_h64_fp16(const char *fn, int gq,
 static inline ft_status ft_attn_async_clusters_h64_fp16(const char *fn, int gq, int size, int *clusters)
 {
     static int cache[2][FT_ATTN_CLUSTER_SPLITS + 1][64];
-    int per_sm = 0, gi, threads, smem;
-    ft_status st = ft_attn_async_occupancy_h64_fp16(fn, gq, &per_sm); /* raises the shared-memory limit */
-    if (st != FT_OK)
-        return st;
+    int gi, threads, smem;
     const void *kernel = ft_attn_async_kernel_h64_fp16(gq, &gi, &threads, &smem);
     if (kernel == NULL || size < 1 || size > FT_ATTN_CLUSTER_SPLITS)
         return ft_fail(FT_ERR_UNSUPPORTED, "%s: no cluster of %d blocks for %d heads per block", fn, size, gq);

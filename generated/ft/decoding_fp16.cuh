@@ -715,6 +715,18 @@ static __device__ __forceinline__ float ft_topp_tile_mass_fp16(float v, bool val
     return member ? __expf((v - vmax) * inv) : 0.0f;
 }
 
+/* One step of a warp's walk in index order: lane l holds mass w of element i (i - l is the
+ * tile's first); acc is the mass before the tile. got becomes the first element (with
+ * mass) where acc plus the running mass reaches target; acc moves past the tile. */
+static __device__ __forceinline__ void ft_topp_walk_tile_fp16(float w, int i, float target, float &acc, int &got)
+{
+    const float run = ft_warp_incl_scan(w);
+    const unsigned hit = __ballot_sync(0xffffffffu, w > 0.0f && acc + run >= target);
+    if (hit)
+        got = i - (int)(threadIdx.x & 31) + __ffs(hit) - 1;
+    acc += __shfl_sync(0xffffffffu, run, 31);
+}
+
 static __global__ void __launch_bounds__(1024) ft_topp_sampling_fp16_kernel(ft_topp_args_fp16 a)
 {
     __shared__ unsigned long long hmass[FT_TOPP_BINS_FP16]; /* read as u64, summed as two words */
@@ -833,11 +845,7 @@ static __global__ void __launch_bounds__(1024) ft_topp_sampling_fp16_kernel(ft_t
                             if (got < 0) {
                     const float w = ok ? __expf((v - vmax) * inv) : 0.0f;
                     last = w > 0.0f ? i : last;
-                    const float run = ft_warp_incl_scan(w);
-                    const unsigned hit = __ballot_sync(0xffffffffu, w > 0.0f && acc + run >= target);
-                    if (hit)
-                        got = i - lane + __ffs(hit) - 1;
-                    acc += __shfl_sync(0xffffffffu, run, 31);
+                    ft_topp_walk_tile_fp16(w, i, target, acc, got);
                 }
 
         }
@@ -1059,13 +1067,8 @@ static __global__ void __launch_bounds__(1024) ft_topp_sampling_fp16_kernel(ft_t
             const bool ok = i < i1;
             const float v = vv_[u_];
                         const float w = ft_topp_tile_mass_fp16(v, ok, pmask, thr_key, rank2, n_in, vmax, inv);
-            if (got < 0) {
-                const float run = ft_warp_incl_scan(w);
-                const unsigned hit = __ballot_sync(0xffffffffu, w > 0.0f && acc + run >= target);
-                if (hit)
-                    got = i - lane + __ffs(hit) - 1;
-                acc += __shfl_sync(0xffffffffu, run, 31);
-            }
+            if (got < 0)
+                ft_topp_walk_tile_fp16(w, i, target, acc, got);
 
         }
     }

@@ -108,21 +108,20 @@ static __device__ __forceinline__ void ft_warp_merge_split(unsigned long long &a
 
 /* ---------------------------------------------------------------- random numbers */
 
-/* Uniform in (0, 1] for (seed, step, row). */
-static __device__ __forceinline__ float ft_uniform(unsigned long long seed, int step, int row)
-{
-    curandStatePhilox4_32_10_t st;
-    curand_init(seed, (unsigned long long)(unsigned)row, 4ull * (unsigned long long)(unsigned)step, &st);
-    return curand_uniform(&st);
-}
-
-/* The n-th (0..3) of the four uniforms of (seed, step, row); n = 0 is ft_uniform's. */
+/* The n-th (0..3) of the four uniforms in (0, 1] of (seed, step, row): one Philox block
+ * (the state starts on a block boundary, so curand_uniform would return u.x). */
 static __device__ __forceinline__ float ft_uniform_n(unsigned long long seed, int step, int row, int n)
 {
     curandStatePhilox4_32_10_t st;
     curand_init(seed, (unsigned long long)(unsigned)row, 4ull * (unsigned long long)(unsigned)step, &st);
     const float4 u = curand_uniform4(&st);
     return n == 0 ? u.x : n == 1 ? u.y : n == 2 ? u.z : u.w;
+}
+
+/* Uniform in (0, 1] for (seed, step, row): the first of the four. */
+static __device__ __forceinline__ float ft_uniform(unsigned long long seed, int step, int row)
+{
+    return ft_uniform_n(seed, step, row, 0);
 }
 
 /* ---------------------------------------------------------------- logits */
