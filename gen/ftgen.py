@@ -117,6 +117,8 @@ def width_plan(dtype, width):
             "cache": 16 if vec == 1 else 32 // vec,
             "load": f"ft_load_{dtype}x{vec}",
             "store": f"ft_store_{dtype}x{vec}",
+            "load_cs": f"ft_load_cs_{dtype}x{vec}",
+            "store_cs": f"ft_store_cs_{dtype}x{vec}",
             "pack": f"ft_pack_{dtype}x{vec}",
             "unpack": f"ft_unpack_{dtype}x{vec}",
             "word": f"ft_word_{dtype}x{vec}",
@@ -355,7 +357,7 @@ class TopkFamily(Family):
             # fewest elements per first-pass block (more blocks only add lists to merge)
             "MIN_CHUNK": max(8192, 16 * K),
             "SUFFIX": names["suffix"].upper(),
-            "load": f"ft_load_{dt}x{vec}", "to_float": f"ft_to_float_{dt}",
+            "load": f"ft_load_cs_{dt}x{vec}", "to_float": f"ft_to_float_{dt}",  # rows are read once: streaming loads
         }
 
     def dispatch_files(self, env, variants, command):

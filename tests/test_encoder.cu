@@ -208,8 +208,8 @@ static void run_padding(ft_test *t, ft_dtype dt, ref_rng *rng, int B, int S, int
     free(hx), free(got), free(ref), free(len), free(so);
 }
 
-/* mask_mode: 0 no mask, 1 lengths, 2 mask tensor (from lengths, but random 0/1 entries
- * too so the tensor is really read) */
+/* mask_mode: 0 no mask, 1 lengths, 2 mask tensor (random 0/1 entries, so the tensor is
+ * really read, and whole rows masked past each length) */
 static void run_softmax(ft_test *t, ft_dtype dt, ref_rng *rng, int B, int H, int S, int mask_mode, int misalign,
                         double sd)
 {
@@ -220,8 +220,10 @@ static void run_softmax(ft_test *t, ft_dtype dt, ref_rng *rng, int B, int H, int
     float *got = (float *)malloc(count * sizeof(float));
     double *ref = (double *)malloc(count * sizeof(double));
     fill_normal(hs, count, rng, 0.0, sd, dt);
+    /* random 0/1 entries, and rows i >= len[b] masked everywhere (their softmax is that of
+     * score*scale: the kernels must not lose it to the -10000 terms) */
     for (size_t i = 0; i < mcount; i++)
-        hm[i] = ref_rng_uniform(rng) < 0.3 ? 0.0f : 1.0f;
+        hm[i] = ref_rng_uniform(rng) < 0.3 || (int)(i / S % S) >= len[i / ((size_t)S * S)] ? 0.0f : 1.0f;
     void *bs, *bm;
     void *ds = dalloc(count, dt, misalign, &bs), *dm = dalloc(mcount, dt, misalign, &bm);
     dev_upload(ds, hs, count, dt);

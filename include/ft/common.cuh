@@ -260,7 +260,7 @@ static inline ft_status ft_launch_ex(const char *fn, const void *kernel, dim3 gr
 }
 
 /* Thread-block clusters of `size` blocks of `kernel` (`threads` per block, `smem` bytes of
- * dynamic shared memory, to which its limit is raised first) that the current device runs
+ * dynamic shared memory, to which its limit is raised first if lower) that the current device runs
  * at once. Looked up once per device: `cache` is the caller's static int[64], one per
  * kernel, block shape and cluster size. FT_ERR_UNSUPPORTED when not one cluster fits. */
 static inline ft_status ft_cluster_capacity(const char *fn, const void *kernel, int threads, int smem, int size,
@@ -285,7 +285,11 @@ static inline ft_status ft_cluster_capacity(const char *fn, const void *kernel, 
     cfg.dynamicSmemBytes = (size_t)smem;
     cfg.attrs = &attr;
     cfg.numAttrs = 1;
+    /* raised, never lowered: a launch may use more than this query's smem */
+    cudaFuncAttributes fa;
     if (e == cudaSuccess)
+        e = cudaFuncGetAttributes(&fa, kernel);
+    if (e == cudaSuccess && fa.maxDynamicSharedSizeBytes < smem)
         e = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
     if (e == cudaSuccess)
         e = cudaOccupancyMaxActiveClusters(&n, kernel, &cfg);
@@ -361,8 +365,34 @@ static __device__ __forceinline__ int ft_head_to_16(const void *p, unsigned esiz
  *   ft_pack_<dtype>x<N>(f)        narrow N floats (round to nearest even) into a word
  *   ft_load_<dtype>x<N>(p, f)     one N*sizeof(T)-byte load, widened
  *   ft_store_<dtype>x<N>(p, f)    narrowed, one N*sizeof(T)-byte store
+ *   ft_load_cs_<dtype>x<N>, ft_store_cs_<dtype>x<N>   the same, marked streaming
+ *                                 (evict first: data read or written once)
  * p must be aligned to N*sizeof(T). Kernels that keep data in registers keep the packed
  * word: half the registers of floats for 2-byte types. */
+/* Two elements at a time (one paired conversion instruction for the 16-bit types). */
+static __device__ __forceinline__ void ft_unpack2_fp32(const float *e, float *f) { f[0] = e[0], f[1] = e[1]; }
+static __device__ __forceinline__ void ft_pack2_fp32(const float *f, float *e) { e[0] = f[0], e[1] = f[1]; }
+static __device__ __forceinline__ void ft_unpack2_fp16(const __half *e, float *f)
+{
+    const float2 v = __half22float2(__halves2half2(e[0], e[1]));
+    f[0] = v.x, f[1] = v.y;
+}
+static __device__ __forceinline__ void ft_pack2_fp16(const float *f, __half *e)
+{
+    const __half2 v = __floats2half2_rn(f[0], f[1]);
+    e[0] = __low2half(v), e[1] = __high2half(v);
+}
+static __device__ __forceinline__ void ft_unpack2_bf16(const __nv_bfloat16 *e, float *f)
+{
+    const float2 v = __bfloat1622float2(__halves2bfloat162(e[0], e[1]));
+    f[0] = v.x, f[1] = v.y;
+}
+static __device__ __forceinline__ void ft_pack2_bf16(const float *f, __nv_bfloat16 *e)
+{
+    const __nv_bfloat162 v = __floats2bfloat162_rn(f[0], f[1]);
+    e[0] = __low2bfloat16(v), e[1] = __high2bfloat16(v);
+}
+
 #define FT_DEFINE_PACK(DT, T, N, WORD)                                                          \
     typedef union {                                                                             \
         WORD w;                                                                                 \
@@ -373,12 +403,18 @@ static __device__ __forceinline__ int ft_head_to_16(const void *p, unsigned esiz
     {                                                                                           \
         ft_pack_##DT##x##N##_u u;                                                               \
         u.w = w;                                                                                \
-        _Pragma("unroll") for (int i = 0; i < N; i++) f[i] = ft_to_float_##DT(u.e[i]);          \
+        if (N == 1)                                                                             \
+            f[0] = ft_to_float_##DT(u.e[0]);                                                    \
+        else                                                                                    \
+            _Pragma("unroll") for (int i = 0; i < N; i += 2) ft_unpack2_##DT(u.e + i, f + i);   \
     }                                                                                           \
     static __device__ __forceinline__ WORD ft_pack_##DT##x##N(const float *f)                   \
     {                                                                                           \
         ft_pack_##DT##x##N##_u u;                                                               \
-        _Pragma("unroll") for (int i = 0; i < N; i++) u.e[i] = ft_from_float_##DT(f[i]);        \
+        if (N == 1)                                                                             \
+            u.e[0] = ft_from_float_##DT(f[0]);                                                  \
+        else                                                                                    \
+            _Pragma("unroll") for (int i = 0; i < N; i += 2) ft_pack2_##DT(f + i, u.e + i);     \
         return u.w;                                                                             \
     }                                                                                           \
     static __device__ __forceinline__ void ft_load_##DT##x##N(const void *p, float *f)          \
@@ -388,6 +424,14 @@ static __device__ __forceinline__ int ft_head_to_16(const void *p, unsigned esiz
     static __device__ __forceinline__ void ft_store_##DT##x##N(void *p, const float *f)         \
     {                                                                                           \
         *(WORD *)p = ft_pack_##DT##x##N(f);                                                     \
+    }                                                                                           \
+    static __device__ __forceinline__ void ft_load_cs_##DT##x##N(const void *p, float *f)       \
+    {                                                                                           \
+        ft_unpack_##DT##x##N(__ldcs((const WORD *)p), f);                                       \
+    }                                                                                           \
+    static __device__ __forceinline__ void ft_store_cs_##DT##x##N(void *p, const float *f)      \
+    {                                                                                           \
+        __stcs((WORD *)p, ft_pack_##DT##x##N(f));                                               \
     }
 
 FT_DEFINE_PACK(fp32, float, 1, float)

@@ -14,16 +14,38 @@
  * Every lane of the group gets the total; `mask` names the group's lanes. */
 static __device__ __forceinline__ float ft_group_sum(float v, int group, unsigned mask)
 {
-    for (int off = group >> 1; off > 0; off >>= 1)
-        v += __shfl_xor_sync(mask, v, off);
+#pragma unroll
+    for (int off = 16; off > 0; off >>= 1) /* unrolled; the steps of `group` or more skipped */
+        if (off < group)
+            v += __shfl_xor_sync(mask, v, off);
     return v;
+}
+
+/* The maximum of v + t over an aligned group of `group` lanes, kept as a pair: on return
+ * t is the group's largest t and m the largest v + (t_lane - t) — exact for the lanes
+ * whose t is the largest (their v is taken as it is); only values already below them
+ * by about their difference in t lose precision. A lane with nothing to offer passes
+ * t = m = -inf. Every lane of the group gets the same pair. */
+static __device__ __forceinline__ void ft_group_max_shifted(float &t, float &m, int group, unsigned mask)
+{
+#pragma unroll
+    for (int off = 16; off > 0; off >>= 1)
+        if (off < group) {
+            const float t2 = __shfl_xor_sync(mask, t, off), m2 = __shfl_xor_sync(mask, m, off);
+            const float top = fmaxf(t, t2);
+            if (top != -INFINITY)
+                m = fmaxf(m + (t - top), m2 + (t2 - top));
+            t = top;
+        }
 }
 
 /* Maximum over an aligned group of `group` lanes, as ft_group_sum. */
 static __device__ __forceinline__ float ft_group_max(float v, int group, unsigned mask)
 {
-    for (int off = group >> 1; off > 0; off >>= 1)
-        v = fmaxf(v, __shfl_xor_sync(mask, v, off));
+#pragma unroll
+    for (int off = 16; off > 0; off >>= 1)
+        if (off < group)
+            v = fmaxf(v, __shfl_xor_sync(mask, v, off));
     return v;
 }
 
