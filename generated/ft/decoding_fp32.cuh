@@ -357,19 +357,29 @@ static __global__ void __launch_bounds__(1024) ft_update_logits_fp32_kernel(ft_l
 }
 
 /* Single-read form (sm_90): a cluster of up to 8 blocks per row, each holding its share of
- * the row in registers (8 vectors of 4 per thread, 512 threads); the blocks swap
- * their (max, sum) through distributed shared memory and write their share from the
- * registers, so the row is read once and written once. The odd elements before the
- * row's first 16-byte boundary go with the first block, those after the last vector with
- * the last block, one per thread. */
-enum { FT_LOGITS_CLUSTER_NT_FP32 = 512, FT_LOGITS_CLUSTER_EV_FP32 = 8 };
+ * the row on chip: the first 8 vectors of 4 per thread (512 threads) in registers, the
+ * rest of the share in shared memory (up to 220 KB, raw values brought in by bulk
+ * asynchronous copies in 8 pieces, each counted on its own barrier so the (max, sum)
+ * pass starts on the first piece while the others land). The blocks swap their (max, sum)
+ * through distributed shared memory and write their share from registers and shared
+ * memory, so the row is read once and written once. The odd elements before the row's
+ * first 16-byte boundary go with the first block, those after the last vector with the
+ * last block, one per thread. */
+enum {
+    FT_LOGITS_CLUSTER_NT_FP32 = 512,
+    FT_LOGITS_CLUSTER_EV_FP32 = 8,
+    FT_LOGITS_CLUSTER_SMEM_FP32 = 225280, /* dynamic shared memory per block, at most */
+    FT_LOGITS_CLUSTER_PIECES_FP32 = 8
+};
 
 static __global__ void __launch_bounds__(512) ft_update_logits_fp32_cluster(ft_logits_args_fp32 a)
 {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-    enum { NT = FT_LOGITS_CLUSTER_NT_FP32, EV = FT_LOGITS_CLUSTER_EV_FP32 };
+    enum { NT = FT_LOGITS_CLUSTER_NT_FP32, EV = FT_LOGITS_CLUSTER_EV_FP32, NP = FT_LOGITS_CLUSTER_PIECES_FP32 };
+    extern __shared__ __align__(16) ft_word_fp32x4 ft_logits_row_fp32[]; /* the share past the registers' */
     __shared__ float scratch[64];
     __shared__ float2 stats[8]; /* every block's (max, sum), written by each block into all */
+    __shared__ unsigned long long piece_bar[NP];
     cooperative_groups::cluster_group cluster = cooperative_groups::this_cluster();
     const int cs = (int)cluster.num_blocks(), part = (int)cluster.block_rank();
     const int r = blockIdx.x / cs;
@@ -380,6 +390,8 @@ static __global__ void __launch_bounds__(512) ft_update_logits_fp32_cluster(ft_l
     const int nvec = (V - head) / 4, tail0 = head + nvec * 4;
     const int per = (nvec + cs - 1) / cs;
     const int vb = min(part * per, nvec), ve = min(vb + per, nvec);
+    const int rb = min(vb + NT * EV, ve); /* registers: vectors [vb, rb); shared memory: [rb, ve) */
+    const int ns = ve - rb, piece = (ns + NP - 1) / NP;
     int si = -1; /* this thread's odd element */
     if (part == 0 && t < head)
         si = t;
@@ -395,28 +407,49 @@ static __global__ void __launch_bounds__(512) ft_update_logits_fp32_cluster(ft_l
             y[si] = ft_logits_finished(a.mode, si, a.end_id);
         return;
     }
+    ft_word_fp32x4 *sv = ft_logits_row_fp32;
+    if (ns > 0) { /* uniform over the block; the launcher sized the shared memory for it */
+        if (t == 0) {
+            for (int c = 0; c < NP; c++)
+                ft_mbar_init(&piece_bar[c], 1);
+            ft_mbar_init_fence();
+        }
+        __syncthreads();
+        if (t == 0)
+            for (int c = 0; c < NP; c++) {
+                const int c0 = c * piece, c1 = min(c0 + piece, ns);
+                if (c1 <= c0)
+                    break;
+                ft_mbar_expect_tx(&piece_bar[c], (unsigned)(c1 - c0) * 16u);
+                ft_bulk_load(sv + c0, x + head + (rb + c0) * 4, (unsigned)(c1 - c0) * 16u, &piece_bar[c]);
+            }
+    }
     /* the peers' shared memory may be written only once every block of the cluster runs:
      * arrive now, wait after the loads */
     asm volatile("barrier.cluster.arrive.relaxed.aligned;" ::: "memory");
     const float tr = a.temperature ? a.temperature[r] : a.temp;
     const float inv = tr > 0.0f ? 1.0f / tr : 1.0f;
     const float *bias = a.bias;
+#define FT_Z_(raw, idx) (((raw) + (bias ? ft_to_float_fp32(bias[idx]) : 0.0f)) * inv)
     float z[EV][4];
+#pragma unroll
+    for (int i = 0; i < EV; i++) /* every load in flight before the first is used */
+        if (vb + t + i * NT < rb)
+            ft_load_cs_fp32x4(x + head + (vb + t + i * NT) * 4, z[i]);
 #pragma unroll
     for (int i = 0; i < EV; i++) {
         const int j = vb + t + i * NT;
-        if (j < ve) {
-            ft_load_fp32x4(x + head + j * 4, z[i]);
+        if (j < rb) {
 #pragma unroll
             for (int e = 0; e < 4; e++)
-                z[i][e] = (z[i][e] + (bias ? ft_to_float_fp32(bias[head + j * 4 + e]) : 0.0f)) * inv;
+                z[i][e] = FT_Z_(z[i][e], head + j * 4 + e);
         } else {
 #pragma unroll
             for (int e = 0; e < 4; e++)
                 z[i][e] = -INFINITY;
         }
     }
-    const float zs = si >= 0 ? (ft_to_float_fp32(x[si]) + (bias ? ft_to_float_fp32(bias[si]) : 0.0f)) * inv : -INFINITY;
+    const float zs = si >= 0 ? FT_Z_(ft_to_float_fp32(x[si]), si) : -INFINITY;
     float m = zs;
 #pragma unroll
     for (int i = 0; i < EV; i++)
@@ -431,6 +464,33 @@ static __global__ void __launch_bounds__(512) ft_update_logits_fp32_cluster(ft_l
 #pragma unroll
             for (int e = 0; e < 4; e++)
                 s += __expf(z[i][e] - m);
+    }
+    /* the shared-memory pieces as they land: each piece's maximum, then its sum */
+    for (int c = 0; c < NP; c++) {
+        const int c0 = c * piece, c1 = min(c0 + piece, ns);
+        if (c1 <= c0)
+            break;
+        ft_mbar_wait(&piece_bar[c], 0);
+        float mc = -INFINITY;
+        for (int j = c0 + t; j < c1; j += NT) {
+            float f[4];
+            ft_unpack_fp32x4(sv[j], f);
+#pragma unroll
+            for (int e = 0; e < 4; e++)
+                mc = fmaxf(mc, FT_Z_(f[e], head + (rb + j) * 4 + e));
+        }
+        if (mc > m) {
+            s *= __expf(m - mc); /* 0 while m is -inf */
+            m = mc;
+        }
+        if (m != -INFINITY)
+            for (int j = c0 + t; j < c1; j += NT) {
+                float f[4];
+                ft_unpack_fp32x4(sv[j], f);
+#pragma unroll
+                for (int e = 0; e < 4; e++)
+                    s += __expf(FT_Z_(f[e], head + (rb + j) * 4 + e) - m);
+            }
     }
     ft_block_max_sum(m, s, scratch);
     asm volatile("barrier.cluster.wait.aligned;" ::: "memory");
@@ -449,33 +509,97 @@ static __global__ void __launch_bounds__(512) ft_update_logits_fp32_cluster(ft_l
 #pragma unroll
     for (int i = 0; i < EV; i++) {
         const int j = vb + t + i * NT;
-        if (j >= ve)
+        if (j >= rb)
             break;
         float *dst = y + head + j * 4;
         if (ystore) {
 #pragma unroll
             for (int e = 0; e < 4; e += 4)
-                *(float4 *)(dst + e) = make_float4(FT_OUT_(z[i][e]), FT_OUT_(z[i][e + 1]), FT_OUT_(z[i][e + 2]),
-                                                   FT_OUT_(z[i][e + 3]));
+                __stcs((float4 *)(dst + e), make_float4(FT_OUT_(z[i][e]), FT_OUT_(z[i][e + 1]), FT_OUT_(z[i][e + 2]),
+                                                        FT_OUT_(z[i][e + 3])));
         } else {
 #pragma unroll
             for (int e = 0; e < 4; e++)
                 dst[e] = FT_OUT_(z[i][e]);
         }
     }
+    for (int j = t; j < ns; j += NT) {
+        float f[4];
+        ft_unpack_fp32x4(sv[j], f);
+        const int idx = head + (rb + j) * 4;
+#pragma unroll
+        for (int e = 0; e < 4; e++)
+            f[e] = FT_OUT_(FT_Z_(f[e], idx + e));
+        float *dst = y + idx;
+        if (ystore) {
+#pragma unroll
+            for (int e = 0; e < 4; e += 4)
+                __stcs((float4 *)(dst + e), make_float4(f[e], f[e + 1], f[e + 2], f[e + 3]));
+        } else {
+#pragma unroll
+            for (int e = 0; e < 4; e++)
+                dst[e] = f[e];
+        }
+    }
     if (si >= 0)
         y[si] = FT_OUT_(zs);
 #undef FT_OUT_
+#undef FT_Z_
 #endif
 }
 
-/* Blocks per row for the single-read form: the fewest that hold a row in registers
- * (0 when more than 8 would be needed). */
-static inline int ft_update_logits_cluster_size_fp32(int V)
+/* Fewest blocks of the single-read form that hold a row of V values on chip (0 when more
+ * than 8 would be needed). */
+static inline int ft_update_logits_cluster_min_fp32(int V)
 {
-    const int64_t cap = (int64_t)FT_LOGITS_CLUSTER_NT_FP32 * FT_LOGITS_CLUSTER_EV_FP32; /* vectors */
+    const int64_t cap = (int64_t)FT_LOGITS_CLUSTER_NT_FP32 * FT_LOGITS_CLUSTER_EV_FP32 +
+                        FT_LOGITS_CLUSTER_SMEM_FP32 / 16; /* vectors */
     const int64_t cs = (V / 4 + cap - 1) / cap;
     return cs > 8 ? 0 : cs < 1 ? 1 : (int)cs;
+}
+
+/* Dynamic shared memory of a block of the single-read form with cs blocks per row. */
+static inline int ft_update_logits_cluster_smem_fp32(int V, int cs)
+{
+    const int64_t share = (V / 4 + cs - 1) / cs;
+    const int64_t regs = (int64_t)FT_LOGITS_CLUSTER_NT_FP32 * FT_LOGITS_CLUSTER_EV_FP32;
+    return share > regs ? (int)((share - regs) * 16) : 0;
+}
+
+/* Blocks per row of the single-read form: as many as spread the rows over the SMs (up to
+ * 8, each with at least a vector per thread), at least the fewest that hold a row, and
+ * fewer while the clusters would not all run at once (measured on the H100, fp32 log-softmax
+ * B64 V128256: 2 blocks per row with the rest of the share in shared memory 30.0 us, 3:
+ * 36.3, 4: 33.5, against 35.8 for 8 blocks holding their shares in registers alone).
+ * Writes the cluster size and its shared memory; FT_ERR_UNSUPPORTED when none fits. */
+static inline ft_status ft_update_logits_cluster_plan_fp32(const char *fn, int rows, int V, int sms, int *cs_out,
+                                                             int *smem_out)
+{
+    static int cache[3][9][64]; /* clusters that fit: shared-memory class x cluster size x device */
+    const int cmin = ft_update_logits_cluster_min_fp32(V);
+    const int64_t by_work = ((int64_t)V / 4) / FT_LOGITS_CLUSTER_NT_FP32;
+    int64_t want = sms / rows;
+    if (want > by_work)
+        want = by_work;
+    if (want > 8)
+        want = 8;
+    int cs = want > cmin ? (int)want : cmin;
+    for (;;) {
+        const int smem = ft_update_logits_cluster_smem_fp32(V, cs);
+        /* capacity looked up per class of shared memory, the class's bytes asked for */
+        const int cls = smem == 0 ? 0 : smem <= 110 * 1024 ? 1 : 2;
+        const int ask = cls == 0 ? 0 : cls == 1 ? 110 * 1024 : FT_LOGITS_CLUSTER_SMEM_FP32;
+        int fit = 0;
+        ft_status st = ft_cluster_capacity(fn, (const void *)ft_update_logits_fp32_cluster,
+                                           FT_LOGITS_CLUSTER_NT_FP32, ask, cs, cache[cls][cs], &fit);
+        if (st == FT_OK && (rows <= fit || cs == cmin)) {
+            *cs_out = cs, *smem_out = smem;
+            return FT_OK;
+        }
+        if (cs == cmin)
+            return st;
+        cs--;
+    }
 }
 
 /* Blocks per row of update_logits: enough to give every SM four 256-thread blocks when
@@ -506,7 +630,7 @@ static inline size_t ft_update_logits_workspace_bytes_fp32(int rows, int V)
  * bias, finished, temperature_per_row may be NULL; temperature_per_row overrides
  * `temperature` per row (> 0). out may be the logits buffer itself when float is float
  * and the two leading dimensions are equal. On sm_90, softmax and log-softmax of rows up to
- * 131072 values run in the single-read cluster form (no workspace used). Otherwise
+ * 581632 values run in the single-read cluster form (no workspace used). Otherwise
  * workspace (optional, 8-byte aligned, size from ft_update_logits_workspace_bytes_fp32)
  * lets a short batch use every SM; without it (or if it is too small) each row runs in one
  * block, with the same results. */
@@ -550,11 +674,17 @@ static inline ft_status ft_update_logits_fp32(const float *logits, int64_t ld, i
     int major = 0;
     if ((st = ft_cc_major(fn, &major)) != FT_OK)
         return st;
-    const int cs = ft_update_logits_cluster_size_fp32(V);
-    if (major >= 9 && mode != FT_LOGITS_RAW && cs > 0 && (int64_t)rows * cs <= INT32_MAX) {
-        void *args[] = {&a};
-        return ft_launch_ex(fn, (const void *)ft_update_logits_fp32_cluster, dim3((unsigned)(rows * cs)),
-                            dim3(FT_LOGITS_CLUSTER_NT_FP32), 0, stream, args, (unsigned)cs, 0);
+    if (major >= 9 && mode != FT_LOGITS_RAW && ft_update_logits_cluster_min_fp32(V) > 0 &&
+        (int64_t)rows * 8 <= INT32_MAX) {
+        int sms = 0, cs = 0, smem = 0;
+        if ((st = ft_sm_count(fn, &sms)) != FT_OK)
+            return st;
+        if (ft_update_logits_cluster_plan_fp32(fn, rows, V, sms, &cs, &smem) == FT_OK) {
+            void *args[] = {&a};
+            return ft_launch_ex(fn, (const void *)ft_update_logits_fp32_cluster, dim3((unsigned)(rows * cs)),
+                                dim3(FT_LOGITS_CLUSTER_NT_FP32), (size_t)smem, stream, args, (unsigned)cs, 0);
+        }
+        /* no cluster fits this device: the forms below */
     }
     if (workspace) {
         int sms = 0;
