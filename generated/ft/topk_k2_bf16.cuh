@@ -337,7 +337,7 @@ static __global__ void __launch_bounds__(256) ft_topk_pass1_k2_bf16(ft_topk_args
                             : 0ull)
 #define LOAD_ROUND(dst, at)                                                  \
     _Pragma("unroll") for (int u = 0; u < 2; u++) if ((at) + u * 32 + lane < v1) \
-        ft_load_bf16x8(x + head + ((at) + u * 32 + lane) * 8, dst[u]);
+        ft_load_cs_bf16x8(x + head + ((at) + u * 32 + lane) * 8, dst[u]);
     /* Round 0, every warp at once: a floor under the block's K-th best value. Each lane's
      * 1 best value key(s); the 1-th largest of the lanes' 1-th best in each warp has
      * 1 elements of the warp at or above it, so the smallest of the 8 warps' has at least
