@@ -11,7 +11,8 @@
  *   9    attn = context Wo
  *   10   h1 = LayerNorm(attn + bo + x)
  *   11   inter = h1 W1
- *   12   inter = gelu(inter + b1)
+ *   12   inter = gelu(inter + b1)         in the GEMM's cuBLASLt epilogue (with ctx->lt;
+ *                                        else ft_add_bias_act after it)
  *   13   out = inter W2
  *   14   y = LayerNorm(out + b2 + h1)
  *
@@ -172,8 +173,7 @@ static inline ft_status ft_bert_layer_forward(const ft_gemm_ctx *g, const ft_ber
         FT_EX_TRY(ft_add_bias_residual_layernorm(dt, attn, xin, w->b_out, w->ln1_gamma, w->ln1_beta, h1, NULL, M, N,
                                                  c->eps, stream));
         /* 11, 12 */
-        FT_EX_TRY(ft_gemm(g, dt, 0, 0, M, F, N, 1.0f, h1, N, w->w_ffn1, F, 0.0f, inter, F, stream));
-        FT_EX_TRY(ft_add_bias_act(dt, inter, w->b_ffn1, inter, M, F, FT_ACT_GELU, stream));
+        FT_EX_TRY(ft_ex_linear_act(g, dt, M, F, N, h1, w->w_ffn1, w->b_ffn1, FT_ACT_GELU, inter, stream));
         /* 13, 14 */
         FT_EX_TRY(ft_gemm(g, dt, 0, 0, M, N, F, 1.0f, inter, F, w->w_ffn2, N, 0.0f, out, N, stream));
         FT_EX_TRY(ft_add_bias_residual_layernorm(dt, out, h1, w->b_ffn2, w->ln2_gamma, w->ln2_beta, yout, NULL, M, N,

@@ -8,7 +8,8 @@
  *   s1   = a Wo + bo + x ;  n2 = LayerNorm(s1)                decoder_norm2 (two outputs)
  *   c    = cross attention (n2 Wq + bq) against the encoder memory
  *   s2   = c Wco + bco + s1 ;  n3 = LayerNorm(s2)             decoder_norm2
- *   y    = relu(n3 W1 + b1) W2 + b2 + s2                      ffn, add_bias_input
+ *   y    = relu(n3 W1 + b1) W2 + b2 + s2                      ffn (bias and relu in the
+ *                                                              first GEMM's epilogue), add_bias_input
  *
  * The memory's K/V projections (and their bias) are computed once per sequence batch by
  * ft_decoder_prepare_memory, not on "step 1" inside the step as in the seed. The self
@@ -154,8 +155,7 @@ static inline ft_status ft_decoder_layer_step(const ft_gemm_ctx *g, const ft_dec
     FT_EX_TRY(ft_add_bias_residual_layernorm(dt, c2, s1, w->b_cross_out, w->ln3_gamma, w->ln3_beta, n3, s2, B, N,
                                              c->eps, stream));
     /* FFN */
-    FT_EX_TRY(ft_gemm(g, dt, 0, 0, B, F, N, 1.0f, n3, N, w->w_ffn1, F, 0.0f, inter, F, stream));
-    FT_EX_TRY(ft_add_bias_act(dt, inter, w->b_ffn1, inter, B, F, FT_ACT_RELU, stream));
+    FT_EX_TRY(ft_ex_linear_act(g, dt, B, F, N, n3, w->w_ffn1, w->b_ffn1, FT_ACT_RELU, inter, stream));
     FT_EX_TRY(ft_gemm(g, dt, 0, 0, B, N, F, 1.0f, inter, F, w->w_ffn2, N, 0.0f, out, N, stream));
     return ft_add_bias_residual(dt, out, s2, w->b_ffn2, y, B, N, stream);
 }

@@ -1,6 +1,7 @@
 /* ftkernels: a thin row-major wrapper over cuBLAS / cuBLASLt for what transformer layers
  * need between the generated kernels (catalog §2: GemmEx, GemmStridedBatchedEx,
- * GemmBatchedEx, and an int8 GEMM through cuBLASLt).
+ * GemmBatchedEx, an int8 GEMM through cuBLASLt, and a GEMM with the bias and activation
+ * in cuBLASLt's epilogue).
  *
  * All matrices are row-major, as every other ftkernels tensor:
  *     C[m, n] = alpha * op(A)[m, k] * op(B)[k, n] + beta * C
@@ -18,17 +19,35 @@
 
 #include <cublasLt.h>
 #include <cublas_v2.h>
+#include <stddef.h>
 #include <string.h>
 
 #include "ft/common.cuh"
 
+/* One remembered cuBLASLt algorithm of ft_gemm_bias_act (its shape and the handle it was
+ * chosen for). */
+typedef struct ft_gemm_lt_algo {
+    const void *lt;
+    int m, n, k, dt, act, tf32;
+    int64_t lda, ldb, ldc;
+    size_t workspace_bytes;
+    cublasLtMatmulAlgo_t algo;
+} ft_gemm_lt_algo;
+
+enum { FT_GEMM_LT_ALGOS = 16 };
+
+/* Zero it before filling it by hand (memset), or let ft_gemm_ctx_init fill it. Like its
+ * cuBLAS handle, a context serves one host thread at a time: ft_gemm_bias_act remembers
+ * the algorithm cuBLASLt's heuristic chose per shape in it (the query costs more host
+ * time than a small GEMM runs). */
 typedef struct ft_gemm_ctx {
     cublasHandle_t blas;  /* required */
-    cublasLtHandle_t lt;  /* required by ft_gemm_int8 only */
+    cublasLtHandle_t lt;  /* required by ft_gemm_int8 and ft_gemm_bias_act */
     void *workspace;      /* device memory for cuBLAS(Lt), or NULL */
     size_t workspace_bytes;
     int allow_tf32;       /* fp32 GEMMs may run on TF32 tensor cores */
     int owns;             /* set by ft_gemm_ctx_init: destroy frees the handles */
+    ft_gemm_lt_algo lt_algos[FT_GEMM_LT_ALGOS]; /* ft_gemm_bias_act's choices, most recent first */
 } ft_gemm_ctx;
 
 static inline const char *ft_cublas_status_name(cublasStatus_t s)
@@ -219,6 +238,108 @@ static inline ft_status ft_gemm_batched(const ft_gemm_ctx *ctx, ft_dtype dt, int
                                                 trans_a ? CUBLAS_OP_T : CUBLAS_OP_N, n, m, k, &alpha, (const void **)B,
                                                 t.data, (int)ldb, (const void **)A, t.data, (int)lda, &beta,
                                                 (void **)C, t.data, (int)ldc, batch, t.compute, CUBLAS_GEMM_DEFAULT));
+}
+
+/* C[m,n] = act(A[m,k] B[k,n] + bias[n]), row-major, one cuBLASLt call with the bias and
+ * the activation in the GEMM's epilogue (no separate pass over C): act is FT_ACT_IDENTITY,
+ * FT_ACT_RELU or FT_ACT_GELU (the tanh form, as ft_add_bias_act's); FT_ACT_SILU has no
+ * cuBLASLt epilogue (use ft_gemm, then ft_add_bias_act). bias [n] is of the GEMM's dtype.
+ * Needs ctx->lt; uses ctx->workspace. Column-major view: C^T [n, m] = B^T-as-stored (n x k)
+ * times A^T-as-stored (k x m), so the bias runs along C^T's rows, as cuBLASLt wants. */
+static inline ft_status ft_gemm_bias_act(const ft_gemm_ctx *ctx, ft_dtype dt, int m, int n, int k, const void *A,
+                                         int64_t lda, const void *B, int64_t ldb, const void *bias, ft_act act, void *C,
+                                         int64_t ldc, cudaStream_t stream)
+{
+    static const char fn[] = "ft_gemm_bias_act";
+    ft_gemm_types t;
+    ft_status st = ft_gemm_check(fn, ctx, dt, 0, 0, m, n, k, A, lda, B, ldb, C, ldc, 1);
+    if (st != FT_OK || (st = ft_gemm_types_for(fn, ctx, dt, &t)) != FT_OK)
+        return st;
+    if (!ctx->lt)
+        return ft_fail(FT_ERR_INVALID_ARGUMENT, "%s: no cuBLASLt handle (ctx->lt is NULL)", fn);
+    if ((st = ft_check_ptr(fn, "bias", bias, ft_dtype_size(dt))) != FT_OK)
+        return st;
+    cublasLtEpilogue_t epi;
+    switch (act) {
+    case FT_ACT_IDENTITY: epi = CUBLASLT_EPILOGUE_BIAS; break;
+    case FT_ACT_RELU: epi = CUBLASLT_EPILOGUE_RELU_BIAS; break;
+    case FT_ACT_GELU: epi = CUBLASLT_EPILOGUE_GELU_BIAS; break;
+    default:
+        return ft_fail(FT_ERR_UNSUPPORTED, "%s: activation %s has no cuBLASLt epilogue; use ft_gemm and "
+                       "ft_add_bias_act", fn, ft_act_name(act));
+    }
+    cublasLtMatmulDesc_t op = NULL;
+    cublasLtMatrixLayout_t la = NULL, lb = NULL, lc = NULL;
+    const float alpha = 1.0f, beta = 0.0f;
+    const cudaDataType_t scale_type = CUDA_R_32F;
+    if ((st = ft_cublas_status(fn, "cublasLtMatmulDescCreate", cublasLtMatmulDescCreate(&op, t.compute, scale_type))) ==
+            FT_OK &&
+        (st = ft_cublas_status(fn, "cublasLtMatmulDescSetAttribute",
+                               cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_EPILOGUE, &epi, sizeof epi))) ==
+            FT_OK &&
+        (st = ft_cublas_status(fn, "cublasLtMatmulDescSetAttribute",
+                               cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias,
+                                                              sizeof bias))) == FT_OK &&
+        (st = ft_cublas_status(fn, "cublasLtMatmulDescSetAttribute",
+                               cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE, &t.data,
+                                                              sizeof t.data))) == FT_OK &&
+        (st = ft_cublas_status(fn, "cublasLtMatrixLayoutCreate",
+                               cublasLtMatrixLayoutCreate(&la, t.data, (uint64_t)n, (uint64_t)k, ldb))) == FT_OK &&
+        (st = ft_cublas_status(fn, "cublasLtMatrixLayoutCreate",
+                               cublasLtMatrixLayoutCreate(&lb, t.data, (uint64_t)k, (uint64_t)m, lda))) == FT_OK &&
+        (st = ft_cublas_status(fn, "cublasLtMatrixLayoutCreate",
+                               cublasLtMatrixLayoutCreate(&lc, t.data, (uint64_t)n, (uint64_t)m, ldc))) == FT_OK) {
+        /* the heuristic's choice for this shape, remembered in the context */
+        ft_gemm_lt_algo key;
+        memset(&key, 0, sizeof key);
+        key.lt = (const void *)ctx->lt, key.m = m, key.n = n, key.k = k, key.dt = (int)dt, key.act = (int)act;
+        key.tf32 = ctx->allow_tf32, key.lda = lda, key.ldb = ldb, key.ldc = ldc;
+        key.workspace_bytes = ctx->workspace_bytes;
+        ft_gemm_lt_algo *cache = ((ft_gemm_ctx *)ctx)->lt_algos; /* a cache, not the context's meaning */
+        int hit = -1;
+        for (int i = 0; i < FT_GEMM_LT_ALGOS && hit < 0; i++)
+            if (memcmp(&cache[i], &key, offsetof(ft_gemm_lt_algo, algo)) == 0)
+                hit = i;
+        if (hit < 0) {
+            cublasLtMatmulPreference_t pref = NULL;
+            cublasLtMatmulHeuristicResult_t res;
+            int found = 0;
+            memset(&res, 0, sizeof res);
+            if ((st = ft_cublas_status(fn, "cublasLtMatmulPreferenceCreate", cublasLtMatmulPreferenceCreate(&pref))) ==
+                    FT_OK &&
+                (st = ft_cublas_status(fn, "cublasLtMatmulPreferenceSetAttribute",
+                                       cublasLtMatmulPreferenceSetAttribute(
+                                           pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ctx->workspace_bytes,
+                                           sizeof ctx->workspace_bytes))) == FT_OK &&
+                (st = ft_cublas_status(fn, "cublasLtMatmulAlgoGetHeuristic",
+                                       cublasLtMatmulAlgoGetHeuristic(ctx->lt, op, la, lb, lc, lc, pref, 1, &res,
+                                                                      &found))) == FT_OK &&
+                found < 1)
+                st = ft_fail(FT_ERR_UNSUPPORTED, "%s: cuBLASLt has no algorithm for m=%d n=%d k=%d %s with %s", fn, m,
+                             n, k, ft_dtype_name(dt), ft_act_name(act));
+            if (pref)
+                cublasLtMatmulPreferenceDestroy(pref);
+            if (st == FT_OK) {
+                memmove(cache + 1, cache, (FT_GEMM_LT_ALGOS - 1) * sizeof *cache);
+                key.algo = res.algo;
+                cache[0] = key;
+                hit = 0;
+            }
+        }
+        if (st == FT_OK)
+            st = ft_cublas_status(fn, "cublasLtMatmul",
+                                  cublasLtMatmul(ctx->lt, op, &alpha, B, la, A, lb, &beta, C, lc, C, lc,
+                                                 &cache[hit].algo, ctx->workspace, ctx->workspace_bytes, stream));
+    }
+    if (lc)
+        cublasLtMatrixLayoutDestroy(lc);
+    if (lb)
+        cublasLtMatrixLayoutDestroy(lb);
+    if (la)
+        cublasLtMatrixLayoutDestroy(la);
+    if (op)
+        cublasLtMatmulDescDestroy(op);
+    return st;
 }
 
 /* C[m, n] (int32) = A[m, k] (int8) * W[n, k]^T (int8), exact integer accumulation:
