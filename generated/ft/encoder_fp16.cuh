@@ -58,7 +58,6 @@ typedef struct ft_softmax_args_fp16 {
     const int *lengths;  /* [B] or NULL: keep (i < len && j < len) */
     int64_t rows;
     int B, H, S;
-    int group;           /* lanes per row (register kernels) */
     float scale;
 } ft_softmax_args_fp16;
 
@@ -155,12 +154,13 @@ static __global__ void __launch_bounds__(256) ft_enc_pad_fp16_w16(const __half *
     }
 }
 
-/* The mask values of vector c of a row, from the mask row or from the length. */
-static __device__ __forceinline__ void ft_softmax_keep_vec_fp16_w16(const __half *mrow, int row_in, int len, int c,
-                                                                         float *m)
+/* The mask values of vector c of a row: the mask word already read from the mask row
+ * (has_mask), or from the length. */
+static __device__ __forceinline__ void ft_softmax_keep_vec_fp16_w16(bool has_mask, ft_word_fp16x8 mw, int row_in,
+                                                                         int len, int c, float *m)
 {
-    if (mrow) {
-        ft_load_fp16x8(mrow + c * 8, m);
+    if (has_mask) {
+        ft_unpack_fp16x8(mw, m);
     } else {
 #pragma unroll
         for (int e = 0; e < 8; e++)
@@ -179,9 +179,10 @@ static __device__ __forceinline__ void ft_softmax_keep_vec_fp16_w16(const __half
  * score*scale exactly; the row maximum is reduced as (largest t, maximum relative to
  * it) in one pass (ft_group_max_shifted). Lanes whose t is the row's get the values they
  * would without any shift, bit for bit; the others hold only positions masked harder than
- * the row's best, whose weights underflow either way. */
-/* One row's softmax (the kernel below, its lanes); `full`: the row fills the group's
- * vectors exactly (the compiler drops the bounds tests of that copy). */
+ * the row's best, whose weights underflow either way.
+ *
+ * This is one row's work for the kernel below; `full`: the row fills the group's vectors
+ * exactly (the compiler drops the bounds tests of that copy). */
 static __device__ __forceinline__ void ft_softmax_row_fp16_w16_r1_g1(const ft_softmax_args_fp16 &a, __half *p,
     const __half *mrow, int len, int row_in, int nvec, bool live, const bool full)
 {
@@ -202,13 +203,7 @@ static __device__ __forceinline__ void ft_softmax_row_fp16_w16_r1_g1(const ft_so
 #pragma unroll
     for (int k = 0; k < 1; k++)
         if (full || lane + k * g < nvec) {
-            if (mrow) {
-                ft_unpack_fp16x8(mw[k], x[k]);
-            } else {
-#pragma unroll
-                for (int e = 0; e < 8; e++)
-                    x[k][e] = ft_softmax_keep_fp16(NULL, row_in, len, (lane + k * g) * 8 + e);
-            }
+            ft_softmax_keep_vec_fp16_w16(mrow != NULL, mw[k], row_in, len, lane + k * g, x[k]);
 #pragma unroll
             for (int e = 0; e < 8; e++) {
                 x[k][e] = (1.0f - x[k][e]) * -10000.0f;
@@ -288,9 +283,10 @@ static __global__ void __launch_bounds__(128, 12) ft_softmax_fp16_w16_r1_g1(ft_s
  * score*scale exactly; the row maximum is reduced as (largest t, maximum relative to
  * it) in one pass (ft_group_max_shifted). Lanes whose t is the row's get the values they
  * would without any shift, bit for bit; the others hold only positions masked harder than
- * the row's best, whose weights underflow either way. */
-/* One row's softmax (the kernel below, its lanes); `full`: the row fills the group's
- * vectors exactly (the compiler drops the bounds tests of that copy). */
+ * the row's best, whose weights underflow either way.
+ *
+ * This is one row's work for the kernel below; `full`: the row fills the group's vectors
+ * exactly (the compiler drops the bounds tests of that copy). */
 static __device__ __forceinline__ void ft_softmax_row_fp16_w16_r1_g2(const ft_softmax_args_fp16 &a, __half *p,
     const __half *mrow, int len, int row_in, int nvec, bool live, const bool full)
 {
@@ -311,13 +307,7 @@ static __device__ __forceinline__ void ft_softmax_row_fp16_w16_r1_g2(const ft_so
 #pragma unroll
     for (int k = 0; k < 1; k++)
         if (full || lane + k * g < nvec) {
-            if (mrow) {
-                ft_unpack_fp16x8(mw[k], x[k]);
-            } else {
-#pragma unroll
-                for (int e = 0; e < 8; e++)
-                    x[k][e] = ft_softmax_keep_fp16(NULL, row_in, len, (lane + k * g) * 8 + e);
-            }
+            ft_softmax_keep_vec_fp16_w16(mrow != NULL, mw[k], row_in, len, lane + k * g, x[k]);
 #pragma unroll
             for (int e = 0; e < 8; e++) {
                 x[k][e] = (1.0f - x[k][e]) * -10000.0f;
@@ -397,9 +387,10 @@ static __global__ void __launch_bounds__(128, 12) ft_softmax_fp16_w16_r1_g2(ft_s
  * score*scale exactly; the row maximum is reduced as (largest t, maximum relative to
  * it) in one pass (ft_group_max_shifted). Lanes whose t is the row's get the values they
  * would without any shift, bit for bit; the others hold only positions masked harder than
- * the row's best, whose weights underflow either way. */
-/* One row's softmax (the kernel below, its lanes); `full`: the row fills the group's
- * vectors exactly (the compiler drops the bounds tests of that copy). */
+ * the row's best, whose weights underflow either way.
+ *
+ * This is one row's work for the kernel below; `full`: the row fills the group's vectors
+ * exactly (the compiler drops the bounds tests of that copy). */
 static __device__ __forceinline__ void ft_softmax_row_fp16_w16_r1_g4(const ft_softmax_args_fp16 &a, __half *p,
     const __half *mrow, int len, int row_in, int nvec, bool live, const bool full)
 {
@@ -420,13 +411,7 @@ static __device__ __forceinline__ void ft_softmax_row_fp16_w16_r1_g4(const ft_so
 #pragma unroll
     for (int k = 0; k < 1; k++)
         if (full || lane + k * g < nvec) {
-            if (mrow) {
-                ft_unpack_fp16x8(mw[k], x[k]);
-            } else {
-#pragma unroll
-                for (int e = 0; e < 8; e++)
-                    x[k][e] = ft_softmax_keep_fp16(NULL, row_in, len, (lane + k * g) * 8 + e);
-            }
+            ft_softmax_keep_vec_fp16_w16(mrow != NULL, mw[k], row_in, len, lane + k * g, x[k]);
 #pragma unroll
             for (int e = 0; e < 8; e++) {
                 x[k][e] = (1.0f - x[k][e]) * -10000.0f;
@@ -506,9 +491,10 @@ static __global__ void __launch_bounds__(128, 12) ft_softmax_fp16_w16_r1_g4(ft_s
  * score*scale exactly; the row maximum is reduced as (largest t, maximum relative to
  * it) in one pass (ft_group_max_shifted). Lanes whose t is the row's get the values they
  * would without any shift, bit for bit; the others hold only positions masked harder than
- * the row's best, whose weights underflow either way. */
-/* One row's softmax (the kernel below, its lanes); `full`: the row fills the group's
- * vectors exactly (the compiler drops the bounds tests of that copy). */
+ * the row's best, whose weights underflow either way.
+ *
+ * This is one row's work for the kernel below; `full`: the row fills the group's vectors
+ * exactly (the compiler drops the bounds tests of that copy). */
 static __device__ __forceinline__ void ft_softmax_row_fp16_w16_r1_g8(const ft_softmax_args_fp16 &a, __half *p,
     const __half *mrow, int len, int row_in, int nvec, bool live, const bool full)
 {
@@ -529,13 +515,7 @@ static __device__ __forceinline__ void ft_softmax_row_fp16_w16_r1_g8(const ft_so
 #pragma unroll
     for (int k = 0; k < 1; k++)
         if (full || lane + k * g < nvec) {
-            if (mrow) {
-                ft_unpack_fp16x8(mw[k], x[k]);
-            } else {
-#pragma unroll
-                for (int e = 0; e < 8; e++)
-                    x[k][e] = ft_softmax_keep_fp16(NULL, row_in, len, (lane + k * g) * 8 + e);
-            }
+            ft_softmax_keep_vec_fp16_w16(mrow != NULL, mw[k], row_in, len, lane + k * g, x[k]);
 #pragma unroll
             for (int e = 0; e < 8; e++) {
                 x[k][e] = (1.0f - x[k][e]) * -10000.0f;
@@ -615,9 +595,10 @@ static __global__ void __launch_bounds__(128, 12) ft_softmax_fp16_w16_r1_g8(ft_s
  * score*scale exactly; the row maximum is reduced as (largest t, maximum relative to
  * it) in one pass (ft_group_max_shifted). Lanes whose t is the row's get the values they
  * would without any shift, bit for bit; the others hold only positions masked harder than
- * the row's best, whose weights underflow either way. */
-/* One row's softmax (the kernel below, its lanes); `full`: the row fills the group's
- * vectors exactly (the compiler drops the bounds tests of that copy). */
+ * the row's best, whose weights underflow either way.
+ *
+ * This is one row's work for the kernel below; `full`: the row fills the group's vectors
+ * exactly (the compiler drops the bounds tests of that copy). */
 static __device__ __forceinline__ void ft_softmax_row_fp16_w16_r1_g16(const ft_softmax_args_fp16 &a, __half *p,
     const __half *mrow, int len, int row_in, int nvec, bool live, const bool full)
 {
@@ -638,13 +619,7 @@ static __device__ __forceinline__ void ft_softmax_row_fp16_w16_r1_g16(const ft_s
 #pragma unroll
     for (int k = 0; k < 1; k++)
         if (full || lane + k * g < nvec) {
-            if (mrow) {
-                ft_unpack_fp16x8(mw[k], x[k]);
-            } else {
-#pragma unroll
-                for (int e = 0; e < 8; e++)
-                    x[k][e] = ft_softmax_keep_fp16(NULL, row_in, len, (lane + k * g) * 8 + e);
-            }
+            ft_softmax_keep_vec_fp16_w16(mrow != NULL, mw[k], row_in, len, lane + k * g, x[k]);
 #pragma unroll
             for (int e = 0; e < 8; e++) {
                 x[k][e] = (1.0f - x[k][e]) * -10000.0f;
@@ -724,9 +699,10 @@ static __global__ void __launch_bounds__(128, 12) ft_softmax_fp16_w16_r1_g16(ft_
  * score*scale exactly; the row maximum is reduced as (largest t, maximum relative to
  * it) in one pass (ft_group_max_shifted). Lanes whose t is the row's get the values they
  * would without any shift, bit for bit; the others hold only positions masked harder than
- * the row's best, whose weights underflow either way. */
-/* One row's softmax (the kernel below, its lanes); `full`: the row fills the group's
- * vectors exactly (the compiler drops the bounds tests of that copy). */
+ * the row's best, whose weights underflow either way.
+ *
+ * This is one row's work for the kernel below; `full`: the row fills the group's vectors
+ * exactly (the compiler drops the bounds tests of that copy). */
 static __device__ __forceinline__ void ft_softmax_row_fp16_w16_r1_g32(const ft_softmax_args_fp16 &a, __half *p,
     const __half *mrow, int len, int row_in, int nvec, bool live, const bool full)
 {
@@ -747,13 +723,7 @@ static __device__ __forceinline__ void ft_softmax_row_fp16_w16_r1_g32(const ft_s
 #pragma unroll
     for (int k = 0; k < 1; k++)
         if (full || lane + k * g < nvec) {
-            if (mrow) {
-                ft_unpack_fp16x8(mw[k], x[k]);
-            } else {
-#pragma unroll
-                for (int e = 0; e < 8; e++)
-                    x[k][e] = ft_softmax_keep_fp16(NULL, row_in, len, (lane + k * g) * 8 + e);
-            }
+            ft_softmax_keep_vec_fp16_w16(mrow != NULL, mw[k], row_in, len, lane + k * g, x[k]);
 #pragma unroll
             for (int e = 0; e < 8; e++) {
                 x[k][e] = (1.0f - x[k][e]) * -10000.0f;
@@ -833,9 +803,10 @@ static __global__ void __launch_bounds__(128, 12) ft_softmax_fp16_w16_r1_g32(ft_
  * score*scale exactly; the row maximum is reduced as (largest t, maximum relative to
  * it) in one pass (ft_group_max_shifted). Lanes whose t is the row's get the values they
  * would without any shift, bit for bit; the others hold only positions masked harder than
- * the row's best, whose weights underflow either way. */
-/* One row's softmax (the kernel below, its lanes); `full`: the row fills the group's
- * vectors exactly (the compiler drops the bounds tests of that copy). */
+ * the row's best, whose weights underflow either way.
+ *
+ * This is one row's work for the kernel below; `full`: the row fills the group's vectors
+ * exactly (the compiler drops the bounds tests of that copy). */
 static __device__ __forceinline__ void ft_softmax_row_fp16_w16_r2_g32(const ft_softmax_args_fp16 &a, __half *p,
     const __half *mrow, int len, int row_in, int nvec, bool live, const bool full)
 {
@@ -856,13 +827,7 @@ static __device__ __forceinline__ void ft_softmax_row_fp16_w16_r2_g32(const ft_s
 #pragma unroll
     for (int k = 0; k < 2; k++)
         if (full || lane + k * g < nvec) {
-            if (mrow) {
-                ft_unpack_fp16x8(mw[k], x[k]);
-            } else {
-#pragma unroll
-                for (int e = 0; e < 8; e++)
-                    x[k][e] = ft_softmax_keep_fp16(NULL, row_in, len, (lane + k * g) * 8 + e);
-            }
+            ft_softmax_keep_vec_fp16_w16(mrow != NULL, mw[k], row_in, len, lane + k * g, x[k]);
 #pragma unroll
             for (int e = 0; e < 8; e++) {
                 x[k][e] = (1.0f - x[k][e]) * -10000.0f;
@@ -942,9 +907,10 @@ static __global__ void __launch_bounds__(128, 12) ft_softmax_fp16_w16_r2_g32(ft_
  * score*scale exactly; the row maximum is reduced as (largest t, maximum relative to
  * it) in one pass (ft_group_max_shifted). Lanes whose t is the row's get the values they
  * would without any shift, bit for bit; the others hold only positions masked harder than
- * the row's best, whose weights underflow either way. */
-/* One row's softmax (the kernel below, its lanes); `full`: the row fills the group's
- * vectors exactly (the compiler drops the bounds tests of that copy). */
+ * the row's best, whose weights underflow either way.
+ *
+ * This is one row's work for the kernel below; `full`: the row fills the group's vectors
+ * exactly (the compiler drops the bounds tests of that copy). */
 static __device__ __forceinline__ void ft_softmax_row_fp16_w16_r4_g32(const ft_softmax_args_fp16 &a, __half *p,
     const __half *mrow, int len, int row_in, int nvec, bool live, const bool full)
 {
@@ -965,13 +931,7 @@ static __device__ __forceinline__ void ft_softmax_row_fp16_w16_r4_g32(const ft_s
 #pragma unroll
     for (int k = 0; k < 4; k++)
         if (full || lane + k * g < nvec) {
-            if (mrow) {
-                ft_unpack_fp16x8(mw[k], x[k]);
-            } else {
-#pragma unroll
-                for (int e = 0; e < 8; e++)
-                    x[k][e] = ft_softmax_keep_fp16(NULL, row_in, len, (lane + k * g) * 8 + e);
-            }
+            ft_softmax_keep_vec_fp16_w16(mrow != NULL, mw[k], row_in, len, lane + k * g, x[k]);
 #pragma unroll
             for (int e = 0; e < 8; e++) {
                 x[k][e] = (1.0f - x[k][e]) * -10000.0f;
@@ -1051,9 +1011,10 @@ static __global__ void __launch_bounds__(128) ft_softmax_fp16_w16_r4_g32(ft_soft
  * score*scale exactly; the row maximum is reduced as (largest t, maximum relative to
  * it) in one pass (ft_group_max_shifted). Lanes whose t is the row's get the values they
  * would without any shift, bit for bit; the others hold only positions masked harder than
- * the row's best, whose weights underflow either way. */
-/* One row's softmax (the kernel below, its lanes); `full`: the row fills the group's
- * vectors exactly (the compiler drops the bounds tests of that copy). */
+ * the row's best, whose weights underflow either way.
+ *
+ * This is one row's work for the kernel below; `full`: the row fills the group's vectors
+ * exactly (the compiler drops the bounds tests of that copy). */
 static __device__ __forceinline__ void ft_softmax_row_fp16_w16_r8_g32(const ft_softmax_args_fp16 &a, __half *p,
     const __half *mrow, int len, int row_in, int nvec, bool live, const bool full)
 {
@@ -1074,13 +1035,7 @@ static __device__ __forceinline__ void ft_softmax_row_fp16_w16_r8_g32(const ft_s
 #pragma unroll
     for (int k = 0; k < 8; k++)
         if (full || lane + k * g < nvec) {
-            if (mrow) {
-                ft_unpack_fp16x8(mw[k], x[k]);
-            } else {
-#pragma unroll
-                for (int e = 0; e < 8; e++)
-                    x[k][e] = ft_softmax_keep_fp16(NULL, row_in, len, (lane + k * g) * 8 + e);
-            }
+            ft_softmax_keep_vec_fp16_w16(mrow != NULL, mw[k], row_in, len, lane + k * g, x[k]);
 #pragma unroll
             for (int e = 0; e < 8; e++) {
                 x[k][e] = (1.0f - x[k][e]) * -10000.0f;
@@ -1276,12 +1231,13 @@ static __global__ void __launch_bounds__(256) ft_enc_pad_fp16_w2(const __half *s
     }
 }
 
-/* The mask values of vector c of a row, from the mask row or from the length. */
-static __device__ __forceinline__ void ft_softmax_keep_vec_fp16_w2(const __half *mrow, int row_in, int len, int c,
-                                                                         float *m)
+/* The mask values of vector c of a row: the mask word already read from the mask row
+ * (has_mask), or from the length. */
+static __device__ __forceinline__ void ft_softmax_keep_vec_fp16_w2(bool has_mask, ft_word_fp16x1 mw, int row_in,
+                                                                         int len, int c, float *m)
 {
-    if (mrow) {
-        ft_load_fp16x1(mrow + c * 1, m);
+    if (has_mask) {
+        ft_unpack_fp16x1(mw, m);
     } else {
 #pragma unroll
         for (int e = 0; e < 1; e++)
@@ -1300,9 +1256,10 @@ static __device__ __forceinline__ void ft_softmax_keep_vec_fp16_w2(const __half 
  * score*scale exactly; the row maximum is reduced as (largest t, maximum relative to
  * it) in one pass (ft_group_max_shifted). Lanes whose t is the row's get the values they
  * would without any shift, bit for bit; the others hold only positions masked harder than
- * the row's best, whose weights underflow either way. */
-/* One row's softmax (the kernel below, its lanes); `full`: the row fills the group's
- * vectors exactly (the compiler drops the bounds tests of that copy). */
+ * the row's best, whose weights underflow either way.
+ *
+ * This is one row's work for the kernel below; `full`: the row fills the group's vectors
+ * exactly (the compiler drops the bounds tests of that copy). */
 static __device__ __forceinline__ void ft_softmax_row_fp16_w2_r1_g1(const ft_softmax_args_fp16 &a, __half *p,
     const __half *mrow, int len, int row_in, int nvec, bool live, const bool full)
 {
@@ -1323,13 +1280,7 @@ static __device__ __forceinline__ void ft_softmax_row_fp16_w2_r1_g1(const ft_sof
 #pragma unroll
     for (int k = 0; k < 1; k++)
         if (full || lane + k * g < nvec) {
-            if (mrow) {
-                ft_unpack_fp16x1(mw[k], x[k]);
-            } else {
-#pragma unroll
-                for (int e = 0; e < 1; e++)
-                    x[k][e] = ft_softmax_keep_fp16(NULL, row_in, len, (lane + k * g) * 1 + e);
-            }
+            ft_softmax_keep_vec_fp16_w2(mrow != NULL, mw[k], row_in, len, lane + k * g, x[k]);
 #pragma unroll
             for (int e = 0; e < 1; e++) {
                 x[k][e] = (1.0f - x[k][e]) * -10000.0f;
@@ -1409,9 +1360,10 @@ static __global__ void __launch_bounds__(128, 12) ft_softmax_fp16_w2_r1_g1(ft_so
  * score*scale exactly; the row maximum is reduced as (largest t, maximum relative to
  * it) in one pass (ft_group_max_shifted). Lanes whose t is the row's get the values they
  * would without any shift, bit for bit; the others hold only positions masked harder than
- * the row's best, whose weights underflow either way. */
-/* One row's softmax (the kernel below, its lanes); `full`: the row fills the group's
- * vectors exactly (the compiler drops the bounds tests of that copy). */
+ * the row's best, whose weights underflow either way.
+ *
+ * This is one row's work for the kernel below; `full`: the row fills the group's vectors
+ * exactly (the compiler drops the bounds tests of that copy). */
 static __device__ __forceinline__ void ft_softmax_row_fp16_w2_r1_g2(const ft_softmax_args_fp16 &a, __half *p,
     const __half *mrow, int len, int row_in, int nvec, bool live, const bool full)
 {
@@ -1432,13 +1384,7 @@ static __device__ __forceinline__ void ft_softmax_row_fp16_w2_r1_g2(const ft_sof
 #pragma unroll
     for (int k = 0; k < 1; k++)
         if (full || lane + k * g < nvec) {
-            if (mrow) {
-                ft_unpack_fp16x1(mw[k], x[k]);
-            } else {
-#pragma unroll
-                for (int e = 0; e < 1; e++)
-                    x[k][e] = ft_softmax_keep_fp16(NULL, row_in, len, (lane + k * g) * 1 + e);
-            }
+            ft_softmax_keep_vec_fp16_w2(mrow != NULL, mw[k], row_in, len, lane + k * g, x[k]);
 #pragma unroll
             for (int e = 0; e < 1; e++) {
                 x[k][e] = (1.0f - x[k][e]) * -10000.0f;
@@ -1518,9 +1464,10 @@ static __global__ void __launch_bounds__(128, 12) ft_softmax_fp16_w2_r1_g2(ft_so
  * score*scale exactly; the row maximum is reduced as (largest t, maximum relative to
  * it) in one pass (ft_group_max_shifted). Lanes whose t is the row's get the values they
  * would without any shift, bit for bit; the others hold only positions masked harder than
- * the row's best, whose weights underflow either way. */
-/* One row's softmax (the kernel below, its lanes); `full`: the row fills the group's
- * vectors exactly (the compiler drops the bounds tests of that copy). */
+ * the row's best, whose weights underflow either way.
+ *
+ * This is one row's work for the kernel below; `full`: the row fills the group's vectors
+ * exactly (the compiler drops the bounds tests of that copy). */
 static __device__ __forceinline__ void ft_softmax_row_fp16_w2_r1_g4(const ft_softmax_args_fp16 &a, __half *p,
     const __half *mrow, int len, int row_in, int nvec, bool live, const bool full)
 {
@@ -1541,13 +1488,7 @@ static __device__ __forceinline__ void ft_softmax_row_fp16_w2_r1_g4(const ft_sof
 #pragma unroll
     for (int k = 0; k < 1; k++)
         if (full || lane + k * g < nvec) {
-            if (mrow) {
-                ft_unpack_fp16x1(mw[k], x[k]);
-            } else {
-#pragma unroll
-                for (int e = 0; e < 1; e++)
-                    x[k][e] = ft_softmax_keep_fp16(NULL, row_in, len, (lane + k * g) * 1 + e);
-            }
+            ft_softmax_keep_vec_fp16_w2(mrow != NULL, mw[k], row_in, len, lane + k * g, x[k]);
 #pragma unroll
             for (int e = 0; e < 1; e++) {
                 x[k][e] = (1.0f - x[k][e]) * -10000.0f;
@@ -1627,9 +1568,10 @@ static __global__ void __launch_bounds__(128, 12) ft_softmax_fp16_w2_r1_g4(ft_so
  * score*scale exactly; the row maximum is reduced as (largest t, maximum relative to
  * it) in one pass (ft_group_max_shifted). Lanes whose t is the row's get the values they
  * would without any shift, bit for bit; the others hold only positions masked harder than
- * the row's best, whose weights underflow either way. */
-/* One row's softmax (the kernel below, its lanes); `full`: the row fills the group's
- * vectors exactly (the compiler drops the bounds tests of that copy). */
+ * the row's best, whose weights underflow either way.
+ *
+ * This is one row's work for the kernel below; `full`: the row fills the group's vectors
+ * exactly (the compiler drops the bounds tests of that copy). */
 static __device__ __forceinline__ void ft_softmax_row_fp16_w2_r1_g8(const ft_softmax_args_fp16 &a, __half *p,
     const __half *mrow, int len, int row_in, int nvec, bool live, const bool full)
 {
@@ -1650,13 +1592,7 @@ static __device__ __forceinline__ void ft_softmax_row_fp16_w2_r1_g8(const ft_sof
 #pragma unroll
     for (int k = 0; k < 1; k++)
         if (full || lane + k * g < nvec) {
-            if (mrow) {
-                ft_unpack_fp16x1(mw[k], x[k]);
-            } else {
-#pragma unroll
-                for (int e = 0; e < 1; e++)
-                    x[k][e] = ft_softmax_keep_fp16(NULL, row_in, len, (lane + k * g) * 1 + e);
-            }
+            ft_softmax_keep_vec_fp16_w2(mrow != NULL, mw[k], row_in, len, lane + k * g, x[k]);
 #pragma unroll
             for (int e = 0; e < 1; e++) {
                 x[k][e] = (1.0f - x[k][e]) * -10000.0f;
@@ -1736,9 +1672,10 @@ static __global__ void __launch_bounds__(128, 12) ft_softmax_fp16_w2_r1_g8(ft_so
  * score*scale exactly; the row maximum is reduced as (largest t, maximum relative to
  * it) in one pass (ft_group_max_shifted). Lanes whose t is the row's get the values they
  * would without any shift, bit for bit; the others hold only positions masked harder than
- * the row's best, whose weights underflow either way. */
-/* One row's softmax (the kernel below, its lanes); `full`: the row fills the group's
- * vectors exactly (the compiler drops the bounds tests of that copy). */
+ * the row's best, whose weights underflow either way.
+ *
+ * This is one row's work for the kernel below; `full`: the row fills the group's vectors
+ * exactly (the compiler drops the bounds tests of that copy). */
 static __device__ __forceinline__ void ft_softmax_row_fp16_w2_r1_g16(const ft_softmax_args_fp16 &a, __half *p,
     const __half *mrow, int len, int row_in, int nvec, bool live, const bool full)
 {
@@ -1759,13 +1696,7 @@ static __device__ __forceinline__ void ft_softmax_row_fp16_w2_r1_g16(const ft_so
 #pragma unroll
     for (int k = 0; k < 1; k++)
         if (full || lane + k * g < nvec) {
-            if (mrow) {
-                ft_unpack_fp16x1(mw[k], x[k]);
-            } else {
-#pragma unroll
-                for (int e = 0; e < 1; e++)
-                    x[k][e] = ft_softmax_keep_fp16(NULL, row_in, len, (lane + k * g) * 1 + e);
-            }
+            ft_softmax_keep_vec_fp16_w2(mrow != NULL, mw[k], row_in, len, lane + k * g, x[k]);
 #pragma unroll
             for (int e = 0; e < 1; e++) {
                 x[k][e] = (1.0f - x[k][e]) * -10000.0f;
@@ -1845,9 +1776,10 @@ static __global__ void __launch_bounds__(128, 12) ft_softmax_fp16_w2_r1_g16(ft_s
  * score*scale exactly; the row maximum is reduced as (largest t, maximum relative to
  * it) in one pass (ft_group_max_shifted). Lanes whose t is the row's get the values they
  * would without any shift, bit for bit; the others hold only positions masked harder than
- * the row's best, whose weights underflow either way. */
-/* One row's softmax (the kernel below, its lanes); `full`: the row fills the group's
- * vectors exactly (the compiler drops the bounds tests of that copy). */
+ * the row's best, whose weights underflow either way.
+ *
+ * This is one row's work for the kernel below; `full`: the row fills the group's vectors
+ * exactly (the compiler drops the bounds tests of that copy). */
 static __device__ __forceinline__ void ft_softmax_row_fp16_w2_r1_g32(const ft_softmax_args_fp16 &a, __half *p,
     const __half *mrow, int len, int row_in, int nvec, bool live, const bool full)
 {
@@ -1868,13 +1800,7 @@ static __device__ __forceinline__ void ft_softmax_row_fp16_w2_r1_g32(const ft_so
 #pragma unroll
     for (int k = 0; k < 1; k++)
         if (full || lane + k * g < nvec) {
-            if (mrow) {
-                ft_unpack_fp16x1(mw[k], x[k]);
-            } else {
-#pragma unroll
-                for (int e = 0; e < 1; e++)
-                    x[k][e] = ft_softmax_keep_fp16(NULL, row_in, len, (lane + k * g) * 1 + e);
-            }
+            ft_softmax_keep_vec_fp16_w2(mrow != NULL, mw[k], row_in, len, lane + k * g, x[k]);
 #pragma unroll
             for (int e = 0; e < 1; e++) {
                 x[k][e] = (1.0f - x[k][e]) * -10000.0f;
@@ -1954,9 +1880,10 @@ static __global__ void __launch_bounds__(128, 12) ft_softmax_fp16_w2_r1_g32(ft_s
  * score*scale exactly; the row maximum is reduced as (largest t, maximum relative to
  * it) in one pass (ft_group_max_shifted). Lanes whose t is the row's get the values they
  * would without any shift, bit for bit; the others hold only positions masked harder than
- * the row's best, whose weights underflow either way. */
-/* One row's softmax (the kernel below, its lanes); `full`: the row fills the group's
- * vectors exactly (the compiler drops the bounds tests of that copy). */
+ * the row's best, whose weights underflow either way.
+ *
+ * This is one row's work for the kernel below; `full`: the row fills the group's vectors
+ * exactly (the compiler drops the bounds tests of that copy). */
 static __device__ __forceinline__ void ft_softmax_row_fp16_w2_r2_g32(const ft_softmax_args_fp16 &a, __half *p,
     const __half *mrow, int len, int row_in, int nvec, bool live, const bool full)
 {
@@ -1977,13 +1904,7 @@ static __device__ __forceinline__ void ft_softmax_row_fp16_w2_r2_g32(const ft_so
 #pragma unroll
     for (int k = 0; k < 2; k++)
         if (full || lane + k * g < nvec) {
-            if (mrow) {
-                ft_unpack_fp16x1(mw[k], x[k]);
-            } else {
-#pragma unroll
-                for (int e = 0; e < 1; e++)
-                    x[k][e] = ft_softmax_keep_fp16(NULL, row_in, len, (lane + k * g) * 1 + e);
-            }
+            ft_softmax_keep_vec_fp16_w2(mrow != NULL, mw[k], row_in, len, lane + k * g, x[k]);
 #pragma unroll
             for (int e = 0; e < 1; e++) {
                 x[k][e] = (1.0f - x[k][e]) * -10000.0f;
@@ -2063,9 +1984,10 @@ static __global__ void __launch_bounds__(128, 12) ft_softmax_fp16_w2_r2_g32(ft_s
  * score*scale exactly; the row maximum is reduced as (largest t, maximum relative to
  * it) in one pass (ft_group_max_shifted). Lanes whose t is the row's get the values they
  * would without any shift, bit for bit; the others hold only positions masked harder than
- * the row's best, whose weights underflow either way. */
-/* One row's softmax (the kernel below, its lanes); `full`: the row fills the group's
- * vectors exactly (the compiler drops the bounds tests of that copy). */
+ * the row's best, whose weights underflow either way.
+ *
+ * This is one row's work for the kernel below; `full`: the row fills the group's vectors
+ * exactly (the compiler drops the bounds tests of that copy). */
 static __device__ __forceinline__ void ft_softmax_row_fp16_w2_r4_g32(const ft_softmax_args_fp16 &a, __half *p,
     const __half *mrow, int len, int row_in, int nvec, bool live, const bool full)
 {
@@ -2086,13 +2008,7 @@ static __device__ __forceinline__ void ft_softmax_row_fp16_w2_r4_g32(const ft_so
 #pragma unroll
     for (int k = 0; k < 4; k++)
         if (full || lane + k * g < nvec) {
-            if (mrow) {
-                ft_unpack_fp16x1(mw[k], x[k]);
-            } else {
-#pragma unroll
-                for (int e = 0; e < 1; e++)
-                    x[k][e] = ft_softmax_keep_fp16(NULL, row_in, len, (lane + k * g) * 1 + e);
-            }
+            ft_softmax_keep_vec_fp16_w2(mrow != NULL, mw[k], row_in, len, lane + k * g, x[k]);
 #pragma unroll
             for (int e = 0; e < 1; e++) {
                 x[k][e] = (1.0f - x[k][e]) * -10000.0f;
@@ -2172,9 +2088,10 @@ static __global__ void __launch_bounds__(128) ft_softmax_fp16_w2_r4_g32(ft_softm
  * score*scale exactly; the row maximum is reduced as (largest t, maximum relative to
  * it) in one pass (ft_group_max_shifted). Lanes whose t is the row's get the values they
  * would without any shift, bit for bit; the others hold only positions masked harder than
- * the row's best, whose weights underflow either way. */
-/* One row's softmax (the kernel below, its lanes); `full`: the row fills the group's
- * vectors exactly (the compiler drops the bounds tests of that copy). */
+ * the row's best, whose weights underflow either way.
+ *
+ * This is one row's work for the kernel below; `full`: the row fills the group's vectors
+ * exactly (the compiler drops the bounds tests of that copy). */
 static __device__ __forceinline__ void ft_softmax_row_fp16_w2_r8_g32(const ft_softmax_args_fp16 &a, __half *p,
     const __half *mrow, int len, int row_in, int nvec, bool live, const bool full)
 {
@@ -2195,13 +2112,7 @@ static __device__ __forceinline__ void ft_softmax_row_fp16_w2_r8_g32(const ft_so
 #pragma unroll
     for (int k = 0; k < 8; k++)
         if (full || lane + k * g < nvec) {
-            if (mrow) {
-                ft_unpack_fp16x1(mw[k], x[k]);
-            } else {
-#pragma unroll
-                for (int e = 0; e < 1; e++)
-                    x[k][e] = ft_softmax_keep_fp16(NULL, row_in, len, (lane + k * g) * 1 + e);
-            }
+            ft_softmax_keep_vec_fp16_w2(mrow != NULL, mw[k], row_in, len, lane + k * g, x[k]);
 #pragma unroll
             for (int e = 0; e < 1; e++) {
                 x[k][e] = (1.0f - x[k][e]) * -10000.0f;
@@ -2281,9 +2192,10 @@ static __global__ void __launch_bounds__(128) ft_softmax_fp16_w2_r8_g32(ft_softm
  * score*scale exactly; the row maximum is reduced as (largest t, maximum relative to
  * it) in one pass (ft_group_max_shifted). Lanes whose t is the row's get the values they
  * would without any shift, bit for bit; the others hold only positions masked harder than
- * the row's best, whose weights underflow either way. */
-/* One row's softmax (the kernel below, its lanes); `full`: the row fills the group's
- * vectors exactly (the compiler drops the bounds tests of that copy). */
+ * the row's best, whose weights underflow either way.
+ *
+ * This is one row's work for the kernel below; `full`: the row fills the group's vectors
+ * exactly (the compiler drops the bounds tests of that copy). */
 static __device__ __forceinline__ void ft_softmax_row_fp16_w2_r16_g32(const ft_softmax_args_fp16 &a, __half *p,
     const __half *mrow, int len, int row_in, int nvec, bool live, const bool full)
 {
@@ -2304,13 +2216,7 @@ static __device__ __forceinline__ void ft_softmax_row_fp16_w2_r16_g32(const ft_s
 #pragma unroll
     for (int k = 0; k < 16; k++)
         if (full || lane + k * g < nvec) {
-            if (mrow) {
-                ft_unpack_fp16x1(mw[k], x[k]);
-            } else {
-#pragma unroll
-                for (int e = 0; e < 1; e++)
-                    x[k][e] = ft_softmax_keep_fp16(NULL, row_in, len, (lane + k * g) * 1 + e);
-            }
+            ft_softmax_keep_vec_fp16_w2(mrow != NULL, mw[k], row_in, len, lane + k * g, x[k]);
 #pragma unroll
             for (int e = 0; e < 1; e++) {
                 x[k][e] = (1.0f - x[k][e]) * -10000.0f;
@@ -2390,9 +2296,10 @@ static __global__ void __launch_bounds__(128) ft_softmax_fp16_w2_r16_g32(ft_soft
  * score*scale exactly; the row maximum is reduced as (largest t, maximum relative to
  * it) in one pass (ft_group_max_shifted). Lanes whose t is the row's get the values they
  * would without any shift, bit for bit; the others hold only positions masked harder than
- * the row's best, whose weights underflow either way. */
-/* One row's softmax (the kernel below, its lanes); `full`: the row fills the group's
- * vectors exactly (the compiler drops the bounds tests of that copy). */
+ * the row's best, whose weights underflow either way.
+ *
+ * This is one row's work for the kernel below; `full`: the row fills the group's vectors
+ * exactly (the compiler drops the bounds tests of that copy). */
 static __device__ __forceinline__ void ft_softmax_row_fp16_w2_r32_g32(const ft_softmax_args_fp16 &a, __half *p,
     const __half *mrow, int len, int row_in, int nvec, bool live, const bool full)
 {
@@ -2413,13 +2320,7 @@ static __device__ __forceinline__ void ft_softmax_row_fp16_w2_r32_g32(const ft_s
 #pragma unroll
     for (int k = 0; k < 32; k++)
         if (full || lane + k * g < nvec) {
-            if (mrow) {
-                ft_unpack_fp16x1(mw[k], x[k]);
-            } else {
-#pragma unroll
-                for (int e = 0; e < 1; e++)
-                    x[k][e] = ft_softmax_keep_fp16(NULL, row_in, len, (lane + k * g) * 1 + e);
-            }
+            ft_softmax_keep_vec_fp16_w2(mrow != NULL, mw[k], row_in, len, lane + k * g, x[k]);
 #pragma unroll
             for (int e = 0; e < 1; e++) {
                 x[k][e] = (1.0f - x[k][e]) * -10000.0f;
@@ -2813,7 +2714,6 @@ if (aligned) {
             int g = 1; /* the fewest lanes for that bucket */
             while (g * 1 < nvec)
                 g <<= 1;
-            a.group = g;
             const unsigned grid = (unsigned)((rows + 128 / g - 1) / (128 / g));
             switch (g) {
             case 1: ft_softmax_fp16_w16_r1_g1<<<grid, 128, 0, stream>>>(a); break;
@@ -2829,7 +2729,6 @@ if (aligned) {
             int g = 1; /* the fewest lanes for that bucket */
             while (g * 2 < nvec)
                 g <<= 1;
-            a.group = g;
             const unsigned grid = (unsigned)((rows + 128 / g - 1) / (128 / g));
             ft_softmax_fp16_w16_r2_g32<<<grid, 128, 0, stream>>>(a); /* g is 32 past one vector per lane */
             return ft_launch_status(fn);
@@ -2838,7 +2737,6 @@ if (aligned) {
             int g = 1; /* the fewest lanes for that bucket */
             while (g * 4 < nvec)
                 g <<= 1;
-            a.group = g;
             const unsigned grid = (unsigned)((rows + 128 / g - 1) / (128 / g));
             ft_softmax_fp16_w16_r4_g32<<<grid, 128, 0, stream>>>(a); /* g is 32 past one vector per lane */
             return ft_launch_status(fn);
@@ -2847,12 +2745,10 @@ if (aligned) {
             int g = 1; /* the fewest lanes for that bucket */
             while (g * 8 < nvec)
                 g <<= 1;
-            a.group = g;
             const unsigned grid = (unsigned)((rows + 128 / g - 1) / (128 / g));
             ft_softmax_fp16_w16_r8_g32<<<grid, 128, 0, stream>>>(a); /* g is 32 past one vector per lane */
             return ft_launch_status(fn);
         }
-        a.group = 512;
         ft_softmax_fp16_w16_stream<<<(unsigned)rows, 512, 0, stream>>>(a);
         return ft_launch_status(fn);
     }
@@ -2865,7 +2761,6 @@ if (aligned) {
             int g = 1; /* the fewest lanes for that bucket */
             while (g * 1 < nvec)
                 g <<= 1;
-            a.group = g;
             const unsigned grid = (unsigned)((rows + 128 / g - 1) / (128 / g));
             switch (g) {
             case 1: ft_softmax_fp16_w2_r1_g1<<<grid, 128, 0, stream>>>(a); break;
@@ -2881,7 +2776,6 @@ if (aligned) {
             int g = 1; /* the fewest lanes for that bucket */
             while (g * 2 < nvec)
                 g <<= 1;
-            a.group = g;
             const unsigned grid = (unsigned)((rows + 128 / g - 1) / (128 / g));
             ft_softmax_fp16_w2_r2_g32<<<grid, 128, 0, stream>>>(a); /* g is 32 past one vector per lane */
             return ft_launch_status(fn);
@@ -2890,7 +2784,6 @@ if (aligned) {
             int g = 1; /* the fewest lanes for that bucket */
             while (g * 4 < nvec)
                 g <<= 1;
-            a.group = g;
             const unsigned grid = (unsigned)((rows + 128 / g - 1) / (128 / g));
             ft_softmax_fp16_w2_r4_g32<<<grid, 128, 0, stream>>>(a); /* g is 32 past one vector per lane */
             return ft_launch_status(fn);
@@ -2899,7 +2792,6 @@ if (aligned) {
             int g = 1; /* the fewest lanes for that bucket */
             while (g * 8 < nvec)
                 g <<= 1;
-            a.group = g;
             const unsigned grid = (unsigned)((rows + 128 / g - 1) / (128 / g));
             ft_softmax_fp16_w2_r8_g32<<<grid, 128, 0, stream>>>(a); /* g is 32 past one vector per lane */
             return ft_launch_status(fn);
@@ -2908,7 +2800,6 @@ if (aligned) {
             int g = 1; /* the fewest lanes for that bucket */
             while (g * 16 < nvec)
                 g <<= 1;
-            a.group = g;
             const unsigned grid = (unsigned)((rows + 128 / g - 1) / (128 / g));
             ft_softmax_fp16_w2_r16_g32<<<grid, 128, 0, stream>>>(a); /* g is 32 past one vector per lane */
             return ft_launch_status(fn);
@@ -2917,12 +2808,10 @@ if (aligned) {
             int g = 1; /* the fewest lanes for that bucket */
             while (g * 32 < nvec)
                 g <<= 1;
-            a.group = g;
             const unsigned grid = (unsigned)((rows + 128 / g - 1) / (128 / g));
             ft_softmax_fp16_w2_r32_g32<<<grid, 128, 0, stream>>>(a); /* g is 32 past one vector per lane */
             return ft_launch_status(fn);
         }
-        a.group = 512;
         ft_softmax_fp16_w2_stream<<<(unsigned)rows, 512, 0, stream>>>(a);
         return ft_launch_status(fn);
     }
