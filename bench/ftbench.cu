@@ -41,7 +41,7 @@ typedef struct bench_opts {
     /* attention */
     int batch, heads, kv_heads, head_size, len, layout, splits, impl;
     /* encoder pieces and layers */
-    int seq, hidden, ffn, avg_len, mem_len, use_mask, remove_padding;
+    int seq, hidden, ffn, avg_len, mem_len, use_mask, remove_padding, causal;
     /* decoding: vocabulary, top-K / beam width, top-p, update_logits mode */
     int vocab, k, beam, mode;
     float p;
@@ -177,7 +177,7 @@ static double measure_copy_gbps(void)
  * A kernel names its buffers (count, element type, whether it rotates through the
  * buffer sets or is shared, how it is filled), how to launch on one set, and the bytes
  * the operation must move. */
-enum buf_fill { FILL_RANDOM, FILL_LENGTHS, FILL_NONE, FILL_ZERO };
+enum buf_fill { FILL_RANDOM, FILL_LENGTHS, FILL_OFFSETS, FILL_NONE, FILL_ZERO };
 
 typedef struct buf_spec {
     size_t count;
@@ -397,6 +397,54 @@ static ft_status run_masked_softmax(const bench_opts *o, void **b, cudaStream_t 
 {
     return ft_masked_softmax(o->dt, b[0], o->use_mask ? b[1] : NULL, o->use_mask ? NULL : (const int *)b[2],
                              o->batch, o->heads, o->seq, 1.0f / sqrtf((float)o->head_size), s);
+}
+
+/* packed_attention: 0 qkv [rows, 3N] (room for B*S rows), 1 bias [3N], 2 offsets [B+1],
+ * 3 out [rows, N] */
+static int packed_rows(const bench_opts *o)
+{
+    int rows = 0;
+    for (int b = 0; b < o->batch; b++)
+        rows += bench_length(o, b);
+    return rows;
+}
+static int packed_buffers(const bench_opts *o, buf_spec *sp)
+{
+    const size_t n = (size_t)o->heads * o->head_size, rows = (size_t)o->batch * o->seq;
+    const size_t counts[4] = {3 * rows * n, 3 * n, (size_t)o->batch + 1, rows * n};
+    for (int i = 0; i < 4; i++) {
+        sp[i].count = counts[i];
+        sp[i].is_int = i == 2;
+        sp[i].rotate = i == 0 || i == 3;
+        sp[i].fill = i == 2 ? FILL_OFFSETS : i == 3 ? FILL_NONE : FILL_RANDOM;
+    }
+    return 4;
+}
+static double packed_bytes(const bench_opts *o)
+{
+    /* the packed rows' Q, K, V read once and the context written once */
+    return 4.0 * packed_rows(o) * o->heads * o->head_size * (double)ft_dtype_size(o->dt);
+}
+static void packed_describe(const bench_opts *o, char *variant, char *shape, size_t len)
+{
+    snprintf(variant, len, "%s", o->causal ? "causal" : "bias");
+    snprintf(shape, len, "B=%d H=%d S=%d D=%d avg=%d", o->batch, o->heads, o->seq, o->head_size,
+             o->avg_len > 0 && o->avg_len < o->seq ? o->avg_len : o->seq);
+}
+static ft_status run_packed_attention(const bench_opts *o, void **b, cudaStream_t s)
+{
+    ft_packed_attention_args a;
+    memset(&a, 0, sizeof a);
+    a.batch = o->batch;
+    a.num_heads = o->heads;
+    a.num_kv_heads = o->heads;
+    a.max_seq_len = o->seq;
+    a.seq_offsets = (const int *)b[2];
+    a.qkv = b[0];
+    a.qkv_bias = o->causal ? NULL : b[1];
+    a.out = b[3];
+    a.causal = o->causal;
+    return ft_packed_attention(o->dt, o->head_size, &a, s);
 }
 
 /* add_fused_qkv_bias_transpose: 0 qkv [B*S, 3N], 1 bias [3N], 2-4 q/k/v [B,H,S,D];
@@ -669,6 +717,8 @@ static const kernel_desc kernels[] = {
      run_cross_attention, attn_bytes, attn_describe},
     {"masked_softmax", "in place over [B,H,S,S], --batch --heads --seq [--mask] [--avg-len]", softmax_buffers,
      run_masked_softmax, softmax_bytes, enc_describe},
+    {"packed_attention", "attention over packed rows [M,3N] -> [M,N], --batch --heads --seq --head-size [--avg-len] [--causal]",
+     packed_buffers, run_packed_attention, packed_bytes, packed_describe},
     {"add_qkv_bias_transpose", "fused [B*S,3N] + bias -> Q,K,V [B,H,S,D], --batch --seq --heads --head-size",
      heads_buffers, run_qkv_transpose, heads_bytes, enc_describe},
     {"transpose_heads", "[B,H,S,D] -> [B,S,H*D], --batch --seq --heads --head-size", heads_buffers,
@@ -745,8 +795,12 @@ static void bench_one(const bench_env *env, const bench_opts *o)
     dev_upload(src, h, (size_t)max_count, o->dt);
     free(h);
     int *lens = (int *)malloc(sizeof(int) * (size_t)(o->batch > 0 ? o->batch : 1));
-    for (int i = 0; i < o->batch; i++)
+    int *offs = (int *)malloc(sizeof(int) * (size_t)(o->batch + 1 > 1 ? o->batch + 1 : 1));
+    offs[0] = 0;
+    for (int i = 0; i < o->batch; i++) {
         lens[i] = bench_length(o, i);
+        offs[i + 1] = offs[i] + lens[i];
+    }
 
     void ***sets = (void ***)calloc((size_t)nsets, sizeof(void **));
     void *shared[MAX_BUFS];
@@ -760,6 +814,8 @@ static void bench_one(const bench_env *env, const bench_opts *o)
                 FT_CHECK_CUDA(cudaMemcpy(p, src, bytes, cudaMemcpyDeviceToDevice));
             else if (sp[i].fill == FILL_LENGTHS)
                 FT_CHECK_CUDA(cudaMemcpy(p, lens, bytes, cudaMemcpyHostToDevice));
+            else if (sp[i].fill == FILL_OFFSETS)
+                FT_CHECK_CUDA(cudaMemcpy(p, offs, bytes, cudaMemcpyHostToDevice));
             else if (sp[i].fill == FILL_ZERO)
                 FT_CHECK_CUDA(cudaMemset(p, 0, bytes));
             sets[s][i] = p;
@@ -772,6 +828,7 @@ static void bench_one(const bench_env *env, const bench_opts *o)
     }
     FT_CHECK_CUDA(cudaFree(src));
     free(lens);
+    free(offs);
 
     cudaStream_t stream;
     FT_CHECK_CUDA(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
@@ -841,6 +898,10 @@ static const char *suite[] = {
     "masked_softmax --dtype fp16 --batch 8 --heads 16 --seq 512 --head-size 64",
     "masked_softmax --dtype fp32 --batch 8 --heads 16 --seq 512 --head-size 64 --mask",
     "masked_softmax --dtype fp16 --batch 2 --heads 16 --seq 4096 --head-size 64 --mask",
+    "packed_attention --dtype fp16 --batch 32 --heads 12 --seq 128 --head-size 64 --avg-len 64",
+    "packed_attention --dtype fp16 --batch 32 --heads 12 --seq 128 --head-size 64",
+    "packed_attention --dtype fp16 --batch 8 --heads 16 --seq 512 --head-size 64",
+    "packed_attention --dtype bf16 --batch 4 --heads 32 --seq 1024 --head-size 128 --causal",
     "add_qkv_bias_transpose --dtype fp16 --batch 32 --seq 128 --heads 12 --head-size 64",
     "transpose_heads --dtype fp16 --batch 32 --seq 128 --heads 12 --head-size 64",
     "bert_layer --dtype fp16 --batch 32 --seq 128 --hidden 768 --heads 12 --ffn 3072",
@@ -878,7 +939,7 @@ static void usage(FILE *f)
                "  norm family: --m M --n N [--act gelu|relu|silu|identity] [--sum]\n"
                "  attention:   --batch B --heads H [--kv-heads Hkv] --head-size D --len L\n"
                "               [--layout bhld|lbhd|blhd] [--splits S (0 automatic)] [--impl register|async]\n"
-               "  encoder:     --batch B --heads H --seq S [--head-size D] [--mask] [--avg-len A]\n"
+               "  encoder:     --batch B --heads H --seq S [--head-size D] [--mask] [--avg-len A] [--causal]\n"
                "  layers:      --batch B --seq S --hidden N --heads H --ffn F [--remove-padding]\n"
                "               decoder_layer: --len L (cached steps) --mem-len Lmem\n"
                "  decoding:    --batch B --vocab V [--k K] [--beam W] [--p P] [--mode raw|softmax|log_softmax]\n"
@@ -901,6 +962,8 @@ static int parse(int argc, char **argv, bench_opts *o)
             o->use_mask = 1;
         else if (strcmp(a, "--remove-padding") == 0)
             o->remove_padding = 1;
+        else if (strcmp(a, "--causal") == 0)
+            o->causal = 1;
         else if (a[0] != '-' && !o->kernel)
             o->kernel = a;
         else if (!v) {

@@ -100,6 +100,25 @@ def bert_layer(variant, shape, dt):
             ("nn.TransformerEncoderLayer fast path" + ("" if padded else " with key padding mask"), fused))
 
 
+def packed_attention(variant, shape, dt):
+    """What a PyTorch encoder does for the same work: the [B, S, 3N] projection (padded),
+    bias, view/permute to heads, SDPA with the key padding mask (or is_causal), back to
+    [B, S, N]. Our kernel reads only the valid rows, packed."""
+    B, H, S, D, avg = (shape[k] for k in ("B", "H", "S", "D", "avg"))
+    N = H * D
+    causal = variant == "causal"
+    keep = ~key_mask(bench_lengths(B, S, avg), S)
+    mask = None if causal or avg >= S else keep[:, None, None, :]
+    bias = w(3 * N, dt=dt, scale=0.1)
+
+    def fn(qkv):
+        q, k, v = (qkv if causal else qkv + bias).view(B, S, 3, H, D).permute(2, 0, 3, 1, 4)
+        o = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, is_causal=causal)
+        return o.transpose(1, 2).reshape(B, S, N)
+    desc = "SDPA on padded [B,H,S,D]" + (" is_causal" if causal else " with key padding mask" if mask is not None else "")
+    return (desc + " (+bias, permutes)", lambda: (torch.randn(B, S, 3 * N, device="cuda", dtype=dt),), fn)
+
+
 def decoder_layer(variant, shape, dt):
     """One eager decoder step with a [B, H, L+1, D] cache (SDPA for both attentions)."""
     B, N, H, Fd, L, Lm = (shape[k] for k in ("B", "N", "H", "F", "L", "Lmem"))
@@ -179,6 +198,8 @@ def expression(kernel, variant, shape, dt):
         return masked_softmax(variant, shape, dt)
     if kernel == "bert_layer":
         return bert_layer(variant, shape, dt)
+    if kernel == "packed_attention":
+        return packed_attention(variant, shape, dt)
     if kernel == "decoder_layer":
         return decoder_layer(variant, shape, dt)
     if kernel == "add_qkv_bias_transpose":

@@ -18,9 +18,12 @@
  *
  * With remove_padding, the rows of x past each sequence's length are dropped before step
  * 1 (ft_remove_padding), every row-wise step runs on the valid rows only, and y gets them
- * back with zero padding rows (ft_rebuild_padding). Attention itself (steps 5-7) runs on
- * the padded [B,H,S,D] layout either way. Valid rows of y agree between the two modes;
- * padding rows of y are zero with remove_padding and computed (and meaningless) without.
+ * back with zero padding rows (ft_rebuild_padding). Steps 4-8 then are one launch,
+ * ft_packed_attention (attention over the packed rows, bias added as it reads them, tensor
+ * cores), for fp16/bf16 and head sizes it has (ft_has_packed_attention); otherwise they run
+ * on the padded [B,H,S,D] layout as above (rebuild padding in 4, remove it in 8). Valid rows
+ * of y agree between the modes; padding rows of y are zero with remove_padding and
+ * computed (and meaningless) without.
  *
  * Weights are row-major [in, out] (x W), as FasterTransformer stores them. This header is
  * the proof that the launchers compose; it is built and tested (tests/test_layers.cu) and
@@ -30,6 +33,7 @@
 
 #include <math.h>
 
+#include "ft/attention.cuh"
 #include "ft/encoder.cuh"
 #include "ft/gemm.cuh"
 #include "ft/norm.cuh"
@@ -71,9 +75,12 @@ static inline size_t ft_bert_carve(const ft_bert_config *c, int B, int S, void *
     b->seq_offsets = (int *)ft_ex_take(&a, (size_t)(B + 1) * sizeof(int));
     b->xp = (char *)ft_ex_take(&a, M * N * es);                          /* packed x */
     b->qkv = (char *)ft_ex_take(&a, 3 * M * N * es);                     /* [Q K V] projection rows */
-    b->heads = (char *)ft_ex_take(&a, 3 * M * N * es);                   /* Q, K, V per head */
-    b->scores = (char *)ft_ex_take(&a, (size_t)B * c->heads * S * S * es);
-    b->ctx_h = (char *)ft_ex_take(&a, M * N * es);                       /* context per head */
+    /* the padded attention's buffers; packed attention needs none of them */
+    const int padded = !(c->remove_padding && c->heads > 0 && c->hidden % c->heads == 0 &&
+                         ft_has_packed_attention(c->dtype, c->hidden / c->heads));
+    b->heads = (char *)ft_ex_take(&a, padded ? 3 * M * N * es : 0);           /* Q, K, V per head */
+    b->scores = (char *)ft_ex_take(&a, padded ? (size_t)B * c->heads * S * S * es : 0);
+    b->ctx_h = (char *)ft_ex_take(&a, padded ? M * N * es : 0);               /* context per head */
     b->ctx = (char *)ft_ex_take(&a, M * N * es);                         /* context rows */
     b->attn = (char *)ft_ex_take(&a, M * N * es);                        /* attention output */
     b->h1 = (char *)ft_ex_take(&a, M * N * es);
@@ -148,25 +155,41 @@ static inline ft_status ft_bert_layer_forward(const ft_gemm_ctx *g, const ft_ber
     if (M > 0) /* 1-3: [M, 3N] = x [M, N] * W_qkv [N, 3N] */
         FT_EX_TRY(ft_gemm(g, dt, 0, 0, M, 3 * N, N, 1.0f, xin, N, w->w_qkv, 3 * N, 0.0f, qkv, 3 * N, stream));
     const float scale = 1.0f / sqrtf((float)D);
-    /* 4 */
-    if (c->remove_padding)
-        FT_EX_TRY(ft_add_fused_qkv_bias_rebuild_padding(dt, qkv, w->b_qkv, q_h, k_h, v_h, seq_offsets, B, S, H, D,
-                                                        stream));
-    else
-        FT_EX_TRY(ft_add_fused_qkv_bias_transpose(dt, qkv, w->b_qkv, q_h, k_h, v_h, B, S, H, D, stream));
-    /* 5: scores [S, S] = Q [S, D] K^T per (b, h) */
-    FT_EX_TRY(ft_gemm_strided_batched(g, dt, 0, 1, S, S, D, 1.0f, q_h, D, (int64_t)S * D, k_h, D, (int64_t)S * D,
-                                      0.0f, scores, S, (int64_t)S * S, B * H, stream));
-    /* 6 */
-    FT_EX_TRY(ft_masked_softmax(dt, scores, NULL, lengths, B, H, S, scale, stream));
-    /* 7: context [S, D] = P [S, S] V [S, D] */
-    FT_EX_TRY(ft_gemm_strided_batched(g, dt, 0, 0, S, D, S, 1.0f, scores, S, (int64_t)S * S, v_h, D,
-                                      (int64_t)S * D, 0.0f, ctx_h, D, (int64_t)S * D, B * H, stream));
-    /* 8 */
-    if (c->remove_padding)
-        FT_EX_TRY(ft_transpose_remove_padding(dt, ctx_h, ctx, seq_offsets, B, S, H, D, stream));
-    else
-        FT_EX_TRY(ft_transpose_heads(dt, ctx_h, ctx, B, S, H, D, stream));
+    if (c->remove_padding && ft_has_packed_attention(dt, D)) {
+        /* 4-8 in one: [M, N] context rows from the packed [M, 3N] projection */
+        ft_packed_attention_args pa;
+        memset(&pa, 0, sizeof pa);
+        pa.batch = B;
+        pa.num_heads = H;
+        pa.num_kv_heads = H;
+        pa.max_seq_len = S;
+        pa.seq_offsets = seq_offsets;
+        pa.qkv = qkv;
+        pa.qkv_bias = w->b_qkv;
+        pa.out = ctx;
+        pa.scale = scale;
+        FT_EX_TRY(ft_packed_attention(dt, D, &pa, stream));
+    } else {
+        /* 4 */
+        if (c->remove_padding)
+            FT_EX_TRY(ft_add_fused_qkv_bias_rebuild_padding(dt, qkv, w->b_qkv, q_h, k_h, v_h, seq_offsets, B, S, H,
+                                                            D, stream));
+        else
+            FT_EX_TRY(ft_add_fused_qkv_bias_transpose(dt, qkv, w->b_qkv, q_h, k_h, v_h, B, S, H, D, stream));
+        /* 5: scores [S, S] = Q [S, D] K^T per (b, h) */
+        FT_EX_TRY(ft_gemm_strided_batched(g, dt, 0, 1, S, S, D, 1.0f, q_h, D, (int64_t)S * D, k_h, D,
+                                          (int64_t)S * D, 0.0f, scores, S, (int64_t)S * S, B * H, stream));
+        /* 6 */
+        FT_EX_TRY(ft_masked_softmax(dt, scores, NULL, lengths, B, H, S, scale, stream));
+        /* 7: context [S, D] = P [S, S] V [S, D] */
+        FT_EX_TRY(ft_gemm_strided_batched(g, dt, 0, 0, S, D, S, 1.0f, scores, S, (int64_t)S * S, v_h, D,
+                                          (int64_t)S * D, 0.0f, ctx_h, D, (int64_t)S * D, B * H, stream));
+        /* 8 */
+        if (c->remove_padding)
+            FT_EX_TRY(ft_transpose_remove_padding(dt, ctx_h, ctx, seq_offsets, B, S, H, D, stream));
+        else
+            FT_EX_TRY(ft_transpose_heads(dt, ctx_h, ctx, B, S, H, D, stream));
+    }
     if (M > 0) {
         /* 9, 10 */
         FT_EX_TRY(ft_gemm(g, dt, 0, 0, M, N, N, 1.0f, ctx, N, w->w_out, N, 0.0f, attn, N, stream));

@@ -238,6 +238,12 @@ class AttentionFamily(Family):
     def listing_args(self, v):
         return [str(v["params"]["head_size"])]
 
+    @staticmethod
+    def has_packed(params):
+        """Packed (padding-free) self-attention: tensor-core mma over 16-bit elements, head
+        sizes in whole k-steps of 16, accumulators within a thread's registers."""
+        return params["dtype"] in ("fp16", "bf16") and params["head_size"] % 16 == 0 and params["head_size"] <= 128
+
     def context(self, params):
         dt, D, W = params["dtype"], params["head_size"], params["width"]
         es = DTYPES[dt]["esize"]
@@ -286,6 +292,7 @@ class AttentionFamily(Family):
                          "SMEM": ns * 2 * tk * row,
                          "MINB": tune.get("AMINB", 2) if gq == 1 else tune.get("AGQMINB", 1)}
         return {
+            "packed": self.has_packed(params),
             "async": W == 16, "AVEC": a_vec, "ATPK": a_tpk, "ACPT": a_cpt, "aword": f"ft_word_{dt}x{a_vec}",
             "aunpack": f"ft_unpack_{dt}x{a_vec}", "KPI": kpi, "aplan": aplan,
             "dtype": dt, "T": DTYPES[dt]["T"], "esize": es, "D": D, "W": W,
@@ -308,7 +315,7 @@ class AttentionFamily(Family):
         files = {}
         by_dtype = {}
         for v in variants:
-            by_dtype.setdefault(v["dtype"], []).append(v)
+            by_dtype.setdefault(v["dtype"], []).append(dict(v, packed=self.has_packed(v["params"])))
         for dt, vs in by_dtype.items():
             files[f"ft/attention_{dt}.cuh"] = env.get_template("attention_dtype_dispatch.cuh.j2").render(
                 dtype=dt, variants=vs, guard=f"FT_ATTENTION_{dt.upper()}_CUH",

@@ -24,6 +24,8 @@
 #define SELF_DECODE FT_CAT(ft_masked_self_attention_decode_, FT_ATTN_TEST_DT, )
 #define CROSS_DECODE FT_CAT(ft_cross_attention_decode_, FT_ATTN_TEST_DT, )
 #define MEMORY_BIAS FT_CAT(ft_add_memory_bias_, FT_ATTN_TEST_DT, )
+#define PACKED FT_CAT(ft_packed_attention_, FT_ATTN_TEST_DT, )
+#define HAS_PACKED FT_CAT(ft_has_packed_attention_, FT_ATTN_TEST_DT, )
 
 typedef struct attn_case {
     int is_self;
@@ -341,12 +343,159 @@ static void attention_test(ft_test *t)
     }
 }
 
+/* ---------------------------------------------------------------- packed self-attention */
+
+typedef struct packed_case {
+    int B, H, Hkv, causal, with_bias, max_seq; /* max_seq: the launcher's bound (0: unknown) */
+    float scale;                               /* 0: 1/sqrt(D) */
+    int lengths[16];
+} packed_case;
+
+static void run_packed_case(ft_test *t, ft_dtype dt, int D, const packed_case *c, ref_rng *rng)
+{
+    const int B = c->B, H = c->H, Hkv = c->Hkv, ld = (H + 2 * Hkv) * D;
+    const size_t es = ft_dtype_size(dt);
+    int offsets[17];
+    offsets[0] = 0;
+    for (int b = 0; b < B; b++)
+        offsets[b + 1] = offsets[b] + c->lengths[b];
+    const int M = offsets[B];
+    const size_t nin = (size_t)M * ld, nout = (size_t)M * H * D;
+    float *qkv = (float *)malloc((nin + 1) * 4), *bias = (float *)malloc((size_t)ld * 4);
+    float *got = (float *)malloc((nout + 1) * 4);
+    double *ref = (double *)malloc((nout + 1) * sizeof(double));
+    fill_normal(qkv, nin, rng, 0.0, 1.0, dt);
+    fill_normal(bias, (size_t)ld, rng, 0.0, 0.5, dt);
+    void *dqkv = dev_alloc(nin * es + 16), *dbias = dev_alloc((size_t)ld * es), *dout = dev_alloc(nout * es + 16);
+    int *doff = dev_upload_ints(offsets, B + 1);
+    dev_upload(dqkv, qkv, nin, dt);
+    dev_upload(dbias, bias, (size_t)ld, dt);
+    dev_poison(dout, nout * es + 16);
+
+    ft_packed_attention_args a;
+    memset(&a, 0, sizeof a);
+    a.batch = B;
+    a.num_heads = H;
+    a.num_kv_heads = Hkv;
+    a.max_seq_len = c->max_seq;
+    a.seq_offsets = doff;
+    a.qkv = dqkv;
+    a.qkv_bias = c->with_bias ? dbias : NULL;
+    a.out = dout;
+    a.scale = c->scale;
+    a.causal = c->causal;
+    const ft_status st = PACKED(D, &a, 0);
+    FT_CHECK_CUDA(cudaDeviceSynchronize());
+
+    char what[256];
+    snprintf(what, sizeof what, "packed h%d %s B=%d H=%d Hkv=%d causal=%d bias=%d max_seq=%d scale=%g len0=%d len_last=%d",
+             D, ft_dtype_name(dt), B, H, Hkv, c->causal, c->with_bias, c->max_seq, (double)c->scale, c->lengths[0],
+             c->lengths[B - 1]);
+    FT_EXPECT(t, st == FT_OK, "%s: status %s (%s)", what, ft_status_string(st), ft_last_error());
+    if (st == FT_OK) {
+        /* the poison past the last row must survive: nothing is written outside [M, H*D] */
+        unsigned char tail[16], want[16];
+        FT_CHECK_CUDA(cudaMemcpy(tail, (char *)dout + nout * es, 16, cudaMemcpyDeviceToHost));
+        memset(want, 0xff, sizeof want);
+        FT_EXPECT(t, memcmp(tail, want, 16) == 0, "%s: wrote past the last row", what);
+        if (M > 0) {
+            dev_download(got, dout, nout, dt);
+            ref_packed_attn r;
+            memset(&r, 0, sizeof r);
+            r.B = B;
+            r.H = H;
+            r.Hkv = Hkv;
+            r.D = D;
+            r.offsets = offsets;
+            r.qkv = qkv;
+            r.bias = c->with_bias ? bias : NULL;
+            r.scale = c->scale == 0.0f ? 1.0 / sqrt((double)D) : (double)c->scale;
+            r.causal = c->causal;
+            r.dt = dt;
+            r.out = ref;
+            ref_packed_attention(&r);
+            const ref_tol tol = attn_tolerance(dt);
+            ft_expect_close(t, what, got, ref, nout, tol.atol, tol.rtol);
+        }
+    }
+    FT_CHECK_CUDA(cudaFree(dqkv));
+    FT_CHECK_CUDA(cudaFree(dbias));
+    FT_CHECK_CUDA(cudaFree(dout));
+    FT_CHECK_CUDA(cudaFree(doff));
+    free(qkv);
+    free(bias);
+    free(got);
+    free(ref);
+}
+
+static packed_case packed_fixed(int B, int H, int Hkv, int causal, int with_bias, int max_seq, const int *len)
+{
+    packed_case c;
+    memset(&c, 0, sizeof c);
+    c.B = B;
+    c.H = H;
+    c.Hkv = Hkv;
+    c.causal = causal;
+    c.with_bias = with_bias;
+    c.max_seq = max_seq;
+    for (int b = 0; b < B; b++)
+        c.lengths[b] = len[b];
+    return c;
+}
+
+/* Tile edges (1, 63-65, 127-129 rows), empty sequences, GQA ratios 1, 4 and H, causal and
+ * not, a grid smaller than the longest sequence (blocks loop over query tiles), a custom
+ * scale, and random shapes. */
+static void packed_attention_test(ft_test *t)
+{
+    const int D = (int)(intptr_t)t->arg;
+    const ft_dtype dt = FT_CAT(FT_, FT_ATTN_TEST_DT_UPPER, );
+    FT_EXPECT(t, HAS_PACKED(D), "ft_has_packed_attention says no for h%d", D);
+    ref_rng rng;
+    ref_rng_seed(&rng, ref_test_seed() * 11 + (uint64_t)D * 17 + (uint64_t)dt);
+    packed_case cases[16];
+    int n = 0;
+    const int l1[] = {1, 64, 65};
+    cases[n++] = packed_fixed(3, 4, 4, 0, 1, 65, l1);
+    const int l2[] = {0, 17, 128, 129};
+    cases[n++] = packed_fixed(4, 8, 2, 1, 1, 129, l2);
+    const int l3[] = {700};
+    cases[n++] = packed_fixed(1, 2, 1, 1, 0, 64, l3); /* one tile of grid: blocks loop */
+    cases[n++] = packed_fixed(1, 2, 2, 0, 1, 0, l3);
+    const int l4[] = {5, 200, 0};
+    cases[n] = packed_fixed(3, 6, 1, 0, 0, 200, l4);
+    cases[n++].scale = 0.05f;
+    const int l5[] = {127, 63};
+    cases[n++] = packed_fixed(2, 3, 3, 1, 1, 127, l5);
+    const int gs[] = {1, 2, 4};
+    for (int i = 0; i < 5; i++) {
+        packed_case c;
+        memset(&c, 0, sizeof c);
+        c.B = (int)ref_rng_range(&rng, 1, 6);
+        c.Hkv = (int)ref_rng_range(&rng, 1, 3);
+        c.H = c.Hkv * gs[ref_rng_range(&rng, 0, 2)];
+        c.causal = (int)ref_rng_range(&rng, 0, 1);
+        c.with_bias = i % 2 == 0;
+        int mx = 0;
+        for (int b = 0; b < c.B; b++) {
+            c.lengths[b] = (int)ref_rng_range(&rng, 0, 300);
+            mx = c.lengths[b] > mx ? c.lengths[b] : mx;
+        }
+        c.max_seq = i % 3 == 2 ? 0 : mx;
+        cases[n++] = c;
+    }
+    for (int i = 0; i < n && t->failures == 0; i++)
+        run_packed_case(t, dt, D, &cases[i], &rng);
+}
+
 __attribute__((constructor)) static void register_attention_tests(void)
 {
     const ft_dtype want = FT_CAT(FT_, FT_ATTN_TEST_DT_UPPER, );
 #define FT_X(suffix, dt, head_size)                                                              \
     if (dt == want)                                                                              \
-        ft_test_register("attention_" #suffix, attention_test, (void *)(intptr_t)(head_size), 1);
+        ft_test_register("attention_" #suffix, attention_test, (void *)(intptr_t)(head_size), 1);  \
+    if (dt == want && HAS_PACKED(head_size))                                                     \
+        ft_test_register("packed_attention_" #suffix, packed_attention_test, (void *)(intptr_t)(head_size), 1);
     FT_ATTENTION_VARIANTS(FT_X)
 #undef FT_X
 }

@@ -142,6 +142,60 @@ FT_TEST(attention_args_unsupported)
               ft_last_error());
 }
 
+static ft_packed_attention_args good_packed(void)
+{
+    ft_packed_attention_args a;
+    memset(&a, 0, sizeof a);
+    a.batch = 4;
+    a.num_heads = 12;
+    a.num_kv_heads = 4;
+    a.max_seq_len = 128;
+    a.seq_offsets = (const int *)P(0x4000);
+    a.qkv = P(0x10000);
+    a.qkv_bias = P(0x8000);
+    a.out = P(0x20000);
+    return a;
+}
+
+#define EXPECT_PACKED(t, dt, D, mutate, want, needle)                                             \
+    do {                                                                                          \
+        ft_packed_attention_args a = good_packed();                                               \
+        mutate;                                                                                   \
+        const ft_status st = ft_packed_attention(dt, D, &a, 0);                                   \
+        FT_EXPECT(t, st == (want), "%s: got %s, want %s (%s)", #mutate, ft_status_string(st),      \
+                  ft_status_string(want), ft_last_error());                                       \
+        FT_EXPECT(t, strstr(ft_last_error(), needle) != NULL, "%s: message '%s' lacks '%s'",       \
+                  #mutate, ft_last_error(), needle);                                              \
+    } while (0)
+
+FT_TEST(packed_attention_args)
+{
+    EXPECT_PACKED(t, FT_FP16, 64, a.batch = 0, FT_ERR_INVALID_ARGUMENT, "batch must be in [1, 65535]");
+    EXPECT_PACKED(t, FT_FP16, 64, a.num_kv_heads = 0, FT_ERR_INVALID_ARGUMENT, "must be positive");
+    EXPECT_PACKED(t, FT_BF16, 64, a.num_kv_heads = 5, FT_ERR_INVALID_ARGUMENT, "not a multiple of num_kv_heads 5");
+    EXPECT_PACKED(t, FT_FP16, 128, a.max_seq_len = -1, FT_ERR_INVALID_ARGUMENT, "max_seq_len");
+    EXPECT_PACKED(t, FT_FP16, 64, a.seq_offsets = NULL, FT_ERR_INVALID_ARGUMENT, "seq_offsets is NULL");
+    EXPECT_PACKED(t, FT_FP16, 64, a.qkv = NULL, FT_ERR_INVALID_ARGUMENT, "qkv is NULL");
+    EXPECT_PACKED(t, FT_FP16, 64, a.out = NULL, FT_ERR_INVALID_ARGUMENT, "out is NULL");
+    EXPECT_PACKED(t, FT_FP16, 64, a.qkv = P(0x10008), FT_ERR_MISALIGNED, "qkv");
+    EXPECT_PACKED(t, FT_BF16, 32, a.qkv_bias = P(0x8004), FT_ERR_MISALIGNED, "qkv_bias");
+    EXPECT_PACKED(t, FT_FP16, 64, a.scale = -1.0f, FT_ERR_INVALID_ARGUMENT, "scale");
+    EXPECT_PACKED(t, FT_FP16, 64, a.scale = NAN, FT_ERR_INVALID_ARGUMENT, "scale");
+    EXPECT_PACKED(t, FT_FP16, 64, a.num_heads = 70000, FT_ERR_INVALID_ARGUMENT, "at most 65535");
+    FT_EXPECT(t, ft_packed_attention(FT_FP16, 64, NULL, 0) == FT_ERR_INVALID_ARGUMENT &&
+                     strstr(ft_last_error(), "args is NULL"),
+              "NULL args: %s", ft_last_error());
+    /* variants without the tensor-core form say so, and why */
+    EXPECT_PACKED(t, FT_FP32, 64, (void)0, FT_ERR_UNSUPPORTED, "fp16 or bf16");
+    EXPECT_PACKED(t, FT_BF16, 160, (void)0, FT_ERR_UNSUPPORTED, "multiple of 16 up to 128");
+    EXPECT_PACKED(t, FT_FP16, 72, (void)0, FT_ERR_UNSUPPORTED, "--head-size 72");
+    EXPECT_PACKED(t, FT_INT8, 64, (void)0, FT_ERR_UNSUPPORTED, "int8");
+    FT_EXPECT(t, ft_has_packed_attention(FT_FP16, 64) && ft_has_packed_attention(FT_BF16, 128) &&
+                     ft_has_packed_attention(FT_FP16, 48) && !ft_has_packed_attention(FT_FP32, 64) &&
+                     !ft_has_packed_attention(FT_FP16, 160) && !ft_has_packed_attention(FT_FP16, 72),
+              "ft_has_packed_attention");
+}
+
 FT_TEST(attention_workspace_size)
 {
     FT_EXPECT(t, ft_attention_workspace_bytes(2, 8, 128, 1) == 0, "one split needs no workspace");

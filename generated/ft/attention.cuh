@@ -57,4 +57,27 @@ static inline ft_status ft_add_memory_bias(ft_dtype dtype, int head_size, void *
     }
 }
 
+static inline ft_status ft_packed_attention(ft_dtype dtype, int head_size, const ft_packed_attention_args *args,
+                                            cudaStream_t stream)
+{
+    switch (dtype) {
+    case FT_FP32: return ft_packed_attention_fp32(head_size, args, stream);
+    case FT_FP16: return ft_packed_attention_fp16(head_size, args, stream);
+    case FT_BF16: return ft_packed_attention_bf16(head_size, args, stream);
+    default: return ft_attention_unsupported_dtype_("ft_packed_attention", dtype);
+    }
+}
+
+/* Whether ft_packed_attention has a kernel for this dtype and head size (fp16 and bf16,
+ * head sizes that are multiples of 16 up to 128, among the generated ones). */
+static inline int ft_has_packed_attention(ft_dtype dtype, int head_size)
+{
+    switch (dtype) {
+    case FT_FP32: return ft_has_packed_attention_fp32(head_size);
+    case FT_FP16: return ft_has_packed_attention_fp16(head_size);
+    case FT_BF16: return ft_has_packed_attention_bf16(head_size);
+    default: return 0;
+    }
+}
+
 #endif /* FT_ATTENTION_CUH */

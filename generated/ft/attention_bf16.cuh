@@ -102,4 +102,38 @@ static inline ft_status ft_add_memory_bias_bf16(int head_size, void *k_mem, cons
     }
 }
 
+static inline ft_status ft_packed_attention_bf16(int head_size, const ft_packed_attention_args *args,
+                                                 cudaStream_t stream)
+{
+    switch (head_size) {
+    case 32: return ft_packed_attention_h32_bf16(args, stream);
+    case 48: return ft_packed_attention_h48_bf16(args, stream);
+    case 64: return ft_packed_attention_h64_bf16(args, stream);
+    case 80: return ft_packed_attention_h80_bf16(args, stream);
+    case 96: return ft_packed_attention_h96_bf16(args, stream);
+    case 112: return ft_packed_attention_h112_bf16(args, stream);
+    case 128: return ft_packed_attention_h128_bf16(args, stream);
+    case 160: return ft_packed_attention_h160_bf16(args, stream);
+    case 192: return ft_packed_attention_h192_bf16(args, stream);
+    case 256: return ft_packed_attention_h256_bf16(args, stream);
+    default: return ft_attention_unsupported_bf16_("ft_packed_attention_bf16", head_size);
+    }
+}
+
+/* Whether ft_packed_attention_bf16 has a kernel for this head size. */
+static inline int ft_has_packed_attention_bf16(int head_size)
+{
+    switch (head_size) {
+    case 32:
+    case 48:
+    case 64:
+    case 80:
+    case 96:
+    case 112:
+    case 128:
+        return 1;
+    default: return 0;
+    }
+}
+
 #endif /* FT_ATTENTION_BF16_CUH */

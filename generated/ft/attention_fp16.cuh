@@ -102,4 +102,38 @@ static inline ft_status ft_add_memory_bias_fp16(int head_size, void *k_mem, cons
     }
 }
 
+static inline ft_status ft_packed_attention_fp16(int head_size, const ft_packed_attention_args *args,
+                                                 cudaStream_t stream)
+{
+    switch (head_size) {
+    case 32: return ft_packed_attention_h32_fp16(args, stream);
+    case 48: return ft_packed_attention_h48_fp16(args, stream);
+    case 64: return ft_packed_attention_h64_fp16(args, stream);
+    case 80: return ft_packed_attention_h80_fp16(args, stream);
+    case 96: return ft_packed_attention_h96_fp16(args, stream);
+    case 112: return ft_packed_attention_h112_fp16(args, stream);
+    case 128: return ft_packed_attention_h128_fp16(args, stream);
+    case 160: return ft_packed_attention_h160_fp16(args, stream);
+    case 192: return ft_packed_attention_h192_fp16(args, stream);
+    case 256: return ft_packed_attention_h256_fp16(args, stream);
+    default: return ft_attention_unsupported_fp16_("ft_packed_attention_fp16", head_size);
+    }
+}
+
+/* Whether ft_packed_attention_fp16 has a kernel for this head size. */
+static inline int ft_has_packed_attention_fp16(int head_size)
+{
+    switch (head_size) {
+    case 32:
+    case 48:
+    case 64:
+    case 80:
+    case 96:
+    case 112:
+    case 128:
+        return 1;
+    default: return 0;
+    }
+}
+
 #endif /* FT_ATTENTION_FP16_CUH */

@@ -102,4 +102,29 @@ static inline ft_status ft_add_memory_bias_fp32(int head_size, void *k_mem, cons
     }
 }
 
+static inline ft_status ft_packed_attention_fp32(int head_size, const ft_packed_attention_args *args,
+                                                 cudaStream_t stream)
+{
+    switch (head_size) {
+    case 32: return ft_packed_attention_h32_fp32(args, stream);
+    case 48: return ft_packed_attention_h48_fp32(args, stream);
+    case 64: return ft_packed_attention_h64_fp32(args, stream);
+    case 80: return ft_packed_attention_h80_fp32(args, stream);
+    case 96: return ft_packed_attention_h96_fp32(args, stream);
+    case 112: return ft_packed_attention_h112_fp32(args, stream);
+    case 128: return ft_packed_attention_h128_fp32(args, stream);
+    case 160: return ft_packed_attention_h160_fp32(args, stream);
+    case 192: return ft_packed_attention_h192_fp32(args, stream);
+    case 256: return ft_packed_attention_h256_fp32(args, stream);
+    default: return ft_attention_unsupported_fp32_("ft_packed_attention_fp32", head_size);
+    }
+}
+
+/* Whether ft_packed_attention_fp32 has a kernel for this head size. */
+static inline int ft_has_packed_attention_fp32(int head_size)
+{
+    (void)head_size; /* fp32: no tensor-core form */
+    return 0;
+}
+
 #endif /* FT_ATTENTION_FP32_CUH */

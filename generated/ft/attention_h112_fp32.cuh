@@ -1721,4 +1721,18 @@ static inline ft_status ft_add_memory_bias_h112_fp32(float *k_mem, const float *
     return FT_OK;
 }
 
+/* ---------------------------------------------------------------- packed self-attention */
+
+/* This variant has no packed self-attention: it needs fp16 or bf16 and a head size that is
+ * a multiple of 16 up to 128 (ft_has_packed_attention). The alternative is the padded
+ * pipeline: ft_add_fused_qkv_bias_rebuild_padding, strided-batched GEMMs, ft_masked_softmax. */
+static inline ft_status ft_packed_attention_h112_fp32(const ft_packed_attention_args *args, cudaStream_t stream)
+{
+    (void)args;
+    (void)stream;
+    return ft_fail(FT_ERR_UNSUPPORTED,
+                   "ft_packed_attention_h112_fp32: packed attention needs fp16 or bf16 and a head size that is a "
+                   "multiple of 16 up to 128 (this variant: fp32, head size 112)");
+}
+
 #endif /* FT_ATTENTION_H112_FP32_CUH */

@@ -1721,4 +1721,18 @@ static inline ft_status ft_add_memory_bias_h256_bf16(__nv_bfloat16 *k_mem, const
     return FT_OK;
 }
 
+/* ---------------------------------------------------------------- packed self-attention */
+
+/* This variant has no packed self-attention: it needs fp16 or bf16 and a head size that is
+ * a multiple of 16 up to 128 (ft_has_packed_attention). The alternative is the padded
+ * pipeline: ft_add_fused_qkv_bias_rebuild_padding, strided-batched GEMMs, ft_masked_softmax. */
+static inline ft_status ft_packed_attention_h256_bf16(const ft_packed_attention_args *args, cudaStream_t stream)
+{
+    (void)args;
+    (void)stream;
+    return ft_fail(FT_ERR_UNSUPPORTED,
+                   "ft_packed_attention_h256_bf16: packed attention needs fp16 or bf16 and a head size that is a "
+                   "multiple of 16 up to 128 (this variant: bf16, head size 256)");
+}
+
 #endif /* FT_ATTENTION_H256_BF16_CUH */

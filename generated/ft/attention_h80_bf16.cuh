@@ -1084,4 +1084,279 @@ static inline ft_status ft_add_memory_bias_h80_bf16(__nv_bfloat16 *k_mem, const 
     return FT_OK;
 }
 
+/* ---------------------------------------------------------------- packed self-attention */
+
+/* ft_packed_attention_h80_bf16: block (query tile, head, sequence) of 4 warps, each warp 16 of
+ * the tile's 64 query rows. The sequence's keys and values stream through two shared-memory
+ * stages of 64 rows with cp.async (the next tile lands while this one is used). Q.K^T and
+ * P.V are mma.sync m16n8k16 with fp32 accumulators; the softmax is online across key tiles
+ * in the exp2 domain; P is rounded to __nv_bfloat16 for P.V, as a padded pipeline stores it.
+ * Biases: q's is added as the tile lands (rounded to __nv_bfloat16); k's cannot change a softmax
+ * (it adds q.b_k to every key of a row) and is left out; v's is added to the output (the
+ * weights sum to one). Shared-memory rows are padded by 8 elements so every ldmatrix is
+ * conflict-free. */
+#define FT_ATTN_H80_BF16_PK_LDS 88
+#define FT_ATTN_H80_BF16_PK_TILE (64 * FT_ATTN_H80_BF16_PK_LDS)
+#define FT_ATTN_H80_BF16_PK_SMEM 56640
+
+typedef struct ft_attn_packed_kargs_h80_bf16 {
+    const __nv_bfloat16 *qkv, *bias;
+    const int *offsets;
+    __nv_bfloat16 *out;
+    int G;          /* query heads per key/value head */
+    int ldq, ldo;   /* row lengths of qkv and out, in elements */
+    int kcol, vcol; /* first key / value column of a qkv row */
+    float qk_scale;
+    int causal;
+} ft_attn_packed_kargs_h80_bf16;
+
+/* Starts copying rows r0 .. r0+63 of one head's columns (g: the sequence's row 0 at the
+ * head's first column) into s[64][LDS]; rows at or past n are zero-filled. */
+static __device__ __forceinline__ void ft_attn_packed_fetch_h80_bf16(__nv_bfloat16 *s, const __nv_bfloat16 *g, int ldq, int r0,
+                                                                  int n, int tid)
+{
+#pragma unroll
+    for (int i = 0; i < 5; i++) {
+        const int e = tid + i * 128, r = e / 10, c = e % 10;
+        const int in = r0 + r < n;
+        ft_cp_async16(s + r * FT_ATTN_H80_BF16_PK_LDS + c * 8, g + (in ? (int64_t)(r0 + r) * ldq + c * 8 : 0), in ? 16 : 0);
+    }
+}
+
+static __global__ void __launch_bounds__(128, 2) ft_attn_packed_h80_bf16(ft_attn_packed_kargs_h80_bf16 a)
+{
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+    extern __shared__ uint4 ft_attn_packed_smem_h80_bf16[];
+    /* qs, then stage 0 (K, V), then stage 1 (K, V), then the q and v biases */
+    __nv_bfloat16 *qs = (__nv_bfloat16 *)ft_attn_packed_smem_h80_bf16;
+    __nv_bfloat16 *bias_s = qs + 5 * FT_ATTN_H80_BF16_PK_TILE;
+    const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
+    const int b = blockIdx.z, h = blockIdx.y, kvh = h / a.G;
+    const int row0 = a.offsets[b], len = a.offsets[b + 1] - row0;
+    const __nv_bfloat16 *base = a.qkv + (int64_t)row0 * a.ldq;
+    const __nv_bfloat16 *qg = base + h * 80, *kg = base + a.kcol + kvh * 80, *vg = base + a.vcol + kvh * 80;
+    /* ldmatrix row addresses of this lane: A (Q) and B (K) tiles read rows, V is transposed */
+    const int a_row = lane & 15, a_col = (lane >> 4) * 8;
+    const int k_row = ((lane >> 4) << 3) + (lane & 7), k_col = ((lane >> 3) & 1) * 8;
+    const int v_row = (((lane >> 3) & 1) << 3) + (lane & 7), v_col = (lane >> 4) * 8;
+
+    /* the biases ride with the first copy group: read from shared memory, not on the way */
+    if (a.bias != NULL && blockIdx.x * 64 < len && tid < 20) /* (no copy left pending at exit) */
+        ft_cp_async16(bias_s + tid * 8,
+                      a.bias + (tid < 10 ? h * 80 + tid * 8 : a.vcol + kvh * 80 + (tid - 10) * 8), 16);
+
+    for (int q0 = blockIdx.x * 64; q0 < len; q0 += gridDim.x * 64) {
+        const int kend = a.causal ? min(len, q0 + 64) : len;
+        const int ntiles = (kend + 63) >> 6;
+        /* group 0: Q and key/value tile 0; group 1: tile 1 (or nothing) */
+        ft_attn_packed_fetch_h80_bf16(qs, qg, a.ldq, q0, len, tid);
+        ft_attn_packed_fetch_h80_bf16(qs + FT_ATTN_H80_BF16_PK_TILE, kg, a.ldq, 0, kend, tid);
+        ft_attn_packed_fetch_h80_bf16(qs + 2 * FT_ATTN_H80_BF16_PK_TILE, vg, a.ldq, 0, kend, tid);
+        ft_cp_async_commit();
+        if (ntiles > 1) {
+            ft_attn_packed_fetch_h80_bf16(qs + 3 * FT_ATTN_H80_BF16_PK_TILE, kg, a.ldq, 64, kend, tid);
+            ft_attn_packed_fetch_h80_bf16(qs + 4 * FT_ATTN_H80_BF16_PK_TILE, vg, a.ldq, 64, kend, tid);
+        }
+        ft_cp_async_commit();
+        ft_cp_async_wait1();
+        __syncthreads(); /* Q, tile 0 and the biases have landed, whoever copied them */
+        if (a.bias != NULL) { /* q bias on the vectors this thread copied */
+#pragma unroll
+            for (int i = 0; i < 5; i++) {
+                const int e = tid + i * 128, r = e / 10, c = e % 10;
+                if (q0 + r < len) {
+                    float f[8], fb[8];
+                    uint4 *p = (uint4 *)(qs + r * FT_ATTN_H80_BF16_PK_LDS + c * 8);
+                    ft_unpack_bf16x8(*p, f);
+                    ft_unpack_bf16x8(*(const uint4 *)(bias_s + c * 8), fb);
+#pragma unroll
+                    for (int j = 0; j < 8; j++)
+                        f[j] += fb[j];
+                    *p = ft_pack_bf16x8(f);
+                }
+            }
+            __syncthreads();
+        }
+
+        /* warps whose 16 rows all lie past the sequence only help with the copies */
+        const int active = q0 + warp * 16 < len;
+        float o[10][4];
+#pragma unroll
+        for (int i = 0; i < 10; i++)
+            o[i][0] = o[i][1] = o[i][2] = o[i][3] = 0.0f;
+        float mrow[2] = {-INFINITY, -INFINITY}, lrow[2] = {0.0f, 0.0f};
+        const int qrow = q0 + warp * 16 + (lane >> 2); /* this lane's rows: qrow, qrow + 8 */
+
+        for (int it = 0; it < ntiles; it++) {
+            if (it > 0) {
+                ft_cp_async_wait1(); /* tile it (group it) has landed */
+                __syncthreads();
+            }
+            const int k0 = it * 64, nk = kend - k0; /* keys of this tile in use (> 0) */
+            const __nv_bfloat16 *ks = qs + (1 + 2 * (it & 1)) * FT_ATTN_H80_BF16_PK_TILE, *vs = ks + FT_ATTN_H80_BF16_PK_TILE;
+            if (active) {
+                /* s[16 rows x 64 keys] = Q K^T: n-tile t holds keys 8t .. 8t+7 */
+                float s[8][4];
+#pragma unroll
+                for (int t = 0; t < 8; t++)
+                    s[t][0] = s[t][1] = s[t][2] = s[t][3] = 0.0f;
+#pragma unroll
+                for (int kk = 0; kk < 5; kk++) {
+                    /* re-read per key tile: 20 registers of fragments would spill */
+                    unsigned qa[4];
+                    ft_ldsm_x4(qa, qs + (warp * 16 + a_row) * FT_ATTN_H80_BF16_PK_LDS + kk * 16 + a_col);
+#pragma unroll
+                    for (int np = 0; np < 4; np++) {
+                        if (np * 16 < nk) {
+                            unsigned r[4];
+                            ft_ldsm_x4(r, ks + (np * 16 + k_row) * FT_ATTN_H80_BF16_PK_LDS + kk * 16 + k_col);
+                            ft_mma_bf16(s[2 * np], qa, r[0], r[1]);
+                            ft_mma_bf16(s[2 * np + 1], qa, r[2], r[3]);
+                        }
+                    }
+                }
+                /* mask keys past the sequence and (causal) past the row, where the tile has any */
+                if (nk < 64 || (a.causal && k0 + 63 > q0 + warp * 16)) {
+#pragma unroll
+                    for (int t = 0; t < 8; t++) {
+#pragma unroll
+                        for (int e = 0; e < 4; e++) {
+                            const int key = k0 + t * 8 + (lane & 3) * 2 + (e & 1), row = qrow + (e >> 1) * 8;
+                            if (key >= kend || (a.causal && key > row))
+                                s[t][e] = -INFINITY;
+                        }
+                    }
+                }
+                /* online softmax on the raw scores (scale > 0): the four lanes of a row hold its
+                 * 64 keys between them; weights are 2^(s*scale - max*scale) */
+#pragma unroll
+                for (int r = 0; r < 2; r++) {
+                    float m8[8];
+#pragma unroll
+                    for (int t = 0; t < 8; t++)
+                        m8[t] = fmaxf(s[t][2 * r], s[t][2 * r + 1]);
+#pragma unroll
+                    for (int w = 4; w > 0; w >>= 1) /* a tree, not a chain of 16 */
+#pragma unroll
+                        for (int t = 0; t < w; t++)
+                            m8[t] = fmaxf(m8[t], m8[t + w]);
+                    float mx = m8[0];
+                    mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
+                    mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
+                    const float mnew = fmaxf(mrow[r], mx);
+                    const float ref = mnew == -INFINITY ? 0.0f : mnew * a.qk_scale; /* a row masked so far stays 0 */
+                    const float alpha = ft_exp2_approx(mrow[r] * a.qk_scale - ref);
+                    mrow[r] = mnew;
+#pragma unroll
+                    for (int t = 0; t < 8; t++) {
+                        s[t][2 * r] = ft_exp2_approx(fmaf(s[t][2 * r], a.qk_scale, -ref));
+                        s[t][2 * r + 1] = ft_exp2_approx(fmaf(s[t][2 * r + 1], a.qk_scale, -ref));
+                        m8[t] = s[t][2 * r] + s[t][2 * r + 1];
+                    }
+#pragma unroll
+                    for (int w = 4; w > 0; w >>= 1)
+#pragma unroll
+                        for (int t = 0; t < w; t++)
+                            m8[t] += m8[t + w];
+                    lrow[r] = lrow[r] * alpha + m8[0];
+#pragma unroll
+                    for (int i = 0; i < 10; i++) {
+                        o[i][2 * r] *= alpha;
+                        o[i][2 * r + 1] *= alpha;
+                    }
+                }
+                /* o += P V: the accumulators of key n-tiles 2kk, 2kk+1 are the A fragment of k-step kk */
+#pragma unroll
+                for (int kk = 0; kk < 4; kk++) {
+                    if (kk * 16 < nk) {
+                        unsigned pa[4];
+                        pa[0] = ft_frag2_bf16(s[2 * kk][0], s[2 * kk][1]);
+                        pa[1] = ft_frag2_bf16(s[2 * kk][2], s[2 * kk][3]);
+                        pa[2] = ft_frag2_bf16(s[2 * kk + 1][0], s[2 * kk + 1][1]);
+                        pa[3] = ft_frag2_bf16(s[2 * kk + 1][2], s[2 * kk + 1][3]);
+#pragma unroll
+                        for (int dp = 0; dp < 5; dp++) {
+                            unsigned r[4];
+                            ft_ldsm_x4_trans(r, vs + (kk * 16 + v_row) * FT_ATTN_H80_BF16_PK_LDS + dp * 16 + v_col);
+                            ft_mma_bf16(o[2 * dp], pa, r[0], r[1]);
+                            ft_mma_bf16(o[2 * dp + 1], pa, r[2], r[3]);
+                        }
+                    }
+                }
+            }
+            __syncthreads(); /* every warp is done with this stage */
+            if (it + 2 < ntiles) {
+                ft_attn_packed_fetch_h80_bf16((__nv_bfloat16 *)ks, kg, a.ldq, k0 + 128, kend, tid);
+                ft_attn_packed_fetch_h80_bf16((__nv_bfloat16 *)vs, vg, a.ldq, k0 + 128, kend, tid);
+            }
+            ft_cp_async_commit(); /* possibly empty: the group count stays one per tile */
+        }
+
+        /* normalise, add the v bias, stage the warp's 16 rows in its own rows of qs (the
+         * loop's last barrier is behind every read of qs), write them with 16-byte stores */
+        if (active) {
+            float inv[2];
+#pragma unroll
+            for (int r = 0; r < 2; r++) {
+                float l = lrow[r];
+                l += __shfl_xor_sync(0xffffffffu, l, 1);
+                l += __shfl_xor_sync(0xffffffffu, l, 2);
+                inv[r] = l > 0.0f ? 1.0f / l : 0.0f;
+            }
+            __nv_bfloat16 *os = qs + warp * 16 * FT_ATTN_H80_BF16_PK_LDS;
+#pragma unroll
+            for (int i = 0; i < 10; i++) {
+                const int d = i * 8 + (lane & 3) * 2, r = lane >> 2;
+                float vb[2] = {0.0f, 0.0f};
+                if (a.bias != NULL)
+                    ft_unpack2_bf16(bias_s + 80 + d, vb);
+                *(unsigned *)(os + r * FT_ATTN_H80_BF16_PK_LDS + d) =
+                    ft_frag2_bf16(fmaf(o[i][0], inv[0], vb[0]), fmaf(o[i][1], inv[0], vb[1]));
+                *(unsigned *)(os + (r + 8) * FT_ATTN_H80_BF16_PK_LDS + d) =
+                    ft_frag2_bf16(fmaf(o[i][2], inv[1], vb[0]), fmaf(o[i][3], inv[1], vb[1]));
+            }
+            __syncwarp();
+#pragma unroll
+            for (int i = lane; i < 16 * 10; i += 32) {
+                const int r = i / 10, c = i % 10, q = q0 + warp * 16 + r;
+                if (q < len)
+                    *(uint4 *)(a.out + (int64_t)(row0 + q) * a.ldo + h * 80 + c * 8) =
+                        *(const uint4 *)(os + r * FT_ATTN_H80_BF16_PK_LDS + c * 8);
+            }
+        }
+        __syncthreads(); /* qs is refilled by the next query tile */
+    }
+#endif
+}
+
+/* Self-attention over the packed sequences of a batch; see ft_packed_attention_args. */
+static inline ft_status ft_packed_attention_h80_bf16(const ft_packed_attention_args *args, cudaStream_t stream)
+{
+    const char *fn = "ft_packed_attention_h80_bf16";
+    int tiles = 0;
+    float qk_scale = 0.0f;
+    ft_status st = ft_attn_check_packed(fn, args, 80, 64, &tiles, &qk_scale);
+    if (st != FT_OK)
+        return st;
+    static int smem_done[64];
+    if ((st = ft_attn_smem_limit(fn, (const void *)ft_attn_packed_h80_bf16, FT_ATTN_H80_BF16_PK_SMEM, smem_done)) != FT_OK)
+        return st;
+    ft_attn_packed_kargs_h80_bf16 k;
+    memset(&k, 0, sizeof k);
+    k.qkv = (const __nv_bfloat16 *)args->qkv;
+    k.bias = (const __nv_bfloat16 *)args->qkv_bias;
+    k.offsets = args->seq_offsets;
+    k.out = (__nv_bfloat16 *)args->out;
+    k.G = args->num_heads / args->num_kv_heads;
+    k.ldq = (args->num_heads + 2 * args->num_kv_heads) * 80;
+    k.ldo = args->num_heads * 80;
+    k.kcol = args->num_heads * 80;
+    k.vcol = (args->num_heads + args->num_kv_heads) * 80;
+    k.qk_scale = qk_scale;
+    k.causal = args->causal != 0;
+    ft_attn_packed_h80_bf16<<<dim3((unsigned)tiles, (unsigned)args->num_heads, (unsigned)args->batch), 128,
+                               FT_ATTN_H80_BF16_PK_SMEM, stream>>>(k);
+    return ft_launch_error(fn, cudaGetLastError());
+}
+
 #endif /* FT_ATTENTION_H80_BF16_CUH */

@@ -82,6 +82,30 @@ typedef struct ft_cross_attention_args {
     ft_attn_impl impl;          /* as for self-attention */
 } ft_cross_attention_args;
 
+/* Self-attention over whole sequences packed without padding, one launch for a batch: a
+ * BERT encoder layer's attention with padding removed (seed 003 section 3) or a prompt's
+ * prefill (causal). Replaces the padded pipeline's bias + transpose, Q.K^T, masked softmax,
+ * P.V and transpose back: it reads the fused projection's rows as they come out of the
+ * GEMM and writes context rows ready for the output projection. fp16 and bf16 with head
+ * sizes that are multiples of 16 up to 128 (tensor cores, compute capability 8.0+);
+ * ft_has_packed_attention(dtype, D) says whether a variant has it. */
+typedef struct ft_packed_attention_args {
+    int batch;             /* B */
+    int num_heads;         /* H */
+    int num_kv_heads;      /* Hkv; H % Hkv == 0 */
+    int max_seq_len;       /* host-side bound on any sequence's length, sizes the grid (0: not
+                              known, the grid is sized for 4096); a longer sequence is still
+                              computed in full, its blocks looping over the extra rows */
+    const int *seq_offsets; /* [B + 1] int32, device, non-decreasing from 0: sequence b is rows
+                               seq_offsets[b] .. seq_offsets[b+1]-1 (ft_padding_offsets) */
+    const void *qkv;       /* [M, (H + 2 Hkv) * D], M = seq_offsets[B]: each row holds the
+                              query heads, then the key heads, then the value heads */
+    const void *qkv_bias;  /* [(H + 2 Hkv) * D] or NULL, added to every row first */
+    void *out;             /* [M, H * D]: each row the heads' contexts side by side */
+    float scale;           /* softmax scale; 0 means 1/sqrt(D) */
+    int causal;            /* nonzero: row i of a sequence attends to its rows 0..i only */
+} ft_packed_attention_args;
+
 /* Device-memory bytes the split-KV partials need: per split, per (sequence, head), D
  * floats of unnormalised output plus the running max and sum. */
 static inline size_t ft_attention_workspace_bytes(int batch, int num_heads, int head_size, int splits)
@@ -258,6 +282,170 @@ static __device__ __forceinline__ float ft_rope_elem(const float *x, int d, int 
     float s, c;
     sincosf(angle, &s, &c);
     return x[d] * c + sign * x[partner] * s;
+}
+
+/* ---------------------------------------------------------------- tensor-core pieces */
+
+/* Four 8x8 matrices of 16-bit elements from shared memory: lane l gives the address of
+ * row l % 8 of matrix l / 8 (16 contiguous bytes); r[i] receives the fragment of matrix
+ * i (lane l holds row l / 4, columns 2 (l % 4) and +1). The .trans form hands out the
+ * transpose (lane l: rows 2 (l % 4) and +1 of column l / 4). sm_80+ only (the packed
+ * attention launcher checks). */
+static __device__ __forceinline__ void ft_ldsm_x4(unsigned *r, const void *row)
+{
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];"
+                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+                 : "r"(ft_smem_addr(row)));
+#endif
+}
+
+static __device__ __forceinline__ void ft_ldsm_x4_trans(unsigned *r, const void *row)
+{
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];"
+                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+                 : "r"(ft_smem_addr(row)));
+#endif
+}
+
+/* c[16x8] += a[16x16] b[16x8], fp32 accumulators (row-major A fragments, column-major B). */
+static __device__ __forceinline__ void ft_mma_fp16(float *c, const unsigned *a, unsigned b0, unsigned b1)
+{
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+    asm("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
+        "{%0, %1, %2, %3};"
+        : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+#endif
+}
+
+static __device__ __forceinline__ void ft_mma_bf16(float *c, const unsigned *a, unsigned b0, unsigned b1)
+{
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+    asm("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
+        "{%0, %1, %2, %3};"
+        : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+#endif
+}
+
+/* 16 bytes from global to shared memory without passing through registers (sm_80
+ * cp.async, cached in L2 only); `bytes` 0 writes 16 zero bytes and reads nothing (src must
+ * still be a valid address). Completion: ft_cp_async_commit() closes a group,
+ * ft_cp_async_wait1() waits until at most the newest group is pending, ft_cp_async_wait0()
+ * for all; the data is then visible to the issuing thread (a barrier for the others). */
+static __device__ __forceinline__ void ft_cp_async16(void *dst, const void *src, int bytes)
+{
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" ::"r"(ft_smem_addr(dst)), "l"(src), "r"(bytes)
+                 : "memory");
+#endif
+}
+
+static __device__ __forceinline__ void ft_cp_async_commit(void)
+{
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+    asm volatile("cp.async.commit_group;" ::: "memory");
+#endif
+}
+
+static __device__ __forceinline__ void ft_cp_async_wait1(void)
+{
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+    asm volatile("cp.async.wait_group 1;" ::: "memory");
+#endif
+}
+
+static __device__ __forceinline__ void ft_cp_async_wait0(void)
+{
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+    asm volatile("cp.async.wait_group 0;" ::: "memory");
+#endif
+}
+
+/* 2^x on the approximate unit (softmax weights, x <= 0; subnormal results flush to 0). */
+static __device__ __forceinline__ float ft_exp2_approx(float x)
+{
+    float y;
+    asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
+    return y;
+}
+
+/* Two floats rounded to the dtype and packed into one 32-bit fragment word, lo first. */
+static __device__ __forceinline__ unsigned ft_frag2_fp16(float lo, float hi)
+{
+    const __half2 h = __floats2half2_rn(lo, hi);
+    return *(const unsigned *)&h;
+}
+
+static __device__ __forceinline__ unsigned ft_frag2_bf16(float lo, float hi)
+{
+    const __nv_bfloat162 h = __floats2bfloat162_rn(lo, hi);
+    return *(const unsigned *)&h;
+}
+
+/* Host-side checks of ft_packed_attention_args shared by every variant; fills the grid's
+ * query-tile count and the exp2-domain scale. */
+static inline ft_status ft_attn_check_packed(const char *fn, const ft_packed_attention_args *a, int D, int qtile, int *tiles, float *qk_scale)
+{
+    if (a == NULL)
+        return ft_fail(FT_ERR_INVALID_ARGUMENT, "%s: args is NULL", fn);
+    if (a->batch <= 0 || a->batch > 65535)
+        return ft_fail(FT_ERR_INVALID_ARGUMENT, "%s: batch must be in [1, 65535], got %d", fn, a->batch);
+    if (a->num_heads <= 0 || a->num_kv_heads <= 0 || a->num_heads > 65535)
+        return ft_fail(FT_ERR_INVALID_ARGUMENT, "%s: num_heads (%d, at most 65535) and num_kv_heads (%d) must be positive",
+                       fn, a->num_heads, a->num_kv_heads);
+    if (a->num_heads % a->num_kv_heads != 0)
+        return ft_fail(FT_ERR_INVALID_ARGUMENT, "%s: num_heads %d is not a multiple of num_kv_heads %d", fn,
+                       a->num_heads, a->num_kv_heads);
+    if ((int64_t)(a->num_heads + 2 * a->num_kv_heads) * D > (int64_t)1 << 30)
+        return ft_fail(FT_ERR_INVALID_ARGUMENT, "%s: rows of (%d + 2 x %d) heads of %d are too wide", fn, a->num_heads,
+                       a->num_kv_heads, D);
+    if (a->max_seq_len < 0)
+        return ft_fail(FT_ERR_INVALID_ARGUMENT, "%s: max_seq_len must be >= 0 (0: no bound known), got %d", fn,
+                       a->max_seq_len);
+    ft_status st;
+    if ((st = ft_check_ptr(fn, "seq_offsets", a->seq_offsets, 4)) != FT_OK ||
+        (st = ft_check_ptr(fn, "qkv", a->qkv, 16)) != FT_OK || (st = ft_check_ptr(fn, "out", a->out, 16)) != FT_OK ||
+        (st = ft_check_opt_ptr(fn, "qkv_bias", a->qkv_bias, 16)) != FT_OK)
+        return st;
+    if (!(a->scale >= 0.0f && a->scale <= 3.0e38f))
+        return ft_fail(FT_ERR_INVALID_ARGUMENT, "%s: scale must be finite and >= 0 (0: 1/sqrt(D)), got %g", fn,
+                       (double)a->scale);
+    *qk_scale = (a->scale == 0.0f ? 1.0f / sqrtf((float)D) : a->scale) * 1.4426950408889634f;
+    int major = 0;
+    if ((st = ft_cc_major(fn, &major)) != FT_OK)
+        return st;
+    if (major < 8)
+        return ft_fail(FT_ERR_UNSUPPORTED, "%s: needs compute capability 8.0 or newer (tensor-core mma), device has %d.x",
+                       fn, major);
+    /* a bound of 0 is unknown: one tile per block and the blocks loop (grid-stride) over
+     * the rest; cap the grid's x at what keeps a launch small */
+    const int bound = a->max_seq_len > 0 ? a->max_seq_len : 4096;
+    int t = (bound + qtile - 1) / qtile;
+    *tiles = t < 1 ? 1 : t > 1024 ? 1024 : t;
+    return FT_OK;
+}
+
+/* Raises `kernel`'s dynamic shared-memory limit to `smem` once per device (`done`: the
+ * caller's static int[64], one per kernel). */
+static inline ft_status ft_attn_smem_limit(const char *fn, const void *kernel, int smem, int *done)
+{
+    int dev = 0;
+    cudaError_t e = cudaGetDevice(&dev);
+    if (e == cudaSuccess && dev >= 0 && dev < 64 && done[dev])
+        return FT_OK;
+    if (e == cudaSuccess)
+        e = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
+    if (e != cudaSuccess) {
+        cudaGetLastError();
+        return ft_fail(FT_ERR_CUDA, "%s: cannot allow the kernel %d bytes of shared memory: %s", fn, smem,
+                       cudaGetErrorString(e));
+    }
+    if (dev >= 0 && dev < 64)
+        done[dev] = 1;
+    return FT_OK;
 }
 
 #endif /* FT_ATTENTION_COMMON_CUH */

@@ -109,3 +109,58 @@ void ref_attention_decode(const ref_attn *a)
     free(kv);
     free(p);
 }
+
+void ref_packed_attention(const ref_packed_attn *a)
+{
+    const int H = a->H, Hkv = a->Hkv, D = a->D, G = H / Hkv;
+    const int ld = (H + 2 * Hkv) * D;
+    int maxlen = 0;
+    for (int b = 0; b < a->B; b++)
+        if (a->offsets[b + 1] - a->offsets[b] > maxlen)
+            maxlen = a->offsets[b + 1] - a->offsets[b];
+    double *k = (double *)malloc(sizeof(double) * ((size_t)maxlen * D + 1));
+    double *v = (double *)malloc(sizeof(double) * ((size_t)maxlen * D + 1));
+    double *p = (double *)malloc(sizeof(double) * ((size_t)maxlen + 1));
+    double q[1024];
+    for (int b = 0; b < a->B; b++) {
+        const int row0 = a->offsets[b], len = a->offsets[b + 1] - row0;
+        for (int h = 0; h < H; h++) {
+            const int kc = (H + h / G) * D, vc = (H + Hkv + h / G) * D;
+            for (int j = 0; j < len; j++)
+                for (int d = 0; d < D; d++) {
+                    const float *row = a->qkv + (size_t)(row0 + j) * ld;
+                    k[(size_t)j * D + d] = (double)row[kc + d] + (a->bias ? a->bias[kc + d] : 0.0);
+                    v[(size_t)j * D + d] = (double)row[vc + d] + (a->bias ? a->bias[vc + d] : 0.0);
+                }
+            for (int i = 0; i < len; i++) {
+                const float *row = a->qkv + (size_t)(row0 + i) * ld;
+                for (int d = 0; d < D; d++)
+                    q[d] = ref_round((double)row[h * D + d] + (a->bias ? a->bias[h * D + d] : 0.0), a->dt);
+                const int n = a->causal ? i + 1 : len;
+                double mx = -INFINITY, sum = 0.0;
+                for (int j = 0; j < n; j++) {
+                    double s = 0.0;
+                    for (int d = 0; d < D; d++)
+                        s += q[d] * k[(size_t)j * D + d];
+                    p[j] = s * a->scale;
+                    if (p[j] > mx)
+                        mx = p[j];
+                }
+                for (int j = 0; j < n; j++) {
+                    p[j] = exp(p[j] - mx);
+                    sum += p[j];
+                }
+                double *o = a->out + (size_t)(row0 + i) * H * D + (size_t)h * D;
+                for (int d = 0; d < D; d++) {
+                    double acc = 0.0;
+                    for (int j = 0; j < n; j++)
+                        acc += p[j] * v[(size_t)j * D + d];
+                    o[d] = acc / sum;
+                }
+            }
+        }
+    }
+    free(k);
+    free(v);
+    free(p);
+}

@@ -31,6 +31,24 @@ int64_t ref_kv_index(int layout, int B, int Hkv, int L, int D, int b, int h, int
 
 void ref_attention_decode(const ref_attn *a);
 
+/* Self-attention over packed sequences (ft_packed_attention_args): each row of qkv holds H
+ * query heads, then Hkv key heads, then Hkv value heads of D values. The biased q is
+ * rounded to dt (as the kernel stages it); k and v take their bias exactly (the kernel
+ * adds neither to the stored values: a key bias cannot change a softmax, a value bias is
+ * added to the output); the rest is double. */
+typedef struct ref_packed_attn {
+    int B, H, Hkv, D;
+    const int *offsets;  /* [B + 1] */
+    const float *qkv;    /* [offsets[B], (H + 2 Hkv) * D] */
+    const float *bias;   /* [(H + 2 Hkv) * D] or NULL */
+    double scale;
+    int causal;
+    ft_dtype dt;
+    double *out;         /* [offsets[B], H * D] */
+} ref_packed_attn;
+
+void ref_packed_attention(const ref_packed_attn *a);
+
 #ifdef __cplusplus
 }
 #endif
