@@ -239,10 +239,10 @@ def expression(kernel, variant, shape, dt):
 
 
 def time_us(make, fn, set_bytes, iters=100, warmup=10):
-    """Medians in microseconds, (per call, device), measured as ftbench measures: per call
-    with the host launching as the GPU runs; device with the same calls queued behind
-    torch.cuda._sleep, so the GPU runs them back to back (lengthened until the host
-    finished queueing before it ended)."""
+    """Microseconds, (per call, device), measured as ftbench measures: per call the median
+    with the host launching as the GPU runs; device the mean of the same calls queued
+    behind torch.cuda._sleep, so the GPU runs them back to back (lengthened until the host
+    finished queueing before it ended), one event pair around the queue."""
     l2 = getattr(torch.cuda.get_device_properties(0), "L2_cache_size", 50 << 20)
     nsets = max(1, math.ceil(3 * l2 / max(set_bytes, 1)) + 1)
     free, _ = torch.cuda.mem_get_info()
@@ -260,15 +260,22 @@ def time_us(make, fn, set_bytes, iters=100, warmup=10):
             torch.cuda._sleep(int(spin_s * 2e9))  # cycles; ~2 GHz
             spun = torch.cuda.Event()
             spun.record()
+        if spun is not None:  # queued: one event pair around the queue, as ftbench
+            starts[0].record()
+            for i in range(iters):
+                fn(*sets[(warmup + i) % nsets])
+            ends[0].record()
+            behind = not spun.query()
+            torch.cuda.synchronize()
+            return starts[0].elapsed_time(ends[0]) * 1000.0 / iters, behind
         for i in range(iters):
             args = sets[(warmup + i) % nsets]
             starts[i].record()
             fn(*args)
             ends[i].record()
-        behind = spun is not None and not spun.query()
         torch.cuda.synchronize()
         t = sorted(s.elapsed_time(e) for s, e in zip(starts, ends))
-        return t[iters // 2] * 1000.0, behind
+        return t[iters // 2] * 1000.0, False
 
     per_call, _ = run(0)
     spin = 2e-3 + 60e-6 * iters
