@@ -260,6 +260,10 @@ static __global__ void __launch_bounds__(128, 12) ft_softmax_bf16_w16_r1_g1(ft_s
     const bool live = row0 < a.rows;
     if (__all_sync(0xffffffffu, !live))
         return;
+    /* launched dependent (sm_90): wait for the previous kernel's writes, then let the next
+     * launch be scheduled behind this one's last blocks */
+    ft_pdl_wait();
+    ft_pdl_trigger();
     const int row = live ? row0 : (int)a.rows - 1;
     const int S = a.S, nvec = S / 8;
     const int b = row / (a.H * S), i = row % S;
@@ -364,6 +368,10 @@ static __global__ void __launch_bounds__(128, 12) ft_softmax_bf16_w16_r1_g2(ft_s
     const bool live = row0 < a.rows;
     if (__all_sync(0xffffffffu, !live))
         return;
+    /* launched dependent (sm_90): wait for the previous kernel's writes, then let the next
+     * launch be scheduled behind this one's last blocks */
+    ft_pdl_wait();
+    ft_pdl_trigger();
     const int row = live ? row0 : (int)a.rows - 1;
     const int S = a.S, nvec = S / 8;
     const int b = row / (a.H * S), i = row % S;
@@ -468,6 +476,10 @@ static __global__ void __launch_bounds__(128, 12) ft_softmax_bf16_w16_r1_g4(ft_s
     const bool live = row0 < a.rows;
     if (__all_sync(0xffffffffu, !live))
         return;
+    /* launched dependent (sm_90): wait for the previous kernel's writes, then let the next
+     * launch be scheduled behind this one's last blocks */
+    ft_pdl_wait();
+    ft_pdl_trigger();
     const int row = live ? row0 : (int)a.rows - 1;
     const int S = a.S, nvec = S / 8;
     const int b = row / (a.H * S), i = row % S;
@@ -572,6 +584,10 @@ static __global__ void __launch_bounds__(128, 12) ft_softmax_bf16_w16_r1_g8(ft_s
     const bool live = row0 < a.rows;
     if (__all_sync(0xffffffffu, !live))
         return;
+    /* launched dependent (sm_90): wait for the previous kernel's writes, then let the next
+     * launch be scheduled behind this one's last blocks */
+    ft_pdl_wait();
+    ft_pdl_trigger();
     const int row = live ? row0 : (int)a.rows - 1;
     const int S = a.S, nvec = S / 8;
     const int b = row / (a.H * S), i = row % S;
@@ -676,6 +692,10 @@ static __global__ void __launch_bounds__(128, 12) ft_softmax_bf16_w16_r1_g16(ft_
     const bool live = row0 < a.rows;
     if (__all_sync(0xffffffffu, !live))
         return;
+    /* launched dependent (sm_90): wait for the previous kernel's writes, then let the next
+     * launch be scheduled behind this one's last blocks */
+    ft_pdl_wait();
+    ft_pdl_trigger();
     const int row = live ? row0 : (int)a.rows - 1;
     const int S = a.S, nvec = S / 8;
     const int b = row / (a.H * S), i = row % S;
@@ -780,6 +800,10 @@ static __global__ void __launch_bounds__(128, 12) ft_softmax_bf16_w16_r1_g32(ft_
     const bool live = row0 < a.rows;
     if (__all_sync(0xffffffffu, !live))
         return;
+    /* launched dependent (sm_90): wait for the previous kernel's writes, then let the next
+     * launch be scheduled behind this one's last blocks */
+    ft_pdl_wait();
+    ft_pdl_trigger();
     const int row = live ? row0 : (int)a.rows - 1;
     const int S = a.S, nvec = S / 8;
     const int b = row / (a.H * S), i = row % S;
@@ -884,6 +908,10 @@ static __global__ void __launch_bounds__(128, 12) ft_softmax_bf16_w16_r2_g32(ft_
     const bool live = row0 < a.rows;
     if (__all_sync(0xffffffffu, !live))
         return;
+    /* launched dependent (sm_90): wait for the previous kernel's writes, then let the next
+     * launch be scheduled behind this one's last blocks */
+    ft_pdl_wait();
+    ft_pdl_trigger();
     const int row = live ? row0 : (int)a.rows - 1;
     const int S = a.S, nvec = S / 8;
     const int b = row / (a.H * S), i = row % S;
@@ -988,6 +1016,10 @@ static __global__ void __launch_bounds__(128) ft_softmax_bf16_w16_r4_g32(ft_soft
     const bool live = row0 < a.rows;
     if (__all_sync(0xffffffffu, !live))
         return;
+    /* launched dependent (sm_90): wait for the previous kernel's writes, then let the next
+     * launch be scheduled behind this one's last blocks */
+    ft_pdl_wait();
+    ft_pdl_trigger();
     const int row = live ? row0 : (int)a.rows - 1;
     const int S = a.S, nvec = S / 8;
     const int b = row / (a.H * S), i = row % S;
@@ -1092,6 +1124,10 @@ static __global__ void __launch_bounds__(128) ft_softmax_bf16_w16_r8_g32(ft_soft
     const bool live = row0 < a.rows;
     if (__all_sync(0xffffffffu, !live))
         return;
+    /* launched dependent (sm_90): wait for the previous kernel's writes, then let the next
+     * launch be scheduled behind this one's last blocks */
+    ft_pdl_wait();
+    ft_pdl_trigger();
     const int row = live ? row0 : (int)a.rows - 1;
     const int S = a.S, nvec = S / 8;
     const int b = row / (a.H * S), i = row % S;
@@ -1109,6 +1145,8 @@ static __global__ void __launch_bounds__(128) ft_softmax_bf16_w16_r8_g32(ft_soft
 static __global__ void __launch_bounds__(512) ft_softmax_bf16_w16_stream(ft_softmax_args_bf16 a)
 {
     __shared__ float scratch[3][32];
+    ft_pdl_wait(); /* launched dependent, as the register kernels */
+    ft_pdl_trigger();
     const int64_t row = blockIdx.x;
     const int S = a.S, nvec = S / 8;
     const int b = (int)(row / ((int64_t)a.H * S)), i = (int)(row % S);
@@ -1337,6 +1375,10 @@ static __global__ void __launch_bounds__(128, 12) ft_softmax_bf16_w2_r1_g1(ft_so
     const bool live = row0 < a.rows;
     if (__all_sync(0xffffffffu, !live))
         return;
+    /* launched dependent (sm_90): wait for the previous kernel's writes, then let the next
+     * launch be scheduled behind this one's last blocks */
+    ft_pdl_wait();
+    ft_pdl_trigger();
     const int row = live ? row0 : (int)a.rows - 1;
     const int S = a.S, nvec = S / 1;
     const int b = row / (a.H * S), i = row % S;
@@ -1441,6 +1483,10 @@ static __global__ void __launch_bounds__(128, 12) ft_softmax_bf16_w2_r1_g2(ft_so
     const bool live = row0 < a.rows;
     if (__all_sync(0xffffffffu, !live))
         return;
+    /* launched dependent (sm_90): wait for the previous kernel's writes, then let the next
+     * launch be scheduled behind this one's last blocks */
+    ft_pdl_wait();
+    ft_pdl_trigger();
     const int row = live ? row0 : (int)a.rows - 1;
     const int S = a.S, nvec = S / 1;
     const int b = row / (a.H * S), i = row % S;
@@ -1545,6 +1591,10 @@ static __global__ void __launch_bounds__(128, 12) ft_softmax_bf16_w2_r1_g4(ft_so
     const bool live = row0 < a.rows;
     if (__all_sync(0xffffffffu, !live))
         return;
+    /* launched dependent (sm_90): wait for the previous kernel's writes, then let the next
+     * launch be scheduled behind this one's last blocks */
+    ft_pdl_wait();
+    ft_pdl_trigger();
     const int row = live ? row0 : (int)a.rows - 1;
     const int S = a.S, nvec = S / 1;
     const int b = row / (a.H * S), i = row % S;
@@ -1649,6 +1699,10 @@ static __global__ void __launch_bounds__(128, 12) ft_softmax_bf16_w2_r1_g8(ft_so
     const bool live = row0 < a.rows;
     if (__all_sync(0xffffffffu, !live))
         return;
+    /* launched dependent (sm_90): wait for the previous kernel's writes, then let the next
+     * launch be scheduled behind this one's last blocks */
+    ft_pdl_wait();
+    ft_pdl_trigger();
     const int row = live ? row0 : (int)a.rows - 1;
     const int S = a.S, nvec = S / 1;
     const int b = row / (a.H * S), i = row % S;
@@ -1753,6 +1807,10 @@ static __global__ void __launch_bounds__(128, 12) ft_softmax_bf16_w2_r1_g16(ft_s
     const bool live = row0 < a.rows;
     if (__all_sync(0xffffffffu, !live))
         return;
+    /* launched dependent (sm_90): wait for the previous kernel's writes, then let the next
+     * launch be scheduled behind this one's last blocks */
+    ft_pdl_wait();
+    ft_pdl_trigger();
     const int row = live ? row0 : (int)a.rows - 1;
     const int S = a.S, nvec = S / 1;
     const int b = row / (a.H * S), i = row % S;
@@ -1857,6 +1915,10 @@ static __global__ void __launch_bounds__(128, 12) ft_softmax_bf16_w2_r1_g32(ft_s
     const bool live = row0 < a.rows;
     if (__all_sync(0xffffffffu, !live))
         return;
+    /* launched dependent (sm_90): wait for the previous kernel's writes, then let the next
+     * launch be scheduled behind this one's last blocks */
+    ft_pdl_wait();
+    ft_pdl_trigger();
     const int row = live ? row0 : (int)a.rows - 1;
     const int S = a.S, nvec = S / 1;
     const int b = row / (a.H * S), i = row % S;
@@ -1961,6 +2023,10 @@ static __global__ void __launch_bounds__(128, 12) ft_softmax_bf16_w2_r2_g32(ft_s
     const bool live = row0 < a.rows;
     if (__all_sync(0xffffffffu, !live))
         return;
+    /* launched dependent (sm_90): wait for the previous kernel's writes, then let the next
+     * launch be scheduled behind this one's last blocks */
+    ft_pdl_wait();
+    ft_pdl_trigger();
     const int row = live ? row0 : (int)a.rows - 1;
     const int S = a.S, nvec = S / 1;
     const int b = row / (a.H * S), i = row % S;
@@ -2065,6 +2131,10 @@ static __global__ void __launch_bounds__(128) ft_softmax_bf16_w2_r4_g32(ft_softm
     const bool live = row0 < a.rows;
     if (__all_sync(0xffffffffu, !live))
         return;
+    /* launched dependent (sm_90): wait for the previous kernel's writes, then let the next
+     * launch be scheduled behind this one's last blocks */
+    ft_pdl_wait();
+    ft_pdl_trigger();
     const int row = live ? row0 : (int)a.rows - 1;
     const int S = a.S, nvec = S / 1;
     const int b = row / (a.H * S), i = row % S;
@@ -2169,6 +2239,10 @@ static __global__ void __launch_bounds__(128) ft_softmax_bf16_w2_r8_g32(ft_softm
     const bool live = row0 < a.rows;
     if (__all_sync(0xffffffffu, !live))
         return;
+    /* launched dependent (sm_90): wait for the previous kernel's writes, then let the next
+     * launch be scheduled behind this one's last blocks */
+    ft_pdl_wait();
+    ft_pdl_trigger();
     const int row = live ? row0 : (int)a.rows - 1;
     const int S = a.S, nvec = S / 1;
     const int b = row / (a.H * S), i = row % S;
@@ -2273,6 +2347,10 @@ static __global__ void __launch_bounds__(128) ft_softmax_bf16_w2_r16_g32(ft_soft
     const bool live = row0 < a.rows;
     if (__all_sync(0xffffffffu, !live))
         return;
+    /* launched dependent (sm_90): wait for the previous kernel's writes, then let the next
+     * launch be scheduled behind this one's last blocks */
+    ft_pdl_wait();
+    ft_pdl_trigger();
     const int row = live ? row0 : (int)a.rows - 1;
     const int S = a.S, nvec = S / 1;
     const int b = row / (a.H * S), i = row % S;
@@ -2377,6 +2455,10 @@ static __global__ void __launch_bounds__(128) ft_softmax_bf16_w2_r32_g32(ft_soft
     const bool live = row0 < a.rows;
     if (__all_sync(0xffffffffu, !live))
         return;
+    /* launched dependent (sm_90): wait for the previous kernel's writes, then let the next
+     * launch be scheduled behind this one's last blocks */
+    ft_pdl_wait();
+    ft_pdl_trigger();
     const int row = live ? row0 : (int)a.rows - 1;
     const int S = a.S, nvec = S / 1;
     const int b = row / (a.H * S), i = row % S;
@@ -2394,6 +2476,8 @@ static __global__ void __launch_bounds__(128) ft_softmax_bf16_w2_r32_g32(ft_soft
 static __global__ void __launch_bounds__(512) ft_softmax_bf16_w2_stream(ft_softmax_args_bf16 a)
 {
     __shared__ float scratch[3][32];
+    ft_pdl_wait(); /* launched dependent, as the register kernels */
+    ft_pdl_trigger();
     const int64_t row = blockIdx.x;
     const int S = a.S, nvec = S / 1;
     const int b = (int)(row / ((int64_t)a.H * S)), i = (int)(row % S);
@@ -2680,6 +2764,15 @@ static inline ft_status ft_rebuild_padding_bf16(const __nv_bfloat16 *x, __nv_bfl
     return ft_enc_pad_launch_bf16("ft_rebuild_padding_bf16", x, y, seq_offsets, B, S, N, 1, stream);
 }
 
+/* Launches a softmax kernel as a programmatic dependent of the kernel before it (sm_90:
+ * its blocks are scheduled behind that kernel's last ones and wait for its writes). */
+static inline ft_status ft_softmax_launch_bf16(const char *fn, const void *kernel, unsigned grid, unsigned block,
+                                                 ft_softmax_args_bf16 a, cudaStream_t stream)
+{
+    void *args[] = {&a};
+    return ft_launch_ex(fn, kernel, dim3(grid), dim3(block), 0, stream, args, 1, 1);
+}
+
 /* scores: [B, H, S, S], replaced by softmax(score*scale + (1 - mask)*-10000) per row.
  * mask: [B, S, S] of 1 (keep) / 0 (drop), or NULL; lengths: [B] int32 or NULL. With
  * neither every position is kept; with lengths only, mask[b,i,j] = (i < len && j < len),
@@ -2716,41 +2809,39 @@ if (aligned) {
                 g <<= 1;
             const unsigned grid = (unsigned)((rows + 128 / g - 1) / (128 / g));
             switch (g) {
-            case 1: ft_softmax_bf16_w16_r1_g1<<<grid, 128, 0, stream>>>(a); break;
-            case 2: ft_softmax_bf16_w16_r1_g2<<<grid, 128, 0, stream>>>(a); break;
-            case 4: ft_softmax_bf16_w16_r1_g4<<<grid, 128, 0, stream>>>(a); break;
-            case 8: ft_softmax_bf16_w16_r1_g8<<<grid, 128, 0, stream>>>(a); break;
-            case 16: ft_softmax_bf16_w16_r1_g16<<<grid, 128, 0, stream>>>(a); break;
-            default: ft_softmax_bf16_w16_r1_g32<<<grid, 128, 0, stream>>>(a); break;
+            case 1: return ft_softmax_launch_bf16(fn, (const void *)ft_softmax_bf16_w16_r1_g1, grid, 128, a, stream);
+            case 2: return ft_softmax_launch_bf16(fn, (const void *)ft_softmax_bf16_w16_r1_g2, grid, 128, a, stream);
+            case 4: return ft_softmax_launch_bf16(fn, (const void *)ft_softmax_bf16_w16_r1_g4, grid, 128, a, stream);
+            case 8: return ft_softmax_launch_bf16(fn, (const void *)ft_softmax_bf16_w16_r1_g8, grid, 128, a, stream);
+            case 16: return ft_softmax_launch_bf16(fn, (const void *)ft_softmax_bf16_w16_r1_g16, grid, 128, a, stream);
+            default: return ft_softmax_launch_bf16(fn, (const void *)ft_softmax_bf16_w16_r1_g32, grid, 128, a, stream);
             }
-            return ft_launch_status(fn);
         }
         if (nvec <= 64) {
             int g = 1; /* the fewest lanes for that bucket */
             while (g * 2 < nvec)
                 g <<= 1;
             const unsigned grid = (unsigned)((rows + 128 / g - 1) / (128 / g));
-            ft_softmax_bf16_w16_r2_g32<<<grid, 128, 0, stream>>>(a); /* g is 32 past one vector per lane */
-            return ft_launch_status(fn);
+            /* g is 32 past one vector per lane */
+            return ft_softmax_launch_bf16(fn, (const void *)ft_softmax_bf16_w16_r2_g32, grid, 128, a, stream);
         }
         if (nvec <= 128) {
             int g = 1; /* the fewest lanes for that bucket */
             while (g * 4 < nvec)
                 g <<= 1;
             const unsigned grid = (unsigned)((rows + 128 / g - 1) / (128 / g));
-            ft_softmax_bf16_w16_r4_g32<<<grid, 128, 0, stream>>>(a); /* g is 32 past one vector per lane */
-            return ft_launch_status(fn);
+            /* g is 32 past one vector per lane */
+            return ft_softmax_launch_bf16(fn, (const void *)ft_softmax_bf16_w16_r4_g32, grid, 128, a, stream);
         }
         if (nvec <= 256) {
             int g = 1; /* the fewest lanes for that bucket */
             while (g * 8 < nvec)
                 g <<= 1;
             const unsigned grid = (unsigned)((rows + 128 / g - 1) / (128 / g));
-            ft_softmax_bf16_w16_r8_g32<<<grid, 128, 0, stream>>>(a); /* g is 32 past one vector per lane */
-            return ft_launch_status(fn);
+            /* g is 32 past one vector per lane */
+            return ft_softmax_launch_bf16(fn, (const void *)ft_softmax_bf16_w16_r8_g32, grid, 128, a, stream);
         }
-        ft_softmax_bf16_w16_stream<<<(unsigned)rows, 512, 0, stream>>>(a);
-        return ft_launch_status(fn);
+        return ft_softmax_launch_bf16(fn, (const void *)ft_softmax_bf16_w16_stream, (unsigned)rows, 512, a, stream);
     }
 {
         const int nvec = S / 1;
@@ -2763,57 +2854,55 @@ if (aligned) {
                 g <<= 1;
             const unsigned grid = (unsigned)((rows + 128 / g - 1) / (128 / g));
             switch (g) {
-            case 1: ft_softmax_bf16_w2_r1_g1<<<grid, 128, 0, stream>>>(a); break;
-            case 2: ft_softmax_bf16_w2_r1_g2<<<grid, 128, 0, stream>>>(a); break;
-            case 4: ft_softmax_bf16_w2_r1_g4<<<grid, 128, 0, stream>>>(a); break;
-            case 8: ft_softmax_bf16_w2_r1_g8<<<grid, 128, 0, stream>>>(a); break;
-            case 16: ft_softmax_bf16_w2_r1_g16<<<grid, 128, 0, stream>>>(a); break;
-            default: ft_softmax_bf16_w2_r1_g32<<<grid, 128, 0, stream>>>(a); break;
+            case 1: return ft_softmax_launch_bf16(fn, (const void *)ft_softmax_bf16_w2_r1_g1, grid, 128, a, stream);
+            case 2: return ft_softmax_launch_bf16(fn, (const void *)ft_softmax_bf16_w2_r1_g2, grid, 128, a, stream);
+            case 4: return ft_softmax_launch_bf16(fn, (const void *)ft_softmax_bf16_w2_r1_g4, grid, 128, a, stream);
+            case 8: return ft_softmax_launch_bf16(fn, (const void *)ft_softmax_bf16_w2_r1_g8, grid, 128, a, stream);
+            case 16: return ft_softmax_launch_bf16(fn, (const void *)ft_softmax_bf16_w2_r1_g16, grid, 128, a, stream);
+            default: return ft_softmax_launch_bf16(fn, (const void *)ft_softmax_bf16_w2_r1_g32, grid, 128, a, stream);
             }
-            return ft_launch_status(fn);
         }
         if (nvec <= 64) {
             int g = 1; /* the fewest lanes for that bucket */
             while (g * 2 < nvec)
                 g <<= 1;
             const unsigned grid = (unsigned)((rows + 128 / g - 1) / (128 / g));
-            ft_softmax_bf16_w2_r2_g32<<<grid, 128, 0, stream>>>(a); /* g is 32 past one vector per lane */
-            return ft_launch_status(fn);
+            /* g is 32 past one vector per lane */
+            return ft_softmax_launch_bf16(fn, (const void *)ft_softmax_bf16_w2_r2_g32, grid, 128, a, stream);
         }
         if (nvec <= 128) {
             int g = 1; /* the fewest lanes for that bucket */
             while (g * 4 < nvec)
                 g <<= 1;
             const unsigned grid = (unsigned)((rows + 128 / g - 1) / (128 / g));
-            ft_softmax_bf16_w2_r4_g32<<<grid, 128, 0, stream>>>(a); /* g is 32 past one vector per lane */
-            return ft_launch_status(fn);
+            /* g is 32 past one vector per lane */
+            return ft_softmax_launch_bf16(fn, (const void *)ft_softmax_bf16_w2_r4_g32, grid, 128, a, stream);
         }
         if (nvec <= 256) {
             int g = 1; /* the fewest lanes for that bucket */
             while (g * 8 < nvec)
                 g <<= 1;
             const unsigned grid = (unsigned)((rows + 128 / g - 1) / (128 / g));
-            ft_softmax_bf16_w2_r8_g32<<<grid, 128, 0, stream>>>(a); /* g is 32 past one vector per lane */
-            return ft_launch_status(fn);
+            /* g is 32 past one vector per lane */
+            return ft_softmax_launch_bf16(fn, (const void *)ft_softmax_bf16_w2_r8_g32, grid, 128, a, stream);
         }
         if (nvec <= 512) {
             int g = 1; /* the fewest lanes for that bucket */
             while (g * 16 < nvec)
                 g <<= 1;
             const unsigned grid = (unsigned)((rows + 128 / g - 1) / (128 / g));
-            ft_softmax_bf16_w2_r16_g32<<<grid, 128, 0, stream>>>(a); /* g is 32 past one vector per lane */
-            return ft_launch_status(fn);
+            /* g is 32 past one vector per lane */
+            return ft_softmax_launch_bf16(fn, (const void *)ft_softmax_bf16_w2_r16_g32, grid, 128, a, stream);
         }
         if (nvec <= 1024) {
             int g = 1; /* the fewest lanes for that bucket */
             while (g * 32 < nvec)
                 g <<= 1;
             const unsigned grid = (unsigned)((rows + 128 / g - 1) / (128 / g));
-            ft_softmax_bf16_w2_r32_g32<<<grid, 128, 0, stream>>>(a); /* g is 32 past one vector per lane */
-            return ft_launch_status(fn);
+            /* g is 32 past one vector per lane */
+            return ft_softmax_launch_bf16(fn, (const void *)ft_softmax_bf16_w2_r32_g32, grid, 128, a, stream);
         }
-        ft_softmax_bf16_w2_stream<<<(unsigned)rows, 512, 0, stream>>>(a);
-        return ft_launch_status(fn);
+        return ft_softmax_launch_bf16(fn, (const void *)ft_softmax_bf16_w2_stream, (unsigned)rows, 512, a, stream);
     }
 }
 
