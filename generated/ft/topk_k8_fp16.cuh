@@ -302,6 +302,7 @@ static __global__ void __launch_bounds__(256) ft_topk_pass1_k8_fp16(ft_topk_args
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, warps = blockDim.x >> 5;
     const int row = blockIdx.x / a.splits, split = blockIdx.x - row * a.splits;
     ft_pdl_trigger(); /* the merge kernel may be scheduled now; it waits for this grid's end */
+    ft_pdl_wait();    /* launched dependent itself: the kernel before it (which may write x) is done */
     const int out_row = row / a.beams, beam = row - out_row * a.beams;
     if (a.mode == FT_TOPK_SAMPLE_K8_FP16) {
         const int forced = ft_decode_forced(a.io, out_row, a.smp.step, a.smp.end_id);
@@ -455,6 +456,7 @@ static __global__ void __launch_bounds__(256) ft_topk_pass2_k8_fp16(ft_topk_args
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, warps = blockDim.x >> 5;
     const int out_row = blockIdx.x;
     ft_pdl_wait(); /* launched to overlap the first pass: its lists are complete from here */
+    ft_pdl_trigger(); /* the next kernel (a dependent launch) may be scheduled behind this one */
     if (a.mode == FT_TOPK_SAMPLE_K8_FP16) {
         const int forced = ft_decode_forced(a.io, out_row, a.smp.step, a.smp.end_id);
         if (forced >= 0) {
@@ -540,13 +542,16 @@ static inline ft_status ft_topk_launch_k8_fp16(const char *fn, ft_topk_args_k8_f
     }
     if ((int64_t)a->rows * a->splits > INT32_MAX)
         return ft_fail(FT_ERR_UNSUPPORTED, "%s: %d rows need more than 2^31-1 blocks; split the call", fn, a->rows);
-    ft_topk_pass1_k8_fp16<<<(unsigned)(a->rows * a->splits), 256, 0, stream>>>(*a);
-    if ((st = ft_launch_status(fn)) != FT_OK || a->splits * a->beams == 1)
+    /* both passes launch as programmatic dependents (sm_90): each is scheduled behind the
+     * kernel before it and waits for its writes */
+    void *args[] = {a};
+    if ((st = ft_launch_ex(fn, (const void *)ft_topk_pass1_k8_fp16, dim3((unsigned)(a->rows * a->splits)), dim3(256), 0,
+                           stream, args, 1, 1)) != FT_OK ||
+        a->splits * a->beams == 1)
         return st;
     /* one warp per 128 keys to merge, at most 8; overlapping the first pass's tail */
     const int lists = a->beams * a->splits;
     const int warps = (int)((lists * 8 + 127) / 128 < 8 ? (lists * 8 + 127) / 128 : 8);
-    void *args[] = {a};
     return ft_launch_ex(fn, (const void *)ft_topk_pass2_k8_fp16, dim3((unsigned)(a->rows / a->beams)),
                         dim3((unsigned)(32 * warps)), 0, stream, args, 1, 1);
 }
