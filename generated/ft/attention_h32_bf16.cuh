@@ -717,13 +717,6 @@ static __global__ void __launch_bounds__(32) ft_attn_combine_h32_bf16(ft_attn_ka
 #define FT_ATTN_H32_BF16_ACPT 1
 #define FT_ATTN_H32_BF16_ACLUSTER_MAX 8
 
-/* 2^x for x <= 0 (softmax weights): the approximate unit, subnormal results flushed to 0 */
-static __device__ __forceinline__ float ft_attn_exp2_h32_bf16(float x)
-{
-    float y;
-    asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
-    return y;
-}
 
 /* 1 head(s) a block: 8 consumer warps, 3 stages of 256 steps (98304 bytes). */
 #define FT_ATTN_H32_BF16_G1_ATHREADS 288
@@ -774,7 +767,7 @@ static __device__ __forceinline__ void ft_attn_async_rows_h32_bf16_g1(const __nv
             mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, off));
         const float nm = fmaxf(m[g], mx);
         if (nm != m[g]) { /* uniform in the warp; after the first rows the max seldom moves */
-            const float alpha = ft_attn_exp2_h32_bf16(m[g] - nm); /* 0 on the warp's first rows */
+            const float alpha = ft_exp2_approx(m[g] - nm); /* 0 on the warp's first rows */
             m[g] = nm;
             l[g] *= alpha;
 #pragma unroll
@@ -783,7 +776,7 @@ static __device__ __forceinline__ void ft_attn_async_rows_h32_bf16_g1(const __nv
         }
 #pragma unroll
         for (int it = 0; it < IT; it++) {
-            lg[g][it] = ft_attn_exp2_h32_bf16(lg[g][it] - nm);
+            lg[g][it] = ft_exp2_approx(lg[g][it] - nm);
             l[g] += lg[g][it];
         }
     }
@@ -1008,7 +1001,7 @@ static __global__ void __launch_bounds__(288, 2) ft_attn_async_h32_bf16_g1(ft_at
             for (int w = 0; w < NW; w++) {
                 const float2 ml = ml_s[w][g];
                 if (ml.y > 0.0f) { /* a warp without rows drops out */
-                    const float wt = ft_attn_exp2_h32_bf16(ml.x - M);
+                    const float wt = ft_exp2_approx(ml.x - M);
                     num += red[(w * GQ + g) * D + d] * wt;
                     den += ml.y * wt;
                 }
@@ -1046,7 +1039,7 @@ static __global__ void __launch_bounds__(288, 2) ft_attn_async_h32_bf16_g1(ft_at
         for (int r = 0; r < cs; r++) {
             const float2 ml = *cluster.map_shared_rank(&blk_ml[g], (unsigned)r);
             if (ml.y > 0.0f) { /* an empty split drops out */
-                const float wt = ft_attn_exp2_h32_bf16(ml.x - M);
+                const float wt = ft_exp2_approx(ml.x - M);
                 num += *cluster.map_shared_rank(&red[NW * GQ * D + i], (unsigned)r) * wt;
                 den += ml.y * wt;
             }
@@ -1106,7 +1099,7 @@ static __device__ __forceinline__ void ft_attn_async_rows_h32_bf16_g4(const __nv
             mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, off));
         const float nm = fmaxf(m[g], mx);
         if (nm != m[g]) { /* uniform in the warp; after the first rows the max seldom moves */
-            const float alpha = ft_attn_exp2_h32_bf16(m[g] - nm); /* 0 on the warp's first rows */
+            const float alpha = ft_exp2_approx(m[g] - nm); /* 0 on the warp's first rows */
             m[g] = nm;
             l[g] *= alpha;
 #pragma unroll
@@ -1115,7 +1108,7 @@ static __device__ __forceinline__ void ft_attn_async_rows_h32_bf16_g4(const __nv
         }
 #pragma unroll
         for (int it = 0; it < IT; it++) {
-            lg[g][it] = ft_attn_exp2_h32_bf16(lg[g][it] - nm);
+            lg[g][it] = ft_exp2_approx(lg[g][it] - nm);
             l[g] += lg[g][it];
         }
     }
@@ -1340,7 +1333,7 @@ static __global__ void __launch_bounds__(512, 1) ft_attn_async_h32_bf16_g4(ft_at
             for (int w = 0; w < NW; w++) {
                 const float2 ml = ml_s[w][g];
                 if (ml.y > 0.0f) { /* a warp without rows drops out */
-                    const float wt = ft_attn_exp2_h32_bf16(ml.x - M);
+                    const float wt = ft_exp2_approx(ml.x - M);
                     num += red[(w * GQ + g) * D + d] * wt;
                     den += ml.y * wt;
                 }
@@ -1378,7 +1371,7 @@ static __global__ void __launch_bounds__(512, 1) ft_attn_async_h32_bf16_g4(ft_at
         for (int r = 0; r < cs; r++) {
             const float2 ml = *cluster.map_shared_rank(&blk_ml[g], (unsigned)r);
             if (ml.y > 0.0f) { /* an empty split drops out */
-                const float wt = ft_attn_exp2_h32_bf16(ml.x - M);
+                const float wt = ft_exp2_approx(ml.x - M);
                 num += *cluster.map_shared_rank(&red[NW * GQ * D + i], (unsigned)r) * wt;
                 den += ml.y * wt;
             }
