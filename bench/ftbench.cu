@@ -804,7 +804,7 @@ static void bench_one(const bench_env *env, const bench_opts *o)
     dev_upload(src, h, (size_t)max_count, o->dt);
     free(h);
     int *lens = (int *)malloc(sizeof(int) * (size_t)(o->batch > 0 ? o->batch : 1));
-    int *offs = (int *)malloc(sizeof(int) * (size_t)(o->batch + 1 > 1 ? o->batch + 1 : 1));
+    int *offs = (int *)malloc(sizeof(int) * (size_t)(o->batch > 0 ? o->batch + 1 : 1));
     offs[0] = 0;
     for (int i = 0; i < o->batch; i++) {
         lens[i] = bench_length(o, i);

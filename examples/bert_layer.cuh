@@ -66,6 +66,14 @@ typedef struct ft_bert_buffers {
     char *xp, *qkv, *heads, *scores, *ctx_h, *ctx, *attn, *h1, *inter, *out, *yp;
 } ft_bert_buffers;
 
+/* Whether steps 4-8 run as one ft_packed_attention launch (remove_padding, and a dtype and
+ * head size that have it) rather than on the padded [B,H,S,D] layout. */
+static inline int ft_bert_packed_attention(const ft_bert_config *c)
+{
+    return c->remove_padding && c->heads > 0 && c->hidden % c->heads == 0 &&
+           ft_has_packed_attention(c->dtype, c->hidden / c->heads);
+}
+
 /* Carves the workspace for up to B sequences of S tokens into b (base NULL: sizes only);
  * returns the bytes it needs. */
 static inline size_t ft_bert_carve(const ft_bert_config *c, int B, int S, void *base, ft_bert_buffers *b)
@@ -76,8 +84,7 @@ static inline size_t ft_bert_carve(const ft_bert_config *c, int B, int S, void *
     b->xp = (char *)ft_ex_take(&a, M * N * es);                          /* packed x */
     b->qkv = (char *)ft_ex_take(&a, 3 * M * N * es);                     /* [Q K V] projection rows */
     /* the padded attention's buffers; packed attention needs none of them */
-    const int padded = !(c->remove_padding && c->heads > 0 && c->hidden % c->heads == 0 &&
-                         ft_has_packed_attention(c->dtype, c->hidden / c->heads));
+    const int padded = !ft_bert_packed_attention(c);
     b->heads = (char *)ft_ex_take(&a, padded ? 3 * M * N * es : 0);           /* Q, K, V per head */
     b->scores = (char *)ft_ex_take(&a, padded ? (size_t)B * c->heads * S * S * es : 0);
     b->ctx_h = (char *)ft_ex_take(&a, padded ? M * N * es : 0);               /* context per head */
@@ -155,7 +162,7 @@ static inline ft_status ft_bert_layer_forward(const ft_gemm_ctx *g, const ft_ber
     if (M > 0) /* 1-3: [M, 3N] = x [M, N] * W_qkv [N, 3N] */
         FT_EX_TRY(ft_gemm(g, dt, 0, 0, M, 3 * N, N, 1.0f, xin, N, w->w_qkv, 3 * N, 0.0f, qkv, 3 * N, stream));
     const float scale = 1.0f / sqrtf((float)D);
-    if (c->remove_padding && ft_has_packed_attention(dt, D)) {
+    if (ft_bert_packed_attention(c)) {
         /* 4-8 in one: [M, N] context rows from the packed [M, 3N] projection */
         ft_packed_attention_args pa;
         memset(&pa, 0, sizeof pa);

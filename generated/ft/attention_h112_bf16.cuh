@@ -1263,10 +1263,10 @@ static __global__ void __launch_bounds__(128, 2) ft_attn_packed_h112_bf16(ft_att
                 for (int kk = 0; kk < 4; kk++) {
                     if (kk * 16 < nk) {
                         unsigned pa[4];
-                        pa[0] = ft_frag2_bf16(s[2 * kk][0], s[2 * kk][1]);
-                        pa[1] = ft_frag2_bf16(s[2 * kk][2], s[2 * kk][3]);
-                        pa[2] = ft_frag2_bf16(s[2 * kk + 1][0], s[2 * kk + 1][1]);
-                        pa[3] = ft_frag2_bf16(s[2 * kk + 1][2], s[2 * kk + 1][3]);
+                        pa[0] = ft_pack_bf16x2(&s[2 * kk][0]);
+                        pa[1] = ft_pack_bf16x2(&s[2 * kk][2]);
+                        pa[2] = ft_pack_bf16x2(&s[2 * kk + 1][0]);
+                        pa[3] = ft_pack_bf16x2(&s[2 * kk + 1][2]);
 #pragma unroll
                         for (int dp = 0; dp < 7; dp++) {
                             unsigned r[4];
@@ -1303,10 +1303,10 @@ static __global__ void __launch_bounds__(128, 2) ft_attn_packed_h112_bf16(ft_att
                 float vb[2] = {0.0f, 0.0f};
                 if (a.bias != NULL)
                     ft_unpack2_bf16(bias_s + 112 + d, vb);
-                *(unsigned *)(os + r * FT_ATTN_H112_BF16_PK_LDS + d) =
-                    ft_frag2_bf16(fmaf(o[i][0], inv[0], vb[0]), fmaf(o[i][1], inv[0], vb[1]));
-                *(unsigned *)(os + (r + 8) * FT_ATTN_H112_BF16_PK_LDS + d) =
-                    ft_frag2_bf16(fmaf(o[i][2], inv[1], vb[0]), fmaf(o[i][3], inv[1], vb[1]));
+                const float lo[2] = {fmaf(o[i][0], inv[0], vb[0]), fmaf(o[i][1], inv[0], vb[1])};
+                const float hi[2] = {fmaf(o[i][2], inv[1], vb[0]), fmaf(o[i][3], inv[1], vb[1])};
+                ft_store_bf16x2(os + r * FT_ATTN_H112_BF16_PK_LDS + d, lo);
+                ft_store_bf16x2(os + (r + 8) * FT_ATTN_H112_BF16_PK_LDS + d, hi);
             }
             __syncwarp();
 #pragma unroll

@@ -1903,10 +1903,10 @@ static __global__ void __launch_bounds__(128, 4) ft_attn_packed_h32_fp16(ft_attn
                 for (int kk = 0; kk < 4; kk++) {
                     if (kk * 16 < nk) {
                         unsigned pa[4];
-                        pa[0] = ft_frag2_fp16(s[2 * kk][0], s[2 * kk][1]);
-                        pa[1] = ft_frag2_fp16(s[2 * kk][2], s[2 * kk][3]);
-                        pa[2] = ft_frag2_fp16(s[2 * kk + 1][0], s[2 * kk + 1][1]);
-                        pa[3] = ft_frag2_fp16(s[2 * kk + 1][2], s[2 * kk + 1][3]);
+                        pa[0] = ft_pack_fp16x2(&s[2 * kk][0]);
+                        pa[1] = ft_pack_fp16x2(&s[2 * kk][2]);
+                        pa[2] = ft_pack_fp16x2(&s[2 * kk + 1][0]);
+                        pa[3] = ft_pack_fp16x2(&s[2 * kk + 1][2]);
 #pragma unroll
                         for (int dp = 0; dp < 2; dp++) {
                             unsigned r[4];
@@ -1943,10 +1943,10 @@ static __global__ void __launch_bounds__(128, 4) ft_attn_packed_h32_fp16(ft_attn
                 float vb[2] = {0.0f, 0.0f};
                 if (a.bias != NULL)
                     ft_unpack2_fp16(bias_s + 32 + d, vb);
-                *(unsigned *)(os + r * FT_ATTN_H32_FP16_PK_LDS + d) =
-                    ft_frag2_fp16(fmaf(o[i][0], inv[0], vb[0]), fmaf(o[i][1], inv[0], vb[1]));
-                *(unsigned *)(os + (r + 8) * FT_ATTN_H32_FP16_PK_LDS + d) =
-                    ft_frag2_fp16(fmaf(o[i][2], inv[1], vb[0]), fmaf(o[i][3], inv[1], vb[1]));
+                const float lo[2] = {fmaf(o[i][0], inv[0], vb[0]), fmaf(o[i][1], inv[0], vb[1])};
+                const float hi[2] = {fmaf(o[i][2], inv[1], vb[0]), fmaf(o[i][3], inv[1], vb[1])};
+                ft_store_fp16x2(os + r * FT_ATTN_H32_FP16_PK_LDS + d, lo);
+                ft_store_fp16x2(os + (r + 8) * FT_ATTN_H32_FP16_PK_LDS + d, hi);
             }
             __syncwarp();
 #pragma unroll

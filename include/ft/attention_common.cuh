@@ -333,8 +333,8 @@ static __device__ __forceinline__ void ft_mma_bf16(float *c, const unsigned *a, 
 /* 16 bytes from global to shared memory without passing through registers (sm_80
  * cp.async, cached in L2 only); `bytes` 0 writes 16 zero bytes and reads nothing (src must
  * still be a valid address). Completion: ft_cp_async_commit() closes a group,
- * ft_cp_async_wait1() waits until at most the newest group is pending, ft_cp_async_wait0()
- * for all; the data is then visible to the issuing thread (a barrier for the others). */
+ * ft_cp_async_wait1() waits until at most the newest group is pending; the data is then
+ * visible to the issuing thread (a barrier for the others). */
 static __device__ __forceinline__ void ft_cp_async16(void *dst, const void *src, int bytes)
 {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
@@ -357,13 +357,6 @@ static __device__ __forceinline__ void ft_cp_async_wait1(void)
 #endif
 }
 
-static __device__ __forceinline__ void ft_cp_async_wait0(void)
-{
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
-    asm volatile("cp.async.wait_group 0;" ::: "memory");
-#endif
-}
-
 /* 2^x on the approximate unit (softmax weights, x <= 0; subnormal results flush to 0). */
 static __device__ __forceinline__ float ft_exp2_approx(float x)
 {
@@ -372,22 +365,10 @@ static __device__ __forceinline__ float ft_exp2_approx(float x)
     return y;
 }
 
-/* Two floats rounded to the dtype and packed into one 32-bit fragment word, lo first. */
-static __device__ __forceinline__ unsigned ft_frag2_fp16(float lo, float hi)
-{
-    const __half2 h = __floats2half2_rn(lo, hi);
-    return *(const unsigned *)&h;
-}
-
-static __device__ __forceinline__ unsigned ft_frag2_bf16(float lo, float hi)
-{
-    const __nv_bfloat162 h = __floats2bfloat162_rn(lo, hi);
-    return *(const unsigned *)&h;
-}
-
 /* Host-side checks of ft_packed_attention_args shared by every variant; fills the grid's
  * query-tile count and the exp2-domain scale. */
-static inline ft_status ft_attn_check_packed(const char *fn, const ft_packed_attention_args *a, int D, int qtile, int *tiles, float *qk_scale)
+static inline ft_status ft_attn_check_packed(const char *fn, const ft_packed_attention_args *a, int D, int qtile,
+                                             int *tiles, float *qk_scale)
 {
     if (a == NULL)
         return ft_fail(FT_ERR_INVALID_ARGUMENT, "%s: args is NULL", fn);
@@ -410,18 +391,18 @@ static inline ft_status ft_attn_check_packed(const char *fn, const ft_packed_att
         (st = ft_check_ptr(fn, "qkv", a->qkv, 16)) != FT_OK || (st = ft_check_ptr(fn, "out", a->out, 16)) != FT_OK ||
         (st = ft_check_opt_ptr(fn, "qkv_bias", a->qkv_bias, 16)) != FT_OK)
         return st;
-    if (!(a->scale >= 0.0f && a->scale <= 3.0e38f))
-        return ft_fail(FT_ERR_INVALID_ARGUMENT, "%s: scale must be finite and >= 0 (0: 1/sqrt(D)), got %g", fn,
-                       (double)a->scale);
-    *qk_scale = (a->scale == 0.0f ? 1.0f / sqrtf((float)D) : a->scale) * 1.4426950408889634f;
+    ft_attn_plan p;
+    if ((st = ft_attn_check_scale(fn, a->scale, D, &p)) != FT_OK)
+        return st;
+    *qk_scale = p.qk_scale;
     int major = 0;
     if ((st = ft_cc_major(fn, &major)) != FT_OK)
         return st;
     if (major < 8)
         return ft_fail(FT_ERR_UNSUPPORTED, "%s: needs compute capability 8.0 or newer (tensor-core mma), device has %d.x",
                        fn, major);
-    /* a bound of 0 is unknown: one tile per block and the blocks loop (grid-stride) over
-     * the rest; cap the grid's x at what keeps a launch small */
+    /* no bound known (0): plan for 4096 rows; blocks loop (grid-stride) over any rows past
+     * the grid, which is capped at 1024 query tiles */
     const int bound = a->max_seq_len > 0 ? a->max_seq_len : 4096;
     int t = (bound + qtile - 1) / qtile;
     *tiles = t < 1 ? 1 : t > 1024 ? 1024 : t;
