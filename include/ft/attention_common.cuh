@@ -357,14 +357,6 @@ static __device__ __forceinline__ void ft_cp_async_wait1(void)
 #endif
 }
 
-/* 2^x on the approximate unit (softmax weights, x <= 0; subnormal results flush to 0). */
-static __device__ __forceinline__ float ft_exp2_approx(float x)
-{
-    float y;
-    asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
-    return y;
-}
-
 /* Host-side checks of ft_packed_attention_args shared by every variant; fills the grid's
  * query-tile count and the exp2-domain scale. */
 static inline ft_status ft_attn_check_packed(const char *fn, const ft_packed_attention_args *a, int D, int qtile,

@@ -144,6 +144,14 @@ static __device__ __forceinline__ float2 ft_block_sum2(float2 v, float *scratch)
     return v;
 }
 
+/* 2^x on the approximate unit (softmax weights, x <= 0; subnormal results flush to 0). */
+static __device__ __forceinline__ float ft_exp2_approx(float x)
+{
+    float y;
+    asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
+    return y;
+}
+
 /* Online softmax state (m, s): s = sum of exp(x - m) over the values seen, m their max.
  * Merges (m2, s2) into (m, s); an empty state is (-inf, 0). */
 static __device__ __forceinline__ void ft_max_sum_merge(float &m, float &s, float m2, float s2)
