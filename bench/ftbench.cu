@@ -44,6 +44,7 @@ typedef struct bench_opts {
     int seq, hidden, ffn, avg_len, mem_len, use_mask, remove_padding, causal;
     /* decoding: vocabulary, top-K / beam width, top-p, update_logits mode */
     int vocab, k, beam, mode;
+    int form; /* top-p sampling: ft_topp_form */
     float p;
     int iters, warmup;
     int csv;
@@ -658,7 +659,8 @@ static void decoding_describe(const bench_opts *o, char *variant, char *shape, s
     if (strcmp(o->kernel, "update_logits") == 0)
         snprintf(variant, len, "%s", modes[o->mode]);
     else if (strstr(o->kernel, "topp") || (strcmp(o->kernel, "topk_sampling") == 0 && o->p < 1.0f))
-        snprintf(variant, len, "p=%.2f", o->p);
+        snprintf(variant, len, "p=%.2f%s", o->p,
+                 o->form == FT_TOPP_FORM_ONE_BLOCK ? " one_block" : o->form == FT_TOPP_FORM_CLUSTER ? " cluster" : "");
     else
         snprintf(variant, len, "K=%d", ft_topk_variant_k(o->dt, o->k));
     if (strcmp(o->kernel, "beam_topk") == 0)
@@ -698,6 +700,7 @@ static ft_status run_topp_sampling(const bench_opts *o, void **b, cudaStream_t s
     const ft_sampling smp = bench_sampling(o);
     ft_decode_io io;
     memset(&io, 0, sizeof io);
+    ft_topp_set_form((ft_topp_form)o->form);
     io.ids = (int *)b[1];
     if (strcmp(o->kernel, "topp_sampling_sorted") == 0)
         return ft_topp_sampling_sorted(o->dt, b[0], o->vocab, o->batch, o->vocab, &smp, &io, b[3],
@@ -742,7 +745,7 @@ static const kernel_desc kernels[] = {
      decoding_bytes, decoding_describe},
     {"topk_sampling", "one token per row from the k best, --batch --vocab --k [--p]", decoding_buffers,
      run_topk_sampling, decoding_bytes, decoding_describe},
-    {"topp_sampling", "sort-free top-p sampling, --batch --vocab --p", decoding_buffers, run_topp_sampling,
+    {"topp_sampling", "sort-free top-p sampling, --batch --vocab --p [--form auto|one_block|cluster]", decoding_buffers, run_topp_sampling,
      decoding_bytes, decoding_describe},
     {"topp_sampling_sorted", "top-p by softmax + segmented radix sort, --batch --vocab --p", decoding_buffers,
      run_topp_sampling, decoding_bytes, decoding_describe},
@@ -932,6 +935,11 @@ static const char *suite[] = {
     "topp_sampling --dtype fp32 --batch 64 --vocab 32000 --p 0.9",
     "topp_sampling --dtype fp32 --batch 64 --vocab 128256 --p 0.9",
     "topp_sampling --dtype fp32 --batch 256 --vocab 50257 --p 0.9",
+    "topp_sampling --dtype fp32 --batch 64 --vocab 32000 --p 0.9 --form one_block",
+    "topp_sampling --dtype fp32 --batch 64 --vocab 128256 --p 0.9 --form one_block",
+    "topp_sampling --dtype fp32 --batch 256 --vocab 50257 --p 0.9 --form one_block",
+    "topp_sampling --dtype fp32 --batch 64 --vocab 32000 --p 0.5",
+    "topp_sampling --dtype fp32 --batch 64 --vocab 32000 --p 0.5 --form one_block",
     "topp_sampling_sorted --dtype fp32 --batch 64 --vocab 32000 --p 0.9",
     "topp_sampling_sorted --dtype fp32 --batch 64 --vocab 128256 --p 0.9",
     "topp_sampling_sorted --dtype fp32 --batch 256 --vocab 50257 --p 0.9",
@@ -1018,6 +1026,16 @@ static int parse(int argc, char **argv, bench_opts *o)
                 o->vocab = atoi(v);
             else if (strcmp(a, "--k") == 0)
                 o->k = atoi(v);
+            else if (strcmp(a, "--form") == 0) {
+                o->form = strcmp(v, "auto") == 0       ? FT_TOPP_FORM_AUTO
+                          : strcmp(v, "one_block") == 0 ? FT_TOPP_FORM_ONE_BLOCK
+                          : strcmp(v, "cluster") == 0  ? FT_TOPP_FORM_CLUSTER
+                                                       : -1;
+                if (o->form < 0) {
+                    fprintf(stderr, "ftbench: unknown top-p form %s\n", v);
+                    return -1;
+                }
+            }
             else if (strcmp(a, "--beam") == 0)
                 o->beam = atoi(v);
             else if (strcmp(a, "--p") == 0)

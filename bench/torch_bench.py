@@ -151,7 +151,7 @@ def decoding(kernel, variant, shape, dt):
     """The decoding kernels' usual PyTorch forms on N(0,1) logits (ftbench's data)."""
     B, V = shape["B"], shape["V"]
     k = shape.get("k", 1)
-    p = float(variant.split("=")[1]) if variant.startswith("p=") else 1.0
+    p = float(variant.split("=")[1].split()[0]) if variant.startswith("p=") else 1.0
     def logits(rows):
         return lambda: (torch.randn(rows, V, device="cuda", dtype=dt),)
 

@@ -318,12 +318,12 @@ static void check_distribution(ft_test *t, const samp_ctx *c, ref_rng *rng, int 
         }
         counts[g[r]]++;
     }
-    FT_EXPECT(t, outside == 0, "V=%d k=%d p=%g temp=%g: %d of %d draws outside the set (first: %d)", V, k, p, temp,
-              outside, draws, first_bad);
+    FT_EXPECT(t, outside == 0, "V=%d k=%d p=%g temp=%g form=%d: %d of %d draws outside the set (first: %d)", V, k, p,
+              temp, (int)ft_topp_get_form(), outside, draws, first_bad);
     int df = 0;
     const double stat = chi_square(counts, prob, V, draws, &df), crit = ref_chi2_critical(df, 1e-6);
-    FT_EXPECT(t, stat <= crit, "V=%d k=%d p=%g temp=%g ties=%d: chi-square %.1f > %.1f (df %d, %d draws)", V, k, p,
-              temp, ties, stat, crit, df, draws);
+    FT_EXPECT(t, stat <= crit, "V=%d k=%d p=%g temp=%g ties=%d form=%d: chi-square %.1f > %.1f (df %d, %d draws)", V,
+              k, p, temp, ties, (int)ft_topp_get_form(), stat, crit, df, draws);
     /* same seed and step: same tokens; another seed: different ones */
     dev_poison(ids, draws * sizeof(int));
     st = sample_once(c, x, draws, V, &s, &io);
@@ -433,6 +433,10 @@ static void test_topk_sampling(ft_test *t)
     check_distribution(t, &c, &rng, 5000, K, 1.0, 1.0, 0, 4000);
     check_distribution(t, &c, &rng, 64, K < 64 ? K : 64, 1.0, 1.0, 1, 8000); /* tied logits */
     check_state(t, &c, &rng, 1000, K);
+    /* few rows of a real vocabulary: each row split over several blocks (on sm_90 one
+     * cluster that merges in its first block) */
+    check_distribution(t, &c, &rng, 32000, K, 1.0, 1.0, 0, 64);
+    check_state(t, &c, &rng, 32000, K);
 }
 
 static void test_topp_sampling(ft_test *t)
@@ -440,16 +444,43 @@ static void test_topp_sampling(ft_test *t)
     const samp_ctx *cp = (const samp_ctx *)t->arg;
     ref_rng rng;
     ref_rng_seed(&rng, ref_test_seed() ^ 0x70 ^ (uint64_t)cp->kind);
-    check_distribution(t, cp, &rng, 300, 0, 0.8, 0.9, 0, 20000);
-    check_distribution(t, cp, &rng, 1000, 0, 1.0, 0.5, 0, 20000);
-    check_distribution(t, cp, &rng, 1000, 0, 0.6, 1.0, 0, 20000);
-    check_distribution(t, cp, &rng, 4097, 0, 1.0, 0.95, 0, 4000);
-    check_distribution(t, cp, &rng, 64, 0, 1.0, 0.6, 1, 8000); /* the cut falls inside 20 tied logits */
-    check_distribution(t, cp, &rng, 64, 0, 1.0, 0.99, 1, 8000);
-    check_distribution(t, cp, &rng, 50257, 0, 1.0, 0.9, 0, 400);
-    /* a large vocabulary (Llama 3), few draws: the set and the determinism are checked */
-    check_distribution(t, cp, &rng, 128256, 0, 1.0, 0.9, 0, 200);
-    check_state(t, cp, &rng, 1000, 1);
+    /* the sort-free launcher in both its forms (the cluster form where it applies: sm_90,
+     * rows up to 131072; p = 0.5 over a flat row sends many rows to its fallback) */
+    const ft_topp_form forms[2] = {FT_TOPP_FORM_ONE_BLOCK, FT_TOPP_FORM_CLUSTER};
+    for (int f = 0; f < (cp->kind == SAMP_TOPP ? 2 : 1); f++) {
+        ft_topp_set_form(forms[f]);
+        check_distribution(t, cp, &rng, 300, 0, 0.8, 0.9, 0, 20000);
+        check_distribution(t, cp, &rng, 1000, 0, 1.0, 0.5, 0, 20000);
+        check_distribution(t, cp, &rng, 1000, 0, 0.6, 1.0, 0, 20000);
+        check_distribution(t, cp, &rng, 4097, 0, 1.0, 0.95, 0, 4000);
+        check_distribution(t, cp, &rng, 64, 0, 1.0, 0.6, 1, 8000); /* the cut falls inside 20 tied logits */
+        check_distribution(t, cp, &rng, 64, 0, 1.0, 0.99, 1, 8000);
+        check_distribution(t, cp, &rng, 50257, 0, 1.0, 0.9, 0, 400);
+        /* large vocabularies (Llama 3; one past the cluster form's reach), few draws: the
+         * set and the determinism are checked */
+        check_distribution(t, cp, &rng, 128256, 0, 1.0, 0.9, 0, 200);
+        check_distribution(t, cp, &rng, 151936, 0, 1.0, 0.9, 0, 100);
+        check_state(t, cp, &rng, 1000, 1);
+        check_state(t, cp, &rng, 32000, 1); /* 64 rows of a real vocabulary: greedy, prompt, finished rows */
+    }
+    ft_topp_set_form(FT_TOPP_FORM_AUTO);
+}
+
+/* The top-p cluster form alone, small enough for compute-sanitizer: flat rows at p = 0.5
+ * (a tenth or so of the rows miss all three tries and take the first block's radix
+ * selection), a real vocabulary over few rows, and the prompt / finished / greedy rows. */
+static void test_topp_cluster(ft_test *t)
+{
+    const samp_ctx *cp = (const samp_ctx *)t->arg;
+    ref_rng rng;
+    ref_rng_seed(&rng, ref_test_seed() ^ 0x71);
+    ft_topp_set_form(FT_TOPP_FORM_CLUSTER);
+    check_distribution(t, cp, &rng, 300, 0, 0.8, 0.9, 0, 3000);
+    check_distribution(t, cp, &rng, 1000, 0, 1.0, 0.5, 0, 3000);
+    check_distribution(t, cp, &rng, 64, 0, 1.0, 0.6, 1, 2000);
+    check_distribution(t, cp, &rng, 32000, 0, 1.0, 0.9, 0, 64);
+    check_state(t, cp, &rng, 32000, 1);
+    ft_topp_set_form(FT_TOPP_FORM_AUTO);
 }
 
 /* ---------------------------------------------------------------- logits, embeddings */
@@ -844,6 +875,8 @@ __attribute__((constructor)) static void register_decoding_tests(void)
         topp_ctx[2 * i + 1] = (samp_ctx){SAMP_TOPP_SORTED, NULL, *dt};
         snprintf(names[n], 64, "topp_sampling_%s", dn);
         ft_test_register(names[n++], test_topp_sampling, &topp_ctx[2 * i], 1);
+        snprintf(names[n], 64, "topp_cluster_%s", dn);
+        ft_test_register(names[n++], test_topp_cluster, &topp_ctx[2 * i], 1);
         snprintf(names[n], 64, "topp_sampling_sorted_%s", dn);
         ft_test_register(names[n++], test_topp_sampling, &topp_ctx[2 * i + 1], 1);
         snprintf(names[n], 64, "beam_search_%s", dn);

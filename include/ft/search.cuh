@@ -27,6 +27,61 @@
 #include "ft/common.cuh"
 #include "ft/reduce.cuh"
 
+/* ---------------------------------------------------------------- top-p form */
+
+/* Which form ft_topp_sampling_* (ft/decoding_<dtype>.cuh) runs. AUTO (and CLUSTER): the
+ * single-pass cluster form on sm_90 where a row fits 8 blocks' registers (131072 values),
+ * else one block per row; ONE_BLOCK: one block per row always. For tests and benchmarks;
+ * process-wide, per translation unit, not thread-safe. */
+typedef enum ft_topp_form { FT_TOPP_FORM_AUTO = 0, FT_TOPP_FORM_ONE_BLOCK = 1, FT_TOPP_FORM_CLUSTER = 2 } ft_topp_form;
+
+static inline ft_topp_form *ft_topp_form_slot_(void)
+{
+    static ft_topp_form form = FT_TOPP_FORM_AUTO;
+    return &form;
+}
+
+static inline void ft_topp_set_form(ft_topp_form form)
+{
+    *ft_topp_form_slot_() = form;
+}
+
+static inline ft_topp_form ft_topp_get_form(void)
+{
+    return *ft_topp_form_slot_();
+}
+
+/* The launch of a cluster form with `nvar` kernel variants (variant i needs at least
+ * cs_min[i] blocks per row, 0: it cannot hold the row; at most 8): the variant and
+ * cluster size whose clusters cover `rows` rows in the fewest waves; among those, the
+ * larger cluster while rows * cs stays within two blocks per SM (short batches spread
+ * over more SMs), else the smaller. cache: the caller's static int[nvar][9][64]
+ * (ft_cluster_capacity). Returns the variant, or -1 when none fits this device. */
+static inline int ft_cluster_plan(const char *fn, const void *const *kernels, const int *cs_min, int nvar, int threads,
+                                  int rows, int sms, int (*cache)[9][64], int *cs_out, int64_t *waves_out)
+{
+    int best = -1, best_cs = 0;
+    int64_t best_waves = 0;
+    for (int i = 0; i < nvar; i++) {
+        if (cs_min[i] < 1 || cs_min[i] > 8)
+            continue;
+        for (int cs = cs_min[i]; cs <= 8; cs++) {
+            int fit = 0;
+            if (ft_cluster_capacity(fn, kernels[i], threads, 0, cs, cache[i][cs], &fit) != FT_OK)
+                continue;
+            const int64_t waves = ((int64_t)rows + fit - 1) / fit;
+            const int spread = (int64_t)rows * cs <= 2ll * sms;
+            if (best < 0 || waves < best_waves ||
+                (waves == best_waves && (spread ? cs > best_cs : cs < best_cs))) {
+                best = i, best_cs = cs, best_waves = waves;
+            }
+        }
+    }
+    *cs_out = best_cs;
+    *waves_out = best_waves;
+    return best;
+}
+
 /* ---------------------------------------------------------------- order and keys */
 
 /* Order-preserving 32-bit image of a float: a > b as values <=> key(a) > key(b), with
@@ -108,13 +163,18 @@ static __device__ __forceinline__ void ft_warp_merge_split(unsigned long long &a
 
 /* ---------------------------------------------------------------- random numbers */
 
-/* The n-th (0..3) of the four uniforms in (0, 1] of (seed, step, row): one Philox block
- * (the state starts on a block boundary, so curand_uniform would return u.x). */
-static __device__ __forceinline__ float ft_uniform_n(unsigned long long seed, int step, int row, int n)
+/* The four uniforms in (0, 1] of (seed, step, row): one Philox block (the state starts
+ * on a block boundary, so curand_uniform would return u.x); ft_uniform_n: the n-th (0..3). */
+static __device__ __forceinline__ float4 ft_uniform4(unsigned long long seed, int step, int row)
 {
     curandStatePhilox4_32_10_t st;
     curand_init(seed, (unsigned long long)(unsigned)row, 4ull * (unsigned long long)(unsigned)step, &st);
-    const float4 u = curand_uniform4(&st);
+    return curand_uniform4(&st);
+}
+
+static __device__ __forceinline__ float ft_uniform_n(unsigned long long seed, int step, int row, int n)
+{
+    const float4 u = ft_uniform4(seed, step, row);
     return n == 0 ? u.x : n == 1 ? u.y : n == 2 ? u.z : u.w;
 }
 
