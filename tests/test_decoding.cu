@@ -467,8 +467,9 @@ static void test_topp_sampling(ft_test *t)
 }
 
 /* The top-p cluster form alone, small enough for compute-sanitizer: flat rows at p = 0.5
- * (a tenth or so of the rows miss all three tries and take the first block's radix
- * selection), a real vocabulary over few rows, and the prompt / finished / greedy rows. */
+ * (rounds of tries missing) and p = 0.02 (most rows miss every round and take the first
+ * block's radix selection), a real vocabulary over few rows, and the prompt / finished /
+ * greedy rows. */
 static void test_topp_cluster(ft_test *t)
 {
     const samp_ctx *cp = (const samp_ctx *)t->arg;
@@ -477,6 +478,7 @@ static void test_topp_cluster(ft_test *t)
     ft_topp_set_form(FT_TOPP_FORM_CLUSTER);
     check_distribution(t, cp, &rng, 300, 0, 0.8, 0.9, 0, 3000);
     check_distribution(t, cp, &rng, 1000, 0, 1.0, 0.5, 0, 3000);
+    check_distribution(t, cp, &rng, 1000, 0, 1.0, 0.02, 0, 3000);
     check_distribution(t, cp, &rng, 64, 0, 1.0, 0.6, 1, 2000);
     check_distribution(t, cp, &rng, 32000, 0, 1.0, 0.9, 0, 64);
     check_state(t, cp, &rng, 32000, 1);

@@ -1236,10 +1236,10 @@ static __global__ void __launch_bounds__(1024) ft_topp_sampling_fp32_kernel(ft_t
  * thread's walk) where the running mass, in the order (block, thread, vector, element),
  * reaches it; the tokens go to every block, each sums the mass ranked above every token
  * (larger key, or equal and lower index), the sums are swapped, and the first token whose
- * sum is below p * Z is kept. When all three miss ((1 - p)^3 of the rows at most, about),
- * the first block runs the one-block kernel's radix selection over the row in memory and
- * the others leave. */
-enum { FT_TOPP_CL_NT_FP32 = 256 };
+ * sum is below p * Z is kept. Up to 8 such rounds (a round misses with probability about
+ * (1 - p)^3 on a flat row); when every round misses, the first block runs the one-block
+ * kernel's radix selection over the row in memory and the others leave. */
+enum { FT_TOPP_CL_NT_FP32 = 256, FT_TOPP_CL_ROUNDS_FP32 = 8 };
 
 /* 4 blocks per SM: 64 registers a thread at most */
 static __global__ void __launch_bounds__(256, 4) ft_topp_cluster_fp32_e4(ft_topp_args_fp32 a)
@@ -1342,128 +1342,132 @@ static __global__ void __launch_bounds__(256, 4) ft_topp_cluster_fp32_e4(ft_topp
     if (!greedy) { /* uniform over the cluster */
         const float Mc = -M * 1.4426950408889634f; /* mass of x: 2^(x c1 + Mc) = exp(z - M) */
         const float tmass = tm == -INFINITY ? 0.0f : ts * __expf(tm - M);
-        /* three tries at once, with ft_uniform_n(seed, step, row, 0..2): each finds its token,
-         * and the first whose mass ranked above is below p * Z is kept (in distribution the
-         * same as trying them one after another) */
-        const float4 u4 = ft_uniform4(p.seed, p.step, r);
         float btot;
         const float incl = ft_dec_block_scan_fp32(tmass, scratch, &btot);
-        if (t < 3)
-            slots[t] = 0x7fffffff, slots[3 + t] = -1;
-        __syncthreads();
-        int qb[3];
-        float want[3];
+        /* rounds of three tries at once: the first round with ft_uniform_n(seed, step, row,
+         * 0..2), round j > 0 with ft_uniform4_stream(seed, step, row, j); each try finds its
+         * token, and the first whose mass ranked above is below p * Z is kept (in
+         * distribution the same as trying them one after another); up to
+         * FT_TOPP_CL_ROUNDS_FP32 rounds (a small p over a flat row), then the fallback */
+        for (int round = 0; round < FT_TOPP_CL_ROUNDS_FP32; round++) {
+            const float4 u4 = round == 0 ? ft_uniform4(p.seed, p.step, r) : ft_uniform4_stream(p.seed, p.step, r, round);
+            if (t < 3)
+                slots[t] = 0x7fffffff, slots[3 + t] = -1;
+            __syncthreads();
+            int qb[3];
+            float want[3];
 #pragma unroll
-        for (int a3 = 0; a3 < 3; a3++) {
-            const float target = (a3 == 0 ? u4.x : a3 == 1 ? u4.y : u4.z) * Z;
-            /* the block where the running mass reaches the target (the last with mass when
-             * rounding keeps it below); every block finds the same one */
-            int q0 = -1, lastb = -1;
-            float before = 0.0f, cum = 0.0f, before_last = 0.0f;
-            for (int q = 0; q < cs; q++) {
-                const float bm = cstat[q].x == -INFINITY ? 0.0f : cstat[q].y * __expf(cstat[q].x - M);
-                if (bm > 0.0f) {
-                    lastb = q, before_last = cum;
-                    if (q0 < 0 && cum + bm >= target)
-                        q0 = q, before = cum;
+            for (int a3 = 0; a3 < 3; a3++) {
+                const float target = (a3 == 0 ? u4.x : a3 == 1 ? u4.y : u4.z) * Z;
+                /* the block where the running mass reaches the target (the last with mass when
+                 * rounding keeps it below); every block finds the same one */
+                int q0 = -1, lastb = -1;
+                float before = 0.0f, cum = 0.0f, before_last = 0.0f;
+                for (int q = 0; q < cs; q++) {
+                    const float bm = cstat[q].x == -INFINITY ? 0.0f : cstat[q].y * __expf(cstat[q].x - M);
+                    if (bm > 0.0f) {
+                        lastb = q, before_last = cum;
+                        if (q0 < 0 && cum + bm >= target)
+                            q0 = q, before = cum;
+                    }
+                    cum += bm;
                 }
-                cum += bm;
+                if (q0 < 0)
+                    q0 = lastb, before = before_last;
+                qb[a3] = q0, want[a3] = target - before;
+                /* in that block: the first thread whose running mass reaches it, else the last with mass */
+                if (part == q0 && tmass > 0.0f) {
+                    atomicMax(&slots[3 + a3], t);
+                    if (incl >= want[a3])
+                        atomicMin(&slots[a3], t);
+                }
             }
-            if (q0 < 0)
-                q0 = lastb, before = before_last;
-            qb[a3] = q0, want[a3] = target - before;
-            /* in that block: the first thread whose running mass reaches it, else the last with mass */
-            if (part == q0 && tmass > 0.0f) {
-                atomicMax(&slots[3 + a3], t);
-                if (incl >= want[a3])
-                    atomicMin(&slots[a3], t);
-            }
-        }
-        __syncthreads();
+            __syncthreads();
 #pragma unroll
-        for (int a3 = 0; a3 < 3; a3++) {
-            if (part != qb[a3] || t != (slots[a3] != 0x7fffffff ? slots[a3] : slots[3 + a3]))
-                continue;
-            /* this thread's elements in order, to the one where the running mass reaches it */
-            float acc = incl - tmass, tv = -INFINITY, lv = -INFINITY;
-            int tok = -1, last = -1;
+            for (int a3 = 0; a3 < 3; a3++) {
+                if (part != qb[a3] || t != (slots[a3] != 0x7fffffff ? slots[a3] : slots[3 + a3]))
+                    continue;
+                /* this thread's elements in order, to the one where the running mass reaches it */
+                float acc = incl - tmass, tv = -INFINITY, lv = -INFINITY;
+                int tok = -1, last = -1;
+#pragma unroll
+                for (int i = 0; i < EV; i++)
+#pragma unroll
+                    for (int e = 0; e < 4; e++) {
+                        const float w = ft_exp2_approx(fmaf(v[i][e], c1, Mc));
+                        if (w > 0.0f) {
+                            last = FT_IDX_(i, e), lv = v[i][e];
+                            if (tok < 0 && acc + w >= want[a3])
+                                tok = last, tv = lv;
+                        }
+                        acc += w;
+                    }
+                if (si >= 0 && ft_exp2_approx(fmaf(sv, c1, Mc)) > 0.0f) {
+                    last = si, lv = sv;
+                    if (tok < 0)
+                        tok = si, tv = sv; /* the odd element comes last: the rest of the mass is its */
+                }
+                if (tok < 0) /* rounding: the thread's last element with mass (there is one: tmass > 0) */
+                    tok = last, tv = lv;
+                for (int q = 0; q < cs; q++) {
+                    *cluster.map_shared_rank(&s_tok[a3], q) = tok;
+                    *cluster.map_shared_rank(&s_tval[a3], q) = tv;
+                }
+            }
+            cluster.sync(); /* the tokens are in every block */
+            int tok[3];
+            float tv[3], above[3];
+#pragma unroll
+            for (int a3 = 0; a3 < 3; a3++)
+                tok[a3] = s_tok[a3], tv[a3] = s_tval[a3], above[a3] = 0.0f;
+            /* the mass ranked above each token: a larger value (no NaN here), or an equal one at a
+             * lower index */
 #pragma unroll
             for (int i = 0; i < EV; i++)
 #pragma unroll
                 for (int e = 0; e < 4; e++) {
                     const float w = ft_exp2_approx(fmaf(v[i][e], c1, Mc));
-                    if (w > 0.0f) {
-                        last = FT_IDX_(i, e), lv = v[i][e];
-                        if (tok < 0 && acc + w >= want[a3])
-                            tok = last, tv = lv;
-                    }
-                    acc += w;
+#pragma unroll
+                    for (int a3 = 0; a3 < 3; a3++)
+                        if (v[i][e] > tv[a3] || (v[i][e] == tv[a3] && FT_IDX_(i, e) < tok[a3]))
+                            above[a3] += w;
                 }
-            if (si >= 0 && ft_exp2_approx(fmaf(sv, c1, Mc)) > 0.0f) {
-                last = si, lv = sv;
-                if (tok < 0)
-                    tok = si, tv = sv; /* the odd element comes last: the rest of the mass is its */
-            }
-            if (tok < 0) /* rounding: the thread's last element with mass (there is one: tmass > 0) */
-                tok = last, tv = lv;
-            for (int q = 0; q < cs; q++) {
-                *cluster.map_shared_rank(&s_tok[a3], q) = tok;
-                *cluster.map_shared_rank(&s_tval[a3], q) = tv;
-            }
-        }
-        cluster.sync(); /* the tokens are in every block */
-        int tok[3];
-        float tv[3], above[3];
-#pragma unroll
-        for (int a3 = 0; a3 < 3; a3++)
-            tok[a3] = s_tok[a3], tv[a3] = s_tval[a3], above[a3] = 0.0f;
-        /* the mass ranked above each token: a larger value (no NaN here), or an equal one at a
-         * lower index */
-#pragma unroll
-        for (int i = 0; i < EV; i++)
-#pragma unroll
-            for (int e = 0; e < 4; e++) {
-                const float w = ft_exp2_approx(fmaf(v[i][e], c1, Mc));
+            if (si >= 0) {
+                const float w = ft_exp2_approx(fmaf(sv, c1, Mc));
 #pragma unroll
                 for (int a3 = 0; a3 < 3; a3++)
-                    if (v[i][e] > tv[a3] || (v[i][e] == tv[a3] && FT_IDX_(i, e) < tok[a3]))
+                    if (sv > tv[a3] || (sv == tv[a3] && si < tok[a3]))
                         above[a3] += w;
             }
-        if (si >= 0) {
-            const float w = ft_exp2_approx(fmaf(sv, c1, Mc));
 #pragma unroll
-            for (int a3 = 0; a3 < 3; a3++)
-                if (sv > tv[a3] || (sv == tv[a3] && si < tok[a3]))
-                    above[a3] += w;
-        }
+            for (int a3 = 0; a3 < 3; a3++) {
+                above[a3] = ft_warp_sum(above[a3]);
+                if (lane == 0)
+                    wabove[a3][warp] = above[a3];
+            }
+            __syncthreads();
+            if (t < 3 * cs) { /* thread 3q + a3 stores this block's sum for try a3 into block q */
+                const int q = t / 3, a3 = t - 3 * q;
+                float bs = 0.0f;
+                for (int w = 0; w < NW; w++)
+                    bs += wabove[a3][w];
+                *cluster.map_shared_rank(&cabove[a3][part], q) = bs;
+            }
+            cluster.sync();
 #pragma unroll
-        for (int a3 = 0; a3 < 3; a3++) {
-            above[a3] = ft_warp_sum(above[a3]);
-            if (lane == 0)
-                wabove[a3][warp] = above[a3];
-        }
-        __syncthreads();
-        if (t < 3 * cs) { /* thread 3q + a3 stores this block's sum for try a3 into block q */
-            const int q = t / 3, a3 = t - 3 * q;
-            float bs = 0.0f;
-            for (int w = 0; w < NW; w++)
-                bs += wabove[a3][w];
-            *cluster.map_shared_rank(&cabove[a3][part], q) = bs;
-        }
-        cluster.sync();
-#pragma unroll
-        for (int a3 = 0; a3 < 3; a3++) {
-            float all = 0.0f;
-            for (int q = 0; q < cs; q++) /* the same order in every block */
-                all += cabove[a3][q];
-            if (all < pr * Z) {
-                if (part == 0 && t == 0)
-                    ft_decode_commit(a.io, r, p.step, p.end_id, tok[a3], 0);
-                return;
+            for (int a3 = 0; a3 < 3; a3++) {
+                float all = 0.0f;
+                for (int q = 0; q < cs; q++) /* the same order in every block */
+                    all += cabove[a3][q];
+                if (all < pr * Z) {
+                    if (part == 0 && t == 0)
+                        ft_decode_commit(a.io, r, p.step, p.end_id, tok[a3], 0);
+                    return;
+                }
             }
         }
     }
-    /* a greedy row, or all three tries missed: the argmax (ties to the lower index, NaN
+    /* a greedy row, or every round missed: the argmax (ties to the lower index, NaN
      * above all) from every block's best key into block 0 */
     unsigned long long best = si >= 0 ? ft_select_key(sv, si) : 0ull;
 #pragma unroll
@@ -1497,8 +1501,8 @@ static __global__ void __launch_bounds__(256, 4) ft_topp_cluster_fp32_e4(ft_topp
             ft_decode_commit(a.io, r, p.step, p.end_id, ft_select_index(best), 0);
         return;
     }
-    /* all three missed: the radix selection over the row in memory, by the first block,
-     * with the fourth uniform */
+    /* every round missed: the radix selection over the row in memory, by the first block,
+     * with the fourth uniform of the first round */
     ft_topp_by_selection_fp32(x, V, r, p, a.io, ft_select_value(best), inv, pr, best, 3);
 #endif
 }
@@ -1603,128 +1607,132 @@ static __global__ void __launch_bounds__(256, 2) ft_topp_cluster_fp32_e16(ft_top
     if (!greedy) { /* uniform over the cluster */
         const float Mc = -M * 1.4426950408889634f; /* mass of x: 2^(x c1 + Mc) = exp(z - M) */
         const float tmass = tm == -INFINITY ? 0.0f : ts * __expf(tm - M);
-        /* three tries at once, with ft_uniform_n(seed, step, row, 0..2): each finds its token,
-         * and the first whose mass ranked above is below p * Z is kept (in distribution the
-         * same as trying them one after another) */
-        const float4 u4 = ft_uniform4(p.seed, p.step, r);
         float btot;
         const float incl = ft_dec_block_scan_fp32(tmass, scratch, &btot);
-        if (t < 3)
-            slots[t] = 0x7fffffff, slots[3 + t] = -1;
-        __syncthreads();
-        int qb[3];
-        float want[3];
+        /* rounds of three tries at once: the first round with ft_uniform_n(seed, step, row,
+         * 0..2), round j > 0 with ft_uniform4_stream(seed, step, row, j); each try finds its
+         * token, and the first whose mass ranked above is below p * Z is kept (in
+         * distribution the same as trying them one after another); up to
+         * FT_TOPP_CL_ROUNDS_FP32 rounds (a small p over a flat row), then the fallback */
+        for (int round = 0; round < FT_TOPP_CL_ROUNDS_FP32; round++) {
+            const float4 u4 = round == 0 ? ft_uniform4(p.seed, p.step, r) : ft_uniform4_stream(p.seed, p.step, r, round);
+            if (t < 3)
+                slots[t] = 0x7fffffff, slots[3 + t] = -1;
+            __syncthreads();
+            int qb[3];
+            float want[3];
 #pragma unroll
-        for (int a3 = 0; a3 < 3; a3++) {
-            const float target = (a3 == 0 ? u4.x : a3 == 1 ? u4.y : u4.z) * Z;
-            /* the block where the running mass reaches the target (the last with mass when
-             * rounding keeps it below); every block finds the same one */
-            int q0 = -1, lastb = -1;
-            float before = 0.0f, cum = 0.0f, before_last = 0.0f;
-            for (int q = 0; q < cs; q++) {
-                const float bm = cstat[q].x == -INFINITY ? 0.0f : cstat[q].y * __expf(cstat[q].x - M);
-                if (bm > 0.0f) {
-                    lastb = q, before_last = cum;
-                    if (q0 < 0 && cum + bm >= target)
-                        q0 = q, before = cum;
+            for (int a3 = 0; a3 < 3; a3++) {
+                const float target = (a3 == 0 ? u4.x : a3 == 1 ? u4.y : u4.z) * Z;
+                /* the block where the running mass reaches the target (the last with mass when
+                 * rounding keeps it below); every block finds the same one */
+                int q0 = -1, lastb = -1;
+                float before = 0.0f, cum = 0.0f, before_last = 0.0f;
+                for (int q = 0; q < cs; q++) {
+                    const float bm = cstat[q].x == -INFINITY ? 0.0f : cstat[q].y * __expf(cstat[q].x - M);
+                    if (bm > 0.0f) {
+                        lastb = q, before_last = cum;
+                        if (q0 < 0 && cum + bm >= target)
+                            q0 = q, before = cum;
+                    }
+                    cum += bm;
                 }
-                cum += bm;
+                if (q0 < 0)
+                    q0 = lastb, before = before_last;
+                qb[a3] = q0, want[a3] = target - before;
+                /* in that block: the first thread whose running mass reaches it, else the last with mass */
+                if (part == q0 && tmass > 0.0f) {
+                    atomicMax(&slots[3 + a3], t);
+                    if (incl >= want[a3])
+                        atomicMin(&slots[a3], t);
+                }
             }
-            if (q0 < 0)
-                q0 = lastb, before = before_last;
-            qb[a3] = q0, want[a3] = target - before;
-            /* in that block: the first thread whose running mass reaches it, else the last with mass */
-            if (part == q0 && tmass > 0.0f) {
-                atomicMax(&slots[3 + a3], t);
-                if (incl >= want[a3])
-                    atomicMin(&slots[a3], t);
-            }
-        }
-        __syncthreads();
+            __syncthreads();
 #pragma unroll
-        for (int a3 = 0; a3 < 3; a3++) {
-            if (part != qb[a3] || t != (slots[a3] != 0x7fffffff ? slots[a3] : slots[3 + a3]))
-                continue;
-            /* this thread's elements in order, to the one where the running mass reaches it */
-            float acc = incl - tmass, tv = -INFINITY, lv = -INFINITY;
-            int tok = -1, last = -1;
+            for (int a3 = 0; a3 < 3; a3++) {
+                if (part != qb[a3] || t != (slots[a3] != 0x7fffffff ? slots[a3] : slots[3 + a3]))
+                    continue;
+                /* this thread's elements in order, to the one where the running mass reaches it */
+                float acc = incl - tmass, tv = -INFINITY, lv = -INFINITY;
+                int tok = -1, last = -1;
+#pragma unroll
+                for (int i = 0; i < EV; i++)
+#pragma unroll
+                    for (int e = 0; e < 4; e++) {
+                        const float w = ft_exp2_approx(fmaf(v[i][e], c1, Mc));
+                        if (w > 0.0f) {
+                            last = FT_IDX_(i, e), lv = v[i][e];
+                            if (tok < 0 && acc + w >= want[a3])
+                                tok = last, tv = lv;
+                        }
+                        acc += w;
+                    }
+                if (si >= 0 && ft_exp2_approx(fmaf(sv, c1, Mc)) > 0.0f) {
+                    last = si, lv = sv;
+                    if (tok < 0)
+                        tok = si, tv = sv; /* the odd element comes last: the rest of the mass is its */
+                }
+                if (tok < 0) /* rounding: the thread's last element with mass (there is one: tmass > 0) */
+                    tok = last, tv = lv;
+                for (int q = 0; q < cs; q++) {
+                    *cluster.map_shared_rank(&s_tok[a3], q) = tok;
+                    *cluster.map_shared_rank(&s_tval[a3], q) = tv;
+                }
+            }
+            cluster.sync(); /* the tokens are in every block */
+            int tok[3];
+            float tv[3], above[3];
+#pragma unroll
+            for (int a3 = 0; a3 < 3; a3++)
+                tok[a3] = s_tok[a3], tv[a3] = s_tval[a3], above[a3] = 0.0f;
+            /* the mass ranked above each token: a larger value (no NaN here), or an equal one at a
+             * lower index */
 #pragma unroll
             for (int i = 0; i < EV; i++)
 #pragma unroll
                 for (int e = 0; e < 4; e++) {
                     const float w = ft_exp2_approx(fmaf(v[i][e], c1, Mc));
-                    if (w > 0.0f) {
-                        last = FT_IDX_(i, e), lv = v[i][e];
-                        if (tok < 0 && acc + w >= want[a3])
-                            tok = last, tv = lv;
-                    }
-                    acc += w;
+#pragma unroll
+                    for (int a3 = 0; a3 < 3; a3++)
+                        if (v[i][e] > tv[a3] || (v[i][e] == tv[a3] && FT_IDX_(i, e) < tok[a3]))
+                            above[a3] += w;
                 }
-            if (si >= 0 && ft_exp2_approx(fmaf(sv, c1, Mc)) > 0.0f) {
-                last = si, lv = sv;
-                if (tok < 0)
-                    tok = si, tv = sv; /* the odd element comes last: the rest of the mass is its */
-            }
-            if (tok < 0) /* rounding: the thread's last element with mass (there is one: tmass > 0) */
-                tok = last, tv = lv;
-            for (int q = 0; q < cs; q++) {
-                *cluster.map_shared_rank(&s_tok[a3], q) = tok;
-                *cluster.map_shared_rank(&s_tval[a3], q) = tv;
-            }
-        }
-        cluster.sync(); /* the tokens are in every block */
-        int tok[3];
-        float tv[3], above[3];
-#pragma unroll
-        for (int a3 = 0; a3 < 3; a3++)
-            tok[a3] = s_tok[a3], tv[a3] = s_tval[a3], above[a3] = 0.0f;
-        /* the mass ranked above each token: a larger value (no NaN here), or an equal one at a
-         * lower index */
-#pragma unroll
-        for (int i = 0; i < EV; i++)
-#pragma unroll
-            for (int e = 0; e < 4; e++) {
-                const float w = ft_exp2_approx(fmaf(v[i][e], c1, Mc));
+            if (si >= 0) {
+                const float w = ft_exp2_approx(fmaf(sv, c1, Mc));
 #pragma unroll
                 for (int a3 = 0; a3 < 3; a3++)
-                    if (v[i][e] > tv[a3] || (v[i][e] == tv[a3] && FT_IDX_(i, e) < tok[a3]))
+                    if (sv > tv[a3] || (sv == tv[a3] && si < tok[a3]))
                         above[a3] += w;
             }
-        if (si >= 0) {
-            const float w = ft_exp2_approx(fmaf(sv, c1, Mc));
 #pragma unroll
-            for (int a3 = 0; a3 < 3; a3++)
-                if (sv > tv[a3] || (sv == tv[a3] && si < tok[a3]))
-                    above[a3] += w;
-        }
+            for (int a3 = 0; a3 < 3; a3++) {
+                above[a3] = ft_warp_sum(above[a3]);
+                if (lane == 0)
+                    wabove[a3][warp] = above[a3];
+            }
+            __syncthreads();
+            if (t < 3 * cs) { /* thread 3q + a3 stores this block's sum for try a3 into block q */
+                const int q = t / 3, a3 = t - 3 * q;
+                float bs = 0.0f;
+                for (int w = 0; w < NW; w++)
+                    bs += wabove[a3][w];
+                *cluster.map_shared_rank(&cabove[a3][part], q) = bs;
+            }
+            cluster.sync();
 #pragma unroll
-        for (int a3 = 0; a3 < 3; a3++) {
-            above[a3] = ft_warp_sum(above[a3]);
-            if (lane == 0)
-                wabove[a3][warp] = above[a3];
-        }
-        __syncthreads();
-        if (t < 3 * cs) { /* thread 3q + a3 stores this block's sum for try a3 into block q */
-            const int q = t / 3, a3 = t - 3 * q;
-            float bs = 0.0f;
-            for (int w = 0; w < NW; w++)
-                bs += wabove[a3][w];
-            *cluster.map_shared_rank(&cabove[a3][part], q) = bs;
-        }
-        cluster.sync();
-#pragma unroll
-        for (int a3 = 0; a3 < 3; a3++) {
-            float all = 0.0f;
-            for (int q = 0; q < cs; q++) /* the same order in every block */
-                all += cabove[a3][q];
-            if (all < pr * Z) {
-                if (part == 0 && t == 0)
-                    ft_decode_commit(a.io, r, p.step, p.end_id, tok[a3], 0);
-                return;
+            for (int a3 = 0; a3 < 3; a3++) {
+                float all = 0.0f;
+                for (int q = 0; q < cs; q++) /* the same order in every block */
+                    all += cabove[a3][q];
+                if (all < pr * Z) {
+                    if (part == 0 && t == 0)
+                        ft_decode_commit(a.io, r, p.step, p.end_id, tok[a3], 0);
+                    return;
+                }
             }
         }
     }
-    /* a greedy row, or all three tries missed: the argmax (ties to the lower index, NaN
+    /* a greedy row, or every round missed: the argmax (ties to the lower index, NaN
      * above all) from every block's best key into block 0 */
     unsigned long long best = si >= 0 ? ft_select_key(sv, si) : 0ull;
 #pragma unroll
@@ -1758,8 +1766,8 @@ static __global__ void __launch_bounds__(256, 2) ft_topp_cluster_fp32_e16(ft_top
             ft_decode_commit(a.io, r, p.step, p.end_id, ft_select_index(best), 0);
         return;
     }
-    /* all three missed: the radix selection over the row in memory, by the first block,
-     * with the fourth uniform */
+    /* every round missed: the radix selection over the row in memory, by the first block,
+     * with the fourth uniform of the first round */
     ft_topp_by_selection_fp32(x, V, r, p, a.io, ft_select_value(best), inv, pr, best, 3);
 #endif
 }
@@ -1781,9 +1789,9 @@ static inline ft_status ft_topp_sampling_fp32(const float *logits, int64_t ld, i
     ft_topp_args_fp32 a;
     a.logits = logits, a.ld = ld, a.V = V, a.smp = *s, a.io = *io;
     /* sm_90, rows of up to 131072 values: the cluster form (variant and size from
-     * ft_cluster_plan; measured on the H100, fp32 p = 0.9: B64 V32000 18.9 us against 32.1
-     * for one block per row, B64 V128256 57.2 against 117.1 in two waves, B256 V50257 87.4
-     * against 142.1 in four) */
+     * ft_cluster_plan; measured on the H100, fp32 p = 0.9: B64 V32000 19.6 us against 31.9
+     * for one block per row, B64 V128256 59.8 against 116.8 in two waves, B256 V50257 90.2
+     * against 141.2 in four) */
     int major = 0;
     const ft_topp_form form = ft_topp_get_form();
     if ((st = ft_cc_major(fn, &major)) != FT_OK)

@@ -172,6 +172,16 @@ static __device__ __forceinline__ float4 ft_uniform4(unsigned long long seed, in
     return curand_uniform4(&st);
 }
 
+/* Four more uniforms of (seed, step, row) for each stream > 0 (a Philox subsequence of its
+ * own, apart from every row's). */
+static __device__ __forceinline__ float4 ft_uniform4_stream(unsigned long long seed, int step, int row, int stream)
+{
+    curandStatePhilox4_32_10_t st;
+    curand_init(seed, ((unsigned long long)(unsigned)stream << 32) | (unsigned)row,
+                4ull * (unsigned long long)(unsigned)step, &st);
+    return curand_uniform4(&st);
+}
+
 static __device__ __forceinline__ float ft_uniform_n(unsigned long long seed, int step, int row, int n)
 {
     const float4 u = ft_uniform4(seed, step, row);
