@@ -433,8 +433,8 @@ static void test_topk_sampling(ft_test *t)
     check_distribution(t, &c, &rng, 5000, K, 1.0, 1.0, 0, 4000);
     check_distribution(t, &c, &rng, 64, K < 64 ? K : 64, 1.0, 1.0, 1, 8000); /* tied logits */
     check_state(t, &c, &rng, 1000, K);
-    /* few rows of a real vocabulary: each row split over several blocks (on sm_90 one
-     * cluster that merges in its first block) */
+    /* few rows of a real vocabulary: each row split over several first-pass blocks whose
+     * lists the second pass merges */
     check_distribution(t, &c, &rng, 32000, K, 1.0, 1.0, 0, 64);
     check_state(t, &c, &rng, 32000, K);
 }
@@ -445,7 +445,7 @@ static void test_topp_sampling(ft_test *t)
     ref_rng rng;
     ref_rng_seed(&rng, ref_test_seed() ^ 0x70 ^ (uint64_t)cp->kind);
     /* the sort-free launcher in both its forms (the cluster form where it applies: sm_90,
-     * rows up to 131072; p = 0.5 over a flat row sends many rows to its fallback) */
+     * rows up to 131072; p = 0.5 over a flat row makes many rows miss tries) */
     const ft_topp_form forms[2] = {FT_TOPP_FORM_ONE_BLOCK, FT_TOPP_FORM_CLUSTER};
     for (int f = 0; f < (cp->kind == SAMP_TOPP ? 2 : 1); f++) {
         ft_topp_set_form(forms[f]);

@@ -1230,8 +1230,9 @@ static __global__ void __launch_bounds__(1024) ft_topp_sampling_fp32_kernel(ft_t
 
 /* One row per thread-block cluster of cs <= 8 blocks of 256 threads, the row held in
  * registers (the e4 kernel 16 values a thread, e16 64). Rejection draws as in the one-block
- * kernel, every pass over registers: the blocks swap their best key and (max, sum)
- * through distributed shared memory; three tries at once each draw u * Z and find the
+ * kernel, every pass over registers: the blocks swap their (max, sum) and NaN flag
+ * through distributed shared memory (their best keys only for a greedy row or the
+ * fallback); three tries at once each draw u * Z and find the
  * block (from the swapped sums), the thread (a block scan) and the element (that
  * thread's walk) where the running mass, in the order (block, thread, vector, element),
  * reaches it; the tokens go to every block, each sums the mass ranked above every token
@@ -1252,7 +1253,7 @@ static __global__ void __launch_bounds__(256, 4) ft_topp_cluster_fp32_e4(ft_topp
     __shared__ float cabove[3][8];          /* every block's mass ranked above each try's token */
     __shared__ int s_tok[3];                /* the tries' tokens and their values, written into every block */
     __shared__ float s_tval[3];
-    __shared__ float wabove[3][NT / 32];
+    __shared__ float wabove[3][NW];
     __shared__ unsigned long long wbest[NW];
     __shared__ float scratch[64];
     __shared__ int slots[6]; /* per try: the first thread reaching its target, the last with mass */
@@ -1517,7 +1518,7 @@ static __global__ void __launch_bounds__(256, 2) ft_topp_cluster_fp32_e16(ft_top
     __shared__ float cabove[3][8];          /* every block's mass ranked above each try's token */
     __shared__ int s_tok[3];                /* the tries' tokens and their values, written into every block */
     __shared__ float s_tval[3];
-    __shared__ float wabove[3][NT / 32];
+    __shared__ float wabove[3][NW];
     __shared__ unsigned long long wbest[NW];
     __shared__ float scratch[64];
     __shared__ int slots[6]; /* per try: the first thread reaching its target, the last with mass */
@@ -1807,10 +1808,9 @@ static inline ft_status ft_topp_sampling_fp32(const float *logits, int64_t ld, i
             const int64_t c = (nv + per - 1) / per;
             cs_min[i] = c > 8 ? 0 : c < 1 ? 1 : (int)c;
         }
-        int64_t waves = 0;
         if ((st = ft_sm_count(fn, &sms)) != FT_OK)
             return st;
-        const int which = ft_cluster_plan(fn, kernels, cs_min, 2, FT_TOPP_CL_NT_FP32, rows, sms, cache, &cs, &waves);
+        const int which = ft_cluster_plan(fn, kernels, cs_min, 2, FT_TOPP_CL_NT_FP32, rows, sms, cache, &cs);
         if (which >= 0 && (int64_t)rows * cs <= INT32_MAX) {
             void *args[] = {&a};
             return ft_launch_ex(fn, kernels[which], dim3((unsigned)(rows * cs)), dim3(FT_TOPP_CL_NT_FP32), 0,

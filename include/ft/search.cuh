@@ -51,37 +51,6 @@ static inline ft_topp_form ft_topp_get_form(void)
     return *ft_topp_form_slot_();
 }
 
-/* The launch of a cluster form with `nvar` kernel variants (variant i needs at least
- * cs_min[i] blocks per row, 0: it cannot hold the row; at most 8): the variant and
- * cluster size whose clusters cover `rows` rows in the fewest waves; among those, the
- * larger cluster while rows * cs stays within two blocks per SM (short batches spread
- * over more SMs), else the smaller. cache: the caller's static int[nvar][9][64]
- * (ft_cluster_capacity). Returns the variant, or -1 when none fits this device. */
-static inline int ft_cluster_plan(const char *fn, const void *const *kernels, const int *cs_min, int nvar, int threads,
-                                  int rows, int sms, int (*cache)[9][64], int *cs_out, int64_t *waves_out)
-{
-    int best = -1, best_cs = 0;
-    int64_t best_waves = 0;
-    for (int i = 0; i < nvar; i++) {
-        if (cs_min[i] < 1 || cs_min[i] > 8)
-            continue;
-        for (int cs = cs_min[i]; cs <= 8; cs++) {
-            int fit = 0;
-            if (ft_cluster_capacity(fn, kernels[i], threads, 0, cs, cache[i][cs], &fit) != FT_OK)
-                continue;
-            const int64_t waves = ((int64_t)rows + fit - 1) / fit;
-            const int spread = (int64_t)rows * cs <= 2ll * sms;
-            if (best < 0 || waves < best_waves ||
-                (waves == best_waves && (spread ? cs > best_cs : cs < best_cs))) {
-                best = i, best_cs = cs, best_waves = waves;
-            }
-        }
-    }
-    *cs_out = best_cs;
-    *waves_out = best_waves;
-    return best;
-}
-
 /* ---------------------------------------------------------------- order and keys */
 
 /* Order-preserving 32-bit image of a float: a > b as values <=> key(a) > key(b), with
@@ -163,23 +132,21 @@ static __device__ __forceinline__ void ft_warp_merge_split(unsigned long long &a
 
 /* ---------------------------------------------------------------- random numbers */
 
-/* The four uniforms in (0, 1] of (seed, step, row): one Philox block (the state starts
- * on a block boundary, so curand_uniform would return u.x); ft_uniform_n: the n-th (0..3). */
-static __device__ __forceinline__ float4 ft_uniform4(unsigned long long seed, int step, int row)
-{
-    curandStatePhilox4_32_10_t st;
-    curand_init(seed, (unsigned long long)(unsigned)row, 4ull * (unsigned long long)(unsigned)step, &st);
-    return curand_uniform4(&st);
-}
-
-/* Four more uniforms of (seed, step, row) for each stream > 0 (a Philox subsequence of its
- * own, apart from every row's). */
+/* Four uniforms in (0, 1] of (seed, step, row) from stream `stream`: a Philox
+ * subsequence of its own (stream 0 is the row's; the others lie apart from every row's),
+ * starting on a block boundary, so curand_uniform would return u.x. */
 static __device__ __forceinline__ float4 ft_uniform4_stream(unsigned long long seed, int step, int row, int stream)
 {
     curandStatePhilox4_32_10_t st;
     curand_init(seed, ((unsigned long long)(unsigned)stream << 32) | (unsigned)row,
                 4ull * (unsigned long long)(unsigned)step, &st);
     return curand_uniform4(&st);
+}
+
+/* The four uniforms of (seed, step, row) (stream 0); ft_uniform_n: the n-th (0..3). */
+static __device__ __forceinline__ float4 ft_uniform4(unsigned long long seed, int step, int row)
+{
+    return ft_uniform4_stream(seed, step, row, 0);
 }
 
 static __device__ __forceinline__ float ft_uniform_n(unsigned long long seed, int step, int row, int n)
