@@ -363,6 +363,40 @@ static ft_status run_cross_attention(const bench_opts *o, void **b, cudaStream_t
     return ft_cross_attention_decode(o->dt, o->head_size, &a, s);
 }
 
+/* kv_read: the floor under a decode step of self_attention with the same flags: its K and
+ * V caches read once and nothing else (16-byte streaming loads, eight in flight a thread,
+ * four 512-thread blocks per SM); the same buffers and byte count as self_attention. */
+static __global__ void __launch_bounds__(512) kv_read_kernel(const uint4 *k, const uint4 *v, size_t n16,
+                                                             unsigned *sink)
+{
+    const size_t stride = (size_t)gridDim.x * blockDim.x;
+    unsigned acc = 0;
+    for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < n16; i += 4 * stride) {
+        uint4 a[4], c[4];
+#pragma unroll
+        for (int u = 0; u < 4; u++) {
+            const size_t j = i + u * stride;
+            a[u] = j < n16 ? __ldcs(k + j) : make_uint4(0, 0, 0, 0);
+            c[u] = j < n16 ? __ldcs(v + j) : make_uint4(0, 0, 0, 0);
+        }
+#pragma unroll
+        for (int u = 0; u < 4; u++)
+            acc ^= a[u].x ^ a[u].y ^ a[u].z ^ a[u].w ^ c[u].x ^ c[u].y ^ c[u].z ^ c[u].w;
+    }
+    if (acc == 0x9e3779b9u) /* practically never: keeps the loads */
+        sink[blockIdx.x & 15] = acc;
+}
+
+static ft_status run_kv_read(const bench_opts *o, void **b, cudaStream_t s)
+{
+    static int sms = 0;
+    if (sms == 0 && cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0) != cudaSuccess)
+        return FT_ERR_CUDA;
+    const size_t bytes = (size_t)o->batch * o->kv_heads * o->len * o->head_size * ft_dtype_size(o->dt);
+    kv_read_kernel<<<4 * sms, 512, 0, s>>>((const uint4 *)b[0], (const uint4 *)b[1], bytes / 16, (unsigned *)b[5]);
+    return cudaGetLastError() == cudaSuccess ? FT_OK : FT_ERR_CUDA;
+}
+
 /* Lengths a kernel's FILL_LENGTHS buffer holds for sequence b. Attention: len-1 cached
  * steps (cross: len memory steps). Encoder: --avg-len spreads lengths evenly over
  * [1, S] around that mean (S when absent). Decoder layer: len cached steps. */
@@ -725,6 +759,8 @@ static const kernel_desc kernels[] = {
     {"add_bias_residual", "y = x + r + b", norm_buffers, run_add_bias_residual, norm_bytes, norm_describe},
     {"self_attention", "decode step, --batch --heads --kv-heads --head-size --len [--layout bhld|lbhd] [--splits]",
      attn_buffers, run_self_attention, attn_bytes, attn_describe},
+    {"kv_read", "floor of self_attention: its K and V caches read once, same flags", attn_buffers, run_kv_read,
+     attn_bytes, attn_describe},
     {"cross_attention", "decode step against memory, same flags (--layout bhld|blhd)", attn_buffers,
      run_cross_attention, attn_bytes, attn_describe},
     {"masked_softmax", "in place over [B,H,S,S], --batch --heads --seq [--mask] [--avg-len]", softmax_buffers,

@@ -343,17 +343,19 @@ static void check_distribution(ft_test *t, const samp_ctx *c, ref_rng *rng, int 
 }
 
 /* Prompt-aware, finished and greedy rows, per-row k / p / temperature; the state update. */
-static void check_state(ft_test *t, const samp_ctx *c, ref_rng *rng, int V, int kmax)
+static void check_state(ft_test *t, const samp_ctx *c, ref_rng *rng, int V, int kmax, int rows)
 {
     const ft_dtype dt = c->dt;
-    const int rows = 64, step = 5, end_id = 3, pld = 9;
+    const int step = 5, end_id = 3, pld = 9;
     float *h = (float *)malloc((size_t)rows * V * sizeof(float));
     fill_values(h, (size_t)rows * V, rng, VALS_NORMAL, dt);
     void *x = dev_alloc((size_t)rows * V * ft_dtype_size(dt));
     dev_upload(x, h, (size_t)rows * V, dt);
-    int plen[64], prompt[64 * 9], len0[64], kr[64];
-    float pr[64], tr[64];
-    bool fin0[64];
+    int *plen = (int *)malloc(rows * sizeof(int)), *prompt = (int *)malloc((size_t)rows * pld * sizeof(int));
+    int *len0 = (int *)malloc(rows * sizeof(int)), *kr = (int *)malloc(rows * sizeof(int));
+    int *g = (int *)malloc(rows * sizeof(int)), *glen = (int *)malloc(rows * sizeof(int));
+    float *pr = (float *)malloc(rows * sizeof(float)), *tr = (float *)malloc(rows * sizeof(float));
+    bool *fin0 = (bool *)malloc(rows), *gfin = (bool *)malloc(rows);
     for (int r = 0; r < rows; r++) {
         plen[r] = r % 4 == 0 ? 7 : r % 4 == 1 ? 5 : 2; /* 7 > step: still in the prompt */
         for (int j = 0; j < pld; j++)
@@ -383,11 +385,9 @@ static void check_state(ft_test *t, const samp_ctx *c, ref_rng *rng, int V, int 
     io.prompt_ld = pld;
     ft_status st = sample_once(c, x, rows, V, &s, &io);
     FT_EXPECT(t, st == FT_OK, "state V=%d: %s", V, ft_last_error());
-    int g[64], glen[64];
-    bool gfin[64];
-    FT_CHECK_CUDA(cudaMemcpy(g, ids, sizeof g, cudaMemcpyDeviceToHost));
-    FT_CHECK_CUDA(cudaMemcpy(glen, dlen, sizeof glen, cudaMemcpyDeviceToHost));
-    FT_CHECK_CUDA(cudaMemcpy(gfin, dfin, sizeof gfin, cudaMemcpyDeviceToHost));
+    FT_CHECK_CUDA(cudaMemcpy(g, ids, rows * sizeof(int), cudaMemcpyDeviceToHost));
+    FT_CHECK_CUDA(cudaMemcpy(glen, dlen, rows * sizeof(int), cudaMemcpyDeviceToHost));
+    FT_CHECK_CUDA(cudaMemcpy(gfin, dfin, rows, cudaMemcpyDeviceToHost));
     unsigned char *in = (unsigned char *)malloc(V);
     for (int r = 0; r < rows; r++) {
         const float *row = h + (size_t)r * V;
@@ -415,7 +415,8 @@ static void check_state(ft_test *t, const samp_ctx *c, ref_rng *rng, int V, int 
         FT_EXPECT(t, glen[r] == len0[r] + 1 && gfin[r] == (g[r] == end_id), "row %d: len %d fin %d after id %d", r,
                   glen[r], gfin[r], g[r]);
     }
-    free(h), free(in);
+    free(h), free(in), free(plen), free(prompt), free(len0), free(kr), free(g), free(glen), free(pr), free(tr);
+    free(fin0), free(gfin);
     cudaFree(x), cudaFree(dplen), cudaFree(dprompt), cudaFree(dlen), cudaFree(dk), cudaFree(ids), cudaFree(dfin);
     cudaFree(dp), cudaFree(dt_);
 }
@@ -432,11 +433,11 @@ static void test_topk_sampling(ft_test *t)
         check_distribution(t, &c, &rng, 300, K, 1.3, 0.7, 0, 20000);
     check_distribution(t, &c, &rng, 5000, K, 1.0, 1.0, 0, 4000);
     check_distribution(t, &c, &rng, 64, K < 64 ? K : 64, 1.0, 1.0, 1, 8000); /* tied logits */
-    check_state(t, &c, &rng, 1000, K);
+    check_state(t, &c, &rng, 1000, K, 64);
     /* few rows of a real vocabulary: each row split over several first-pass blocks whose
      * lists the second pass merges */
     check_distribution(t, &c, &rng, 32000, K, 1.0, 1.0, 0, 64);
-    check_state(t, &c, &rng, 32000, K);
+    check_state(t, &c, &rng, 32000, K, 64);
 }
 
 static void test_topp_sampling(ft_test *t)
@@ -460,8 +461,12 @@ static void test_topp_sampling(ft_test *t)
          * set and the determinism are checked */
         check_distribution(t, cp, &rng, 128256, 0, 1.0, 0.9, 0, 200);
         check_distribution(t, cp, &rng, 151936, 0, 1.0, 0.9, 0, 100);
-        check_state(t, cp, &rng, 1000, 1);
-        check_state(t, cp, &rng, 32000, 1); /* 64 rows of a real vocabulary: greedy, prompt, finished rows */
+        check_state(t, cp, &rng, 1000, 1, 64);
+        check_state(t, cp, &rng, 32000, 1, 64); /* 64 rows of a real vocabulary: greedy, prompt, finished rows */
+        /* more rows than the device holds clusters at once (each cluster takes several, the
+         * next one's share copied while it works on one), rows starting off 16-byte
+         * boundaries (an odd V) */
+        check_state(t, cp, &rng, 20001, 1, 1500);
     }
     ft_topp_set_form(FT_TOPP_FORM_AUTO);
 }
@@ -481,7 +486,8 @@ static void test_topp_cluster(ft_test *t)
     check_distribution(t, cp, &rng, 1000, 0, 1.0, 0.02, 0, 3000);
     check_distribution(t, cp, &rng, 64, 0, 1.0, 0.6, 1, 2000);
     check_distribution(t, cp, &rng, 32000, 0, 1.0, 0.9, 0, 64);
-    check_state(t, cp, &rng, 32000, 1);
+    check_state(t, cp, &rng, 32000, 1, 64);
+    check_state(t, cp, &rng, 5001, 1, 700); /* several rows a cluster */
     ft_topp_set_form(FT_TOPP_FORM_AUTO);
 }
 

@@ -740,6 +740,7 @@ typedef struct ft_topp_args_fp16 {
     const __half *logits;
     int64_t ld;
     int V;
+    int rows; /* the cluster form: rows of the launch (its grid may hold fewer clusters) */
     ft_sampling smp;
     ft_decode_io io;
 } ft_topp_args_fp16;
@@ -862,10 +863,16 @@ static __device__ __forceinline__ void ft_topp_walk_tile_fp16(float w, int i, fl
  * draw with ft_uniform_n(seed, step, r, draw) along the set in index order, committed.
  * vmax: the row maximum (finite), best: its argmax key, inv: 1 / temperature, pr: p.
  * Every thread of the block calls this (any multiple of 32 threads up to 1024). */
-static __device__ __noinline__ void ft_topp_by_selection_fp16(const __half *x, int V, int r, const ft_sampling &p,
-                                                                   const ft_decode_io &io, float vmax, float inv,
-                                                                   float pr, unsigned long long best, int draw)
+static __device__ __noinline__ void ft_topp_by_selection_fp16(const __half *x, int V, int r, unsigned long long seed,
+                                                                   int step, int end_id, int *ids, int *lengths,
+                                                                   bool *finished, float vmax, float inv, float pr,
+                                                                   unsigned long long best, int draw)
 {
+    /* scalars, not the kernel's structures: a reference to a kernel parameter would copy
+     * it to local memory in every caller */
+    ft_decode_io io;
+    memset(&io, 0, sizeof io);
+    io.ids = ids, io.lengths = lengths, io.finished = finished;
     __shared__ unsigned long long hmass[FT_TOPP_BINS_FP16]; /* read as u64, summed as two words */
     unsigned *hword = (unsigned *)hmass; /* little endian: [2b] low word, [2b+1] high word */
     __shared__ int hcount[FT_TOPP_BINS_FP16];
@@ -982,7 +989,7 @@ static __device__ __noinline__ void ft_topp_by_selection_fp16(const __half *x, i
      * member masses finds the warp where the running mass passes u * set_mass, and that
      * warp walks its range again with lane scans to the token. Ties split by index get
      * their ranks the same way (a scan of the warps' tie counts first). */
-    const float target = ft_uniform_n(p.seed, p.step, r, draw) * set_mass;
+    const float target = ft_uniform_n(seed, step, r, draw) * set_mass;
     int tie_rank0 = 0; /* ties before this warp's range */
     if (n_in < tie_count) { /* uniform */
         int ties = 0;
@@ -1038,7 +1045,7 @@ static __device__ __noinline__ void ft_topp_by_selection_fp16(const __half *x, i
     const int t = ft_dec_first_reaching_fp16(lane == 0 && wtot > 0.0f ? incl : -1.0f, target, slots);
     if (t < 0) {
         if (threadIdx.x == 0)
-            ft_decode_commit(io, r, p.step, p.end_id, slots[1] >= 0 ? slots[1] : ft_select_index(best), 0);
+            ft_decode_commit(io, r, step, end_id, slots[1] >= 0 ? slots[1] : ft_select_index(best), 0);
         return;
     }
     if (warp == t >> 5) {
@@ -1065,7 +1072,7 @@ static __device__ __noinline__ void ft_topp_by_selection_fp16(const __half *x, i
         if (got < 0) /* rounding: the warp's last member */
             got = ft_warp_max_int(last);
         if (lane == 0)
-            ft_decode_commit(io, r, p.step, p.end_id, got, 0);
+            ft_decode_commit(io, r, step, end_id, got, 0);
     }
 }
 
@@ -1223,13 +1230,14 @@ static __global__ void __launch_bounds__(1024) ft_topp_sampling_fp16_kernel(ft_t
             return;
         }
     }
-    ft_topp_by_selection_fp16(x, V, r, p, a.io, vmax, inv, pr, best, 2);
+    ft_topp_by_selection_fp16(x, V, r, p.seed, p.step, p.end_id, a.io.ids, a.io.lengths, a.io.finished, vmax,
+                                     inv, pr, best, 2);
 }
 
 /* ---------------------------------------------------------------- top-p, single-pass cluster form (sm_90) */
 
-/* One row per thread-block cluster of cs <= 8 blocks of 256 threads, the row held in
- * registers (the e2 kernel 16 values a thread, e8 64). Rejection draws as in the one-block
+/* Rows in thread-block clusters of cs <= 8 blocks of 256 threads, a row held in registers
+ * (the e2 kernel 16 values a thread, e8 64). Rejection draws as in the one-block
  * kernel, every pass over registers: the blocks swap their (max, sum) and NaN flag
  * through distributed shared memory (their best keys only for a greedy row or the
  * fallback); three tries at once each draw u * Z and find the
@@ -1239,17 +1247,61 @@ static __global__ void __launch_bounds__(1024) ft_topp_sampling_fp16_kernel(ft_t
  * (larger key, or equal and lower index), the sums are swapped, and the first token whose
  * sum is below p * Z is kept. Up to 8 such rounds (a round misses with probability about
  * (1 - p)^3 on a flat row); when every round misses, the first block runs the one-block
- * kernel's radix selection over the row in memory and the others leave. */
+ * kernel's radix selection over the row in memory and the others go on.
+ * The grid holds at most as many clusters as the device runs at once; cluster c takes
+ * rows c, c + clusters, ...: while it works on a row from registers, a bulk asynchronous
+ * copy brings each block's share of its next row into shared memory (and the row's
+ * small loads — forced token, temperature, p, odd elements — are in flight), so the rows
+ * after the first wait for no memory. */
 enum { FT_TOPP_CL_NT_FP16 = 256, FT_TOPP_CL_ROUNDS_FP16 = 8 };
 
-/* 4 blocks per SM: 64 registers a thread at most */
+/* Block `part` of a cs-block cluster's share of row x: vectors [*vb, *ve) of 8 after the
+ * row's head (its elements before the first 16-byte boundary), and thread t's odd element
+ * (-1: none): one of the head (block 0) or of the elements after the last whole vector
+ * (the last block). */
+static __device__ __forceinline__ void ft_topp_cl_share_fp16(const __half *x, int V, int cs, int part, int t,
+                                                               int *head, int *vb, int *ve, int *si)
+{
+    const int h = ft_head_to_16(x, 2u, V);
+    const int nvec = (V - h) / 8, tail0 = h + nvec * 8;
+    const int per = (nvec + cs - 1) / cs; /* <= NT * EV (the launcher's choice of cs) */
+    const int b = min(part * per, nvec);
+    *head = h;
+    *vb = b;
+    *ve = min(b + per, nvec);
+    int s = -1;
+    if (part == 0 && t < h)
+        s = t;
+    else if (part == cs - 1 && t >= 8 && t - 8 < V - tail0)
+        s = tail0 + t - 8;
+    *si = s;
+}
+
+/* Row r's small figures, loaded ahead of its turn: the forced token (-1: none), the
+ * temperature, p, and thread t's odd element (-inf: none). */
+static __device__ __forceinline__ void ft_topp_cl_meta_fp16(const ft_topp_args_fp16 &a, int r, int cs, int part,
+                                                              int t, int *forced, float *tr, float *pr, float *sv)
+{
+    const ft_sampling &p = a.smp;
+    const __half *x = a.logits + (int64_t)r * a.ld;
+    int head, vb, ve, si;
+    ft_topp_cl_share_fp16(x, a.V, cs, part, t, &head, &vb, &ve, &si);
+    *forced = ft_decode_forced(a.io, r, p.step, p.end_id);
+    *tr = p.temperature_per_row ? p.temperature_per_row[r] : p.temperature;
+    *pr = p.p_per_row ? fminf(fmaxf(p.p_per_row[r], 1e-30f), 1.0f) : p.p;
+    *sv = si >= 0 ? ft_to_float_fp16(x[si]) : -INFINITY;
+}
+
+/* 4 blocks per SM: 64 registers a thread at most; dynamic shared memory: NT * 2 vectors */
 static __global__ void __launch_bounds__(256, 4) ft_topp_cluster_fp16_e2(ft_topp_args_fp16 a)
 {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
     enum { NT = 256, EV = 2, NW = NT / 32 };
+    extern __shared__ __align__(16) ft_word_fp16x8 ft_topp_next_fp16_e2[]; /* the block's share of its next row */
     __shared__ unsigned long long cbest[8]; /* every block's best key (greedy rows), written into block 0 */
     __shared__ float2 cstat[8];             /* every block's (max, sum of exp(z - max)), z = x / T */
     __shared__ int cnan[8];                 /* whether a block has a NaN */
+    __shared__ float bmass[8];              /* every block's mass exp(z - M), M the row's max */
     __shared__ float cabove[3][8];          /* every block's mass ranked above each try's token */
     __shared__ int s_tok[3];                /* the tries' tokens and their values, written into every block */
     __shared__ float s_tval[3];
@@ -1257,264 +1309,307 @@ static __global__ void __launch_bounds__(256, 4) ft_topp_cluster_fp16_e2(ft_topp
     __shared__ unsigned long long wbest[NW];
     __shared__ float scratch[64];
     __shared__ int slots[6]; /* per try: the first thread reaching its target, the last with mass */
+    __shared__ unsigned long long next_bar; /* the next row's share has landed */
     cooperative_groups::cluster_group cluster = cooperative_groups::this_cluster();
     const int cs = (int)cluster.num_blocks(), part = (int)cluster.block_rank();
-    const int r = blockIdx.x / cs;
+    const int clusters = (int)gridDim.x / cs, r0 = (int)blockIdx.x / cs;
     const int t = threadIdx.x, lane = t & 31, warp = t >> 5;
     ft_pdl_trigger(); /* the next kernel may be scheduled now; it waits for this grid's end */
     ft_pdl_wait();    /* launched dependent itself: the kernel before it (which may write x) is done */
     const ft_sampling &p = a.smp;
-    const int forced = ft_decode_forced(a.io, r, p.step, p.end_id);
-    if (forced >= 0) { /* the whole cluster leaves before touching a peer */
-        if (part == 0 && t == 0)
-            ft_decode_commit(a.io, r, p.step, p.end_id, forced, 1);
-        return;
-    }
-    const __half *x = a.logits + (int64_t)r * a.ld;
-    const int V = a.V;
-    const int head = ft_head_to_16(x, 2u, V);
-    const int nvec = (V - head) / 8, tail0 = head + nvec * 8;
-    const int per = (nvec + cs - 1) / cs; /* <= NT * EV (the launcher's choice of cs) */
-    const int vb = min(part * per, nvec), ve = min(vb + per, nvec);
-    /* the odd elements: before the first 16-byte boundary (block 0), after the last whole
-     * vector (the last block), one per thread */
-    int si = -1;
-    if (part == 0 && t < head)
-        si = t;
-    else if (part == cs - 1 && t >= 8 && t - 8 < V - tail0)
-        si = tail0 + t - 8;
-    float v[EV][8]; /* -inf past the share: no mass, never the best */
-#pragma unroll
-    for (int i = 0; i < EV; i++) /* every load in flight before the first is used */
-        if (vb + t + i * NT < ve)
-            ft_load_cs_fp16x8(x + head + (vb + t + i * NT) * 8, v[i]);
-#pragma unroll
-    for (int i = 0; i < EV; i++)
-        if (vb + t + i * NT >= ve)
-#pragma unroll
-            for (int e = 0; e < 8; e++)
-                v[i][e] = -INFINITY;
-    const float sv = si >= 0 ? ft_to_float_fp16(x[si]) : -INFINITY;
-    /* the peers' shared memory may be written only once every block of the cluster runs */
-    asm volatile("barrier.cluster.arrive.relaxed.aligned;" ::: "memory");
-    const float tr = p.temperature_per_row ? p.temperature_per_row[r] : p.temperature;
-    const float pr = p.p_per_row ? fminf(fmaxf(p.p_per_row[r], 1e-30f), 1.0f) : p.p;
-    const float inv = tr > 0.0f ? 1.0f / tr : 1.0f;
-#define FT_IDX_(i, e) (head + (vb + t + (i) * NT) * 8 + (e))
-    /* the thread's maximum (fmaxf passes NaN by: flagged apart), then its (max, sum of
-     * exp(z - max)) of z = x / T; exp as 2^(x log2(e) / T - max log2(e)) */
-    float mx = sv;
-    bool nan = sv != sv;
-#pragma unroll
-    for (int i = 0; i < EV; i++)
-#pragma unroll
-        for (int e = 0; e < 8; e++) {
-            mx = fmaxf(mx, v[i][e]);
-            nan = nan || v[i][e] != v[i][e];
+    const int V = a.V, rows = a.rows;
+    ft_word_fp16x8 *nbuf = ft_topp_next_fp16_e2;
+    if (r0 + clusters < rows) { /* this cluster takes more than one row */
+        if (t == 0) {
+            ft_mbar_init(&next_bar, 1);
+            ft_mbar_init_fence();
         }
-    const float c1 = inv * 1.4426950408889634f; /* log2(e) / T */
-    float m = mx * inv, s = 0.0f;
-    if (isfinite(mx)) {
-        const float c0 = -m * 1.4426950408889634f;
-        s = ft_exp2_approx(fmaf(sv, c1, c0));
+        __syncthreads();
+    }
+    int forced;
+    float tr, pr, sv;
+    ft_topp_cl_meta_fp16(a, r0, cs, part, t, &forced, &tr, &pr, &sv);
+    for (int r = r0, it = 0; r < rows; r += clusters, it++) {
+        const __half *x = a.logits + (int64_t)r * a.ld;
+        int head, vb, ve, si;
+        ft_topp_cl_share_fp16(x, V, cs, part, t, &head, &vb, &ve, &si);
+        float v[EV][8]; /* -inf past the share: no mass, never the best */
+        if (it == 0) {
+            if (forced < 0)
+#pragma unroll
+                for (int i = 0; i < EV; i++) /* every load in flight before the first is used */
+                    if (vb + t + i * NT < ve)
+                        ft_load_cs_fp16x8(x + head + (vb + t + i * NT) * 8, v[i]);
+        } else {
+            ft_mbar_wait(&next_bar, (unsigned)(it - 1) & 1u); /* copied while the previous row was worked on */
+#pragma unroll
+            for (int i = 0; i < EV; i++)
+                if (vb + t + i * NT < ve)
+                    ft_unpack_fp16x8(nbuf[t + i * NT], v[i]);
+        }
+#pragma unroll
+        for (int i = 0; i < EV; i++)
+            if (vb + t + i * NT >= ve)
+#pragma unroll
+                for (int e = 0; e < 8; e++)
+                    v[i][e] = -INFINITY;
+        /* this row's small figures; the next row's share (into the buffer once every thread
+         * has read it) and figures, in flight from here */
+        const int rforced = forced;
+        const float rtr = tr, rpr = pr, rsv = sv;
+        const int rn = r + clusters;
+        if (rn < rows) {
+            if (it > 0)
+                ft_fence_proxy_async(); /* this thread's reads of the buffer before the copy into it */
+            __syncthreads();
+            if (t == 0) {
+                const __half *xn = a.logits + (int64_t)rn * a.ld;
+                int hn, vbn, ven, sin_;
+                ft_topp_cl_share_fp16(xn, V, cs, part, 0, &hn, &vbn, &ven, &sin_);
+                const unsigned bytes = (unsigned)(ven - vbn) * 16u;
+                if (bytes > 0) {
+                    ft_mbar_expect_tx(&next_bar, bytes);
+                    ft_bulk_load(nbuf, xn + hn + (int64_t)vbn * 8, bytes, &next_bar);
+                } else {
+                    ft_mbar_arrive(&next_bar);
+                }
+            }
+            ft_topp_cl_meta_fp16(a, rn, cs, part, t, &forced, &tr, &pr, &sv);
+        }
+        if (rforced >= 0) { /* the whole cluster skips the row before touching a peer */
+            if (part == 0 && t == 0)
+                ft_decode_commit(a.io, r, p.step, p.end_id, rforced, 1);
+            continue;
+        }
+        /* the peers' shared memory may be written only once every block of the cluster runs
+         * this row (and so has finished reading what it got from them for the previous one) */
+        asm volatile("barrier.cluster.arrive.relaxed.aligned;" ::: "memory");
+        const float inv = rtr > 0.0f ? 1.0f / rtr : 1.0f;
+#define FT_IDX_(i, e) (head + (vb + t + (i) * NT) * 8 + (e))
+        /* the thread's maximum (fmaxf passes NaN by: flagged apart), then its (max, sum of
+         * exp(z - max)) of z = x / T; exp as 2^(x log2(e) / T - max log2(e)) */
+        float mx = rsv;
+        bool nan = rsv != rsv;
 #pragma unroll
         for (int i = 0; i < EV; i++)
 #pragma unroll
-            for (int e = 0; e < 8; e++)
-                s += ft_exp2_approx(fmaf(v[i][e], c1, c0));
-    }
-    const float tm = m, ts = s; /* the thread's own */
-    const int bnan = __syncthreads_or(nan);
-    ft_block_max_sum(m, s, scratch);
-    asm volatile("barrier.cluster.wait.aligned;" ::: "memory"); /* every block runs */
-    if (t < cs) { /* thread q stores this block's figures into block q's slot `part` */
-        *cluster.map_shared_rank(&cstat[part], t) = make_float2(m, s);
-        *cluster.map_shared_rank(&cnan[part], t) = bnan;
-    }
-    cluster.sync();
-    float M = -INFINITY, Z = 0.0f;
-    int anynan = 0;
-    for (int q = 0; q < cs; q++) { /* the same order in every block: the same result */
-        ft_max_sum_merge(M, Z, cstat[q].x, cstat[q].y);
-        anynan |= cnan[q];
-    }
-    /* greedy row, or nothing finite to weigh: the argmax below */
-    const bool greedy = !(tr > 0.0f) || anynan || !isfinite(M);
-    if (!greedy) { /* uniform over the cluster */
-        const float Mc = -M * 1.4426950408889634f; /* mass of x: 2^(x c1 + Mc) = exp(z - M) */
-        const float tmass = tm == -INFINITY ? 0.0f : ts * __expf(tm - M);
-        float btot;
-        const float incl = ft_dec_block_scan_fp16(tmass, scratch, &btot);
-        /* rounds of three tries at once: the first round with ft_uniform_n(seed, step, row,
-         * 0..2), round j > 0 with ft_uniform4_stream(seed, step, row, j); each try finds its
-         * token, and the first whose mass ranked above is below p * Z is kept (in
-         * distribution the same as trying them one after another); up to
-         * FT_TOPP_CL_ROUNDS_FP16 rounds (a small p over a flat row), then the fallback */
-        for (int round = 0; round < FT_TOPP_CL_ROUNDS_FP16; round++) {
-            const float4 u4 = round == 0 ? ft_uniform4(p.seed, p.step, r) : ft_uniform4_stream(p.seed, p.step, r, round);
-            if (t < 3)
-                slots[t] = 0x7fffffff, slots[3 + t] = -1;
-            __syncthreads();
-            int qb[3];
-            float want[3];
-#pragma unroll
-            for (int a3 = 0; a3 < 3; a3++) {
-                const float target = (a3 == 0 ? u4.x : a3 == 1 ? u4.y : u4.z) * Z;
-                /* the block where the running mass reaches the target (the last with mass when
-                 * rounding keeps it below); every block finds the same one */
-                int q0 = -1, lastb = -1;
-                float before = 0.0f, cum = 0.0f, before_last = 0.0f;
-                for (int q = 0; q < cs; q++) {
-                    const float bm = cstat[q].x == -INFINITY ? 0.0f : cstat[q].y * __expf(cstat[q].x - M);
-                    if (bm > 0.0f) {
-                        lastb = q, before_last = cum;
-                        if (q0 < 0 && cum + bm >= target)
-                            q0 = q, before = cum;
-                    }
-                    cum += bm;
-                }
-                if (q0 < 0)
-                    q0 = lastb, before = before_last;
-                qb[a3] = q0, want[a3] = target - before;
-                /* in that block: the first thread whose running mass reaches it, else the last with mass */
-                if (part == q0 && tmass > 0.0f) {
-                    atomicMax(&slots[3 + a3], t);
-                    if (incl >= want[a3])
-                        atomicMin(&slots[a3], t);
-                }
+            for (int e = 0; e < 8; e++) {
+                mx = fmaxf(mx, v[i][e]);
+                nan = nan || v[i][e] != v[i][e];
             }
-            __syncthreads();
+        const float c1 = inv * 1.4426950408889634f; /* log2(e) / T */
+        float m = mx * inv, s = 0.0f;
+        if (isfinite(mx)) {
+            const float c0 = -m * 1.4426950408889634f;
+            s = ft_exp2_approx(fmaf(rsv, c1, c0));
 #pragma unroll
-            for (int a3 = 0; a3 < 3; a3++) {
-                if (part != qb[a3] || t != (slots[a3] != 0x7fffffff ? slots[a3] : slots[3 + a3]))
-                    continue;
-                /* this thread's elements in order, to the one where the running mass reaches it */
-                float acc = incl - tmass, tv = -INFINITY, lv = -INFINITY;
-                int tok = -1, last = -1;
+            for (int i = 0; i < EV; i++)
+#pragma unroll
+                for (int e = 0; e < 8; e++)
+                    s += ft_exp2_approx(fmaf(v[i][e], c1, c0));
+        }
+        const float tm = m, ts = s; /* the thread's own */
+        const int bnan = __syncthreads_or(nan);
+        ft_block_max_sum(m, s, scratch);
+        asm volatile("barrier.cluster.wait.aligned;" ::: "memory"); /* every block runs this row */
+        if (t < cs) { /* thread q stores this block's figures into block q's slot `part` */
+            *cluster.map_shared_rank(&cstat[part], t) = make_float2(m, s);
+            *cluster.map_shared_rank(&cnan[part], t) = bnan;
+        }
+        cluster.sync();
+        float M = -INFINITY, Z = 0.0f;
+        int anynan = 0;
+        for (int q = 0; q < cs; q++) { /* the same order in every block: the same result */
+            ft_max_sum_merge(M, Z, cstat[q].x, cstat[q].y);
+            anynan |= cnan[q];
+        }
+        /* greedy row, or nothing finite to weigh: the argmax below */
+        const bool greedy = !(rtr > 0.0f) || anynan || !isfinite(M);
+        bool kept = false;
+        if (!greedy) { /* uniform over the cluster */
+            const float Mc = -M * 1.4426950408889634f; /* mass of x: 2^(x c1 + Mc) = exp(z - M) */
+            const float tmass = tm == -INFINITY ? 0.0f : ts * __expf(tm - M);
+            if (t < cs) /* read after the barrier that starts the first round */
+                bmass[t] = cstat[t].x == -INFINITY ? 0.0f : cstat[t].y * __expf(cstat[t].x - M);
+            float btot;
+            const float incl = ft_dec_block_scan_fp16(tmass, scratch, &btot);
+            /* rounds of three tries at once, round j with ft_uniform4_stream(seed, step, row,
+             * j) (round 0: ft_uniform_n(seed, step, row, 0..2)); each try finds its token,
+             * and the first whose mass ranked above is below p * Z is kept (in distribution
+             * the same as trying them one after another); up to FT_TOPP_CL_ROUNDS_FP16 rounds
+             * (a small p over a flat row), then the fallback */
+            for (int round = 0; round < FT_TOPP_CL_ROUNDS_FP16 && !kept; round++) {
+                const float4 u4 = ft_uniform4_stream(p.seed, p.step, r, round);
+                if (t < 3)
+                    slots[t] = 0x7fffffff, slots[3 + t] = -1;
+                __syncthreads();
+                int qb[3];
+                float want[3];
+#pragma unroll
+                for (int a3 = 0; a3 < 3; a3++) {
+                    const float target = (a3 == 0 ? u4.x : a3 == 1 ? u4.y : u4.z) * Z;
+                    /* the block where the running mass reaches the target (the last with mass
+                     * when rounding keeps it below); every block finds the same one */
+                    int q0 = -1, lastb = -1;
+                    float before = 0.0f, cum = 0.0f, before_last = 0.0f;
+                    for (int q = 0; q < cs; q++) {
+                        const float bm = bmass[q];
+                        if (bm > 0.0f) {
+                            lastb = q, before_last = cum;
+                            if (q0 < 0 && cum + bm >= target)
+                                q0 = q, before = cum;
+                        }
+                        cum += bm;
+                    }
+                    if (q0 < 0)
+                        q0 = lastb, before = before_last;
+                    qb[a3] = q0, want[a3] = target - before;
+                    /* in that block: the first thread whose running mass reaches it, else the last with mass */
+                    if (part == q0 && tmass > 0.0f) {
+                        atomicMax(&slots[3 + a3], t);
+                        if (incl >= want[a3])
+                            atomicMin(&slots[a3], t);
+                    }
+                }
+                __syncthreads();
+#pragma unroll
+                for (int a3 = 0; a3 < 3; a3++) {
+                    if (part != qb[a3] || t != (slots[a3] != 0x7fffffff ? slots[a3] : slots[3 + a3]))
+                        continue;
+                    /* this thread's elements in order, to the one where the running mass reaches it */
+                    float acc = incl - tmass, tv = -INFINITY, lv = -INFINITY;
+                    int tok = -1, last = -1;
+#pragma unroll
+                    for (int i = 0; i < EV; i++)
+#pragma unroll
+                        for (int e = 0; e < 8; e++) {
+                            const float w = ft_exp2_approx(fmaf(v[i][e], c1, Mc));
+                            if (w > 0.0f) {
+                                last = FT_IDX_(i, e), lv = v[i][e];
+                                if (tok < 0 && acc + w >= want[a3])
+                                    tok = last, tv = lv;
+                            }
+                            acc += w;
+                        }
+                    if (si >= 0 && ft_exp2_approx(fmaf(rsv, c1, Mc)) > 0.0f) {
+                        last = si, lv = rsv;
+                        if (tok < 0)
+                            tok = si, tv = rsv; /* the odd element comes last: the rest of the mass is its */
+                    }
+                    if (tok < 0) /* rounding: the thread's last element with mass (there is one: tmass > 0) */
+                        tok = last, tv = lv;
+                    for (int q = 0; q < cs; q++) {
+                        *cluster.map_shared_rank(&s_tok[a3], q) = tok;
+                        *cluster.map_shared_rank(&s_tval[a3], q) = tv;
+                    }
+                }
+                cluster.sync(); /* the tokens are in every block */
+                int tok[3];
+                float tv[3], above[3];
+#pragma unroll
+                for (int a3 = 0; a3 < 3; a3++)
+                    tok[a3] = s_tok[a3], tv[a3] = s_tval[a3], above[a3] = 0.0f;
+                /* the mass ranked above each token: a larger value (no NaN here), or an equal one
+                 * at a lower index */
 #pragma unroll
                 for (int i = 0; i < EV; i++)
 #pragma unroll
                     for (int e = 0; e < 8; e++) {
                         const float w = ft_exp2_approx(fmaf(v[i][e], c1, Mc));
-                        if (w > 0.0f) {
-                            last = FT_IDX_(i, e), lv = v[i][e];
-                            if (tok < 0 && acc + w >= want[a3])
-                                tok = last, tv = lv;
-                        }
-                        acc += w;
+#pragma unroll
+                        for (int a3 = 0; a3 < 3; a3++)
+                            if (v[i][e] > tv[a3] || (v[i][e] == tv[a3] && FT_IDX_(i, e) < tok[a3]))
+                                above[a3] += w;
                     }
-                if (si >= 0 && ft_exp2_approx(fmaf(sv, c1, Mc)) > 0.0f) {
-                    last = si, lv = sv;
-                    if (tok < 0)
-                        tok = si, tv = sv; /* the odd element comes last: the rest of the mass is its */
-                }
-                if (tok < 0) /* rounding: the thread's last element with mass (there is one: tmass > 0) */
-                    tok = last, tv = lv;
-                for (int q = 0; q < cs; q++) {
-                    *cluster.map_shared_rank(&s_tok[a3], q) = tok;
-                    *cluster.map_shared_rank(&s_tval[a3], q) = tv;
-                }
-            }
-            cluster.sync(); /* the tokens are in every block */
-            int tok[3];
-            float tv[3], above[3];
-#pragma unroll
-            for (int a3 = 0; a3 < 3; a3++)
-                tok[a3] = s_tok[a3], tv[a3] = s_tval[a3], above[a3] = 0.0f;
-            /* the mass ranked above each token: a larger value (no NaN here), or an equal one at a
-             * lower index */
-#pragma unroll
-            for (int i = 0; i < EV; i++)
-#pragma unroll
-                for (int e = 0; e < 8; e++) {
-                    const float w = ft_exp2_approx(fmaf(v[i][e], c1, Mc));
+                if (si >= 0) {
+                    const float w = ft_exp2_approx(fmaf(rsv, c1, Mc));
 #pragma unroll
                     for (int a3 = 0; a3 < 3; a3++)
-                        if (v[i][e] > tv[a3] || (v[i][e] == tv[a3] && FT_IDX_(i, e) < tok[a3]))
+                        if (rsv > tv[a3] || (rsv == tv[a3] && si < tok[a3]))
                             above[a3] += w;
                 }
-            if (si >= 0) {
-                const float w = ft_exp2_approx(fmaf(sv, c1, Mc));
 #pragma unroll
-                for (int a3 = 0; a3 < 3; a3++)
-                    if (sv > tv[a3] || (sv == tv[a3] && si < tok[a3]))
-                        above[a3] += w;
-            }
+                for (int a3 = 0; a3 < 3; a3++) {
+                    above[a3] = ft_warp_sum(above[a3]);
+                    if (lane == 0)
+                        wabove[a3][warp] = above[a3];
+                }
+                __syncthreads();
+                if (t < 3 * cs) { /* thread 3q + a3 stores this block's sum for try a3 into block q */
+                    const int q = t / 3, a3 = t - 3 * q;
+                    float bs = 0.0f;
+                    for (int w = 0; w < NW; w++)
+                        bs += wabove[a3][w];
+                    *cluster.map_shared_rank(&cabove[a3][part], q) = bs;
+                }
+                cluster.sync();
 #pragma unroll
-            for (int a3 = 0; a3 < 3; a3++) {
-                above[a3] = ft_warp_sum(above[a3]);
-                if (lane == 0)
-                    wabove[a3][warp] = above[a3];
-            }
-            __syncthreads();
-            if (t < 3 * cs) { /* thread 3q + a3 stores this block's sum for try a3 into block q */
-                const int q = t / 3, a3 = t - 3 * q;
-                float bs = 0.0f;
-                for (int w = 0; w < NW; w++)
-                    bs += wabove[a3][w];
-                *cluster.map_shared_rank(&cabove[a3][part], q) = bs;
-            }
-            cluster.sync();
-#pragma unroll
-            for (int a3 = 0; a3 < 3; a3++) {
-                float all = 0.0f;
-                for (int q = 0; q < cs; q++) /* the same order in every block */
-                    all += cabove[a3][q];
-                if (all < pr * Z) {
-                    if (part == 0 && t == 0)
-                        ft_decode_commit(a.io, r, p.step, p.end_id, tok[a3], 0);
-                    return;
+                for (int a3 = 0; a3 < 3; a3++) {
+                    float all = 0.0f;
+                    for (int q = 0; q < cs; q++) /* the same order in every block */
+                        all += cabove[a3][q];
+                    if (!kept && all < rpr * Z) {
+                        if (part == 0 && t == 0)
+                            ft_decode_commit(a.io, r, p.step, p.end_id, tok[a3], 0);
+                        kept = true;
+                    }
                 }
             }
         }
-    }
-    /* a greedy row, or every round missed: the argmax (ties to the lower index, NaN
-     * above all) from every block's best key into block 0 */
-    unsigned long long best = si >= 0 ? ft_select_key(sv, si) : 0ull;
+        if (kept)
+            continue;
+        /* a greedy row, or every round missed: the argmax (ties to the lower index, NaN
+         * above all) from every block's best key into block 0 */
+        unsigned long long best = si >= 0 ? ft_select_key(rsv, si) : 0ull;
 #pragma unroll
-    for (int i = 0; i < EV; i++)
+        for (int i = 0; i < EV; i++)
 #pragma unroll
-        for (int e = 0; e < 8; e++)
-            if (vb + t + i * NT < ve) {
-                const unsigned long long k = ft_select_key(v[i][e], FT_IDX_(i, e));
-                best = k > best ? k : best;
-            }
+            for (int e = 0; e < 8; e++)
+                if (vb + t + i * NT < ve) {
+                    const unsigned long long k = ft_select_key(v[i][e], FT_IDX_(i, e));
+                    best = k > best ? k : best;
+                }
 #undef FT_IDX_
 #pragma unroll
-    for (int off = 16; off > 0; off >>= 1) {
-        const unsigned long long o = __shfl_xor_sync(0xffffffffu, best, off);
-        best = o > best ? o : best;
-    }
-    if (lane == 0)
-        wbest[warp] = best;
-    __syncthreads();
-    for (int w = 0; w < NW; w++)
-        best = wbest[w] > best ? wbest[w] : best;
-    if (t == 0)
-        *cluster.map_shared_rank(&cbest[part], 0) = best;
-    cluster.sync(); /* block 0 has every block's; nothing is read from a peer after this */
-    if (part != 0)
-        return;
-    for (int q = 0; q < cs; q++)
-        best = cbest[q] > best ? cbest[q] : best;
-    if (greedy) {
+        for (int off = 16; off > 0; off >>= 1) {
+            const unsigned long long o = __shfl_xor_sync(0xffffffffu, best, off);
+            best = o > best ? o : best;
+        }
+        if (lane == 0)
+            wbest[warp] = best;
+        __syncthreads();
+        for (int w = 0; w < NW; w++)
+            best = wbest[w] > best ? wbest[w] : best;
         if (t == 0)
-            ft_decode_commit(a.io, r, p.step, p.end_id, ft_select_index(best), 0);
-        return;
+            *cluster.map_shared_rank(&cbest[part], 0) = best;
+        cluster.sync(); /* block 0 has every block's; nothing is read from a peer after this */
+        if (part != 0)
+            continue;
+        for (int q = 0; q < cs; q++)
+            best = cbest[q] > best ? cbest[q] : best;
+        if (greedy) {
+            if (t == 0)
+                ft_decode_commit(a.io, r, p.step, p.end_id, ft_select_index(best), 0);
+            continue;
+        }
+        /* every round missed: the radix selection over the row in memory, by the first
+         * block, with the fourth uniform of the first round (the others are on their next
+         * rows: they wait for this block at that row's first cluster barrier) */
+        ft_topp_by_selection_fp16(x, V, r, p.seed, p.step, p.end_id, a.io.ids, a.io.lengths, a.io.finished,
+                                         ft_select_value(best), inv, rpr, best, 3);
     }
-    /* every round missed: the radix selection over the row in memory, by the first block,
-     * with the fourth uniform of the first round */
-    ft_topp_by_selection_fp16(x, V, r, p, a.io, ft_select_value(best), inv, pr, best, 3);
 #endif
 }
-/* 2 blocks per SM: 128 registers a thread at most */
+/* 2 blocks per SM: 128 registers a thread at most; dynamic shared memory: NT * 8 vectors */
 static __global__ void __launch_bounds__(256, 2) ft_topp_cluster_fp16_e8(ft_topp_args_fp16 a)
 {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
     enum { NT = 256, EV = 8, NW = NT / 32 };
+    extern __shared__ __align__(16) ft_word_fp16x8 ft_topp_next_fp16_e8[]; /* the block's share of its next row */
     __shared__ unsigned long long cbest[8]; /* every block's best key (greedy rows), written into block 0 */
     __shared__ float2 cstat[8];             /* every block's (max, sum of exp(z - max)), z = x / T */
     __shared__ int cnan[8];                 /* whether a block has a NaN */
+    __shared__ float bmass[8];              /* every block's mass exp(z - M), M the row's max */
     __shared__ float cabove[3][8];          /* every block's mass ranked above each try's token */
     __shared__ int s_tok[3];                /* the tries' tokens and their values, written into every block */
     __shared__ float s_tval[3];
@@ -1522,254 +1617,295 @@ static __global__ void __launch_bounds__(256, 2) ft_topp_cluster_fp16_e8(ft_topp
     __shared__ unsigned long long wbest[NW];
     __shared__ float scratch[64];
     __shared__ int slots[6]; /* per try: the first thread reaching its target, the last with mass */
+    __shared__ unsigned long long next_bar; /* the next row's share has landed */
     cooperative_groups::cluster_group cluster = cooperative_groups::this_cluster();
     const int cs = (int)cluster.num_blocks(), part = (int)cluster.block_rank();
-    const int r = blockIdx.x / cs;
+    const int clusters = (int)gridDim.x / cs, r0 = (int)blockIdx.x / cs;
     const int t = threadIdx.x, lane = t & 31, warp = t >> 5;
     ft_pdl_trigger(); /* the next kernel may be scheduled now; it waits for this grid's end */
     ft_pdl_wait();    /* launched dependent itself: the kernel before it (which may write x) is done */
     const ft_sampling &p = a.smp;
-    const int forced = ft_decode_forced(a.io, r, p.step, p.end_id);
-    if (forced >= 0) { /* the whole cluster leaves before touching a peer */
-        if (part == 0 && t == 0)
-            ft_decode_commit(a.io, r, p.step, p.end_id, forced, 1);
-        return;
-    }
-    const __half *x = a.logits + (int64_t)r * a.ld;
-    const int V = a.V;
-    const int head = ft_head_to_16(x, 2u, V);
-    const int nvec = (V - head) / 8, tail0 = head + nvec * 8;
-    const int per = (nvec + cs - 1) / cs; /* <= NT * EV (the launcher's choice of cs) */
-    const int vb = min(part * per, nvec), ve = min(vb + per, nvec);
-    /* the odd elements: before the first 16-byte boundary (block 0), after the last whole
-     * vector (the last block), one per thread */
-    int si = -1;
-    if (part == 0 && t < head)
-        si = t;
-    else if (part == cs - 1 && t >= 8 && t - 8 < V - tail0)
-        si = tail0 + t - 8;
-    float v[EV][8]; /* -inf past the share: no mass, never the best */
-#pragma unroll
-    for (int i = 0; i < EV; i++) /* every load in flight before the first is used */
-        if (vb + t + i * NT < ve)
-            ft_load_cs_fp16x8(x + head + (vb + t + i * NT) * 8, v[i]);
-#pragma unroll
-    for (int i = 0; i < EV; i++)
-        if (vb + t + i * NT >= ve)
-#pragma unroll
-            for (int e = 0; e < 8; e++)
-                v[i][e] = -INFINITY;
-    const float sv = si >= 0 ? ft_to_float_fp16(x[si]) : -INFINITY;
-    /* the peers' shared memory may be written only once every block of the cluster runs */
-    asm volatile("barrier.cluster.arrive.relaxed.aligned;" ::: "memory");
-    const float tr = p.temperature_per_row ? p.temperature_per_row[r] : p.temperature;
-    const float pr = p.p_per_row ? fminf(fmaxf(p.p_per_row[r], 1e-30f), 1.0f) : p.p;
-    const float inv = tr > 0.0f ? 1.0f / tr : 1.0f;
-#define FT_IDX_(i, e) (head + (vb + t + (i) * NT) * 8 + (e))
-    /* the thread's maximum (fmaxf passes NaN by: flagged apart), then its (max, sum of
-     * exp(z - max)) of z = x / T; exp as 2^(x log2(e) / T - max log2(e)) */
-    float mx = sv;
-    bool nan = sv != sv;
-#pragma unroll
-    for (int i = 0; i < EV; i++)
-#pragma unroll
-        for (int e = 0; e < 8; e++) {
-            mx = fmaxf(mx, v[i][e]);
-            nan = nan || v[i][e] != v[i][e];
+    const int V = a.V, rows = a.rows;
+    ft_word_fp16x8 *nbuf = ft_topp_next_fp16_e8;
+    if (r0 + clusters < rows) { /* this cluster takes more than one row */
+        if (t == 0) {
+            ft_mbar_init(&next_bar, 1);
+            ft_mbar_init_fence();
         }
-    const float c1 = inv * 1.4426950408889634f; /* log2(e) / T */
-    float m = mx * inv, s = 0.0f;
-    if (isfinite(mx)) {
-        const float c0 = -m * 1.4426950408889634f;
-        s = ft_exp2_approx(fmaf(sv, c1, c0));
+        __syncthreads();
+    }
+    int forced;
+    float tr, pr, sv;
+    ft_topp_cl_meta_fp16(a, r0, cs, part, t, &forced, &tr, &pr, &sv);
+    for (int r = r0, it = 0; r < rows; r += clusters, it++) {
+        const __half *x = a.logits + (int64_t)r * a.ld;
+        int head, vb, ve, si;
+        ft_topp_cl_share_fp16(x, V, cs, part, t, &head, &vb, &ve, &si);
+        float v[EV][8]; /* -inf past the share: no mass, never the best */
+        if (it == 0) {
+            if (forced < 0)
+#pragma unroll
+                for (int i = 0; i < EV; i++) /* every load in flight before the first is used */
+                    if (vb + t + i * NT < ve)
+                        ft_load_cs_fp16x8(x + head + (vb + t + i * NT) * 8, v[i]);
+        } else {
+            ft_mbar_wait(&next_bar, (unsigned)(it - 1) & 1u); /* copied while the previous row was worked on */
+#pragma unroll
+            for (int i = 0; i < EV; i++)
+                if (vb + t + i * NT < ve)
+                    ft_unpack_fp16x8(nbuf[t + i * NT], v[i]);
+        }
+#pragma unroll
+        for (int i = 0; i < EV; i++)
+            if (vb + t + i * NT >= ve)
+#pragma unroll
+                for (int e = 0; e < 8; e++)
+                    v[i][e] = -INFINITY;
+        /* this row's small figures; the next row's share (into the buffer once every thread
+         * has read it) and figures, in flight from here */
+        const int rforced = forced;
+        const float rtr = tr, rpr = pr, rsv = sv;
+        const int rn = r + clusters;
+        if (rn < rows) {
+            if (it > 0)
+                ft_fence_proxy_async(); /* this thread's reads of the buffer before the copy into it */
+            __syncthreads();
+            if (t == 0) {
+                const __half *xn = a.logits + (int64_t)rn * a.ld;
+                int hn, vbn, ven, sin_;
+                ft_topp_cl_share_fp16(xn, V, cs, part, 0, &hn, &vbn, &ven, &sin_);
+                const unsigned bytes = (unsigned)(ven - vbn) * 16u;
+                if (bytes > 0) {
+                    ft_mbar_expect_tx(&next_bar, bytes);
+                    ft_bulk_load(nbuf, xn + hn + (int64_t)vbn * 8, bytes, &next_bar);
+                } else {
+                    ft_mbar_arrive(&next_bar);
+                }
+            }
+            ft_topp_cl_meta_fp16(a, rn, cs, part, t, &forced, &tr, &pr, &sv);
+        }
+        if (rforced >= 0) { /* the whole cluster skips the row before touching a peer */
+            if (part == 0 && t == 0)
+                ft_decode_commit(a.io, r, p.step, p.end_id, rforced, 1);
+            continue;
+        }
+        /* the peers' shared memory may be written only once every block of the cluster runs
+         * this row (and so has finished reading what it got from them for the previous one) */
+        asm volatile("barrier.cluster.arrive.relaxed.aligned;" ::: "memory");
+        const float inv = rtr > 0.0f ? 1.0f / rtr : 1.0f;
+#define FT_IDX_(i, e) (head + (vb + t + (i) * NT) * 8 + (e))
+        /* the thread's maximum (fmaxf passes NaN by: flagged apart), then its (max, sum of
+         * exp(z - max)) of z = x / T; exp as 2^(x log2(e) / T - max log2(e)) */
+        float mx = rsv;
+        bool nan = rsv != rsv;
 #pragma unroll
         for (int i = 0; i < EV; i++)
 #pragma unroll
-            for (int e = 0; e < 8; e++)
-                s += ft_exp2_approx(fmaf(v[i][e], c1, c0));
-    }
-    const float tm = m, ts = s; /* the thread's own */
-    const int bnan = __syncthreads_or(nan);
-    ft_block_max_sum(m, s, scratch);
-    asm volatile("barrier.cluster.wait.aligned;" ::: "memory"); /* every block runs */
-    if (t < cs) { /* thread q stores this block's figures into block q's slot `part` */
-        *cluster.map_shared_rank(&cstat[part], t) = make_float2(m, s);
-        *cluster.map_shared_rank(&cnan[part], t) = bnan;
-    }
-    cluster.sync();
-    float M = -INFINITY, Z = 0.0f;
-    int anynan = 0;
-    for (int q = 0; q < cs; q++) { /* the same order in every block: the same result */
-        ft_max_sum_merge(M, Z, cstat[q].x, cstat[q].y);
-        anynan |= cnan[q];
-    }
-    /* greedy row, or nothing finite to weigh: the argmax below */
-    const bool greedy = !(tr > 0.0f) || anynan || !isfinite(M);
-    if (!greedy) { /* uniform over the cluster */
-        const float Mc = -M * 1.4426950408889634f; /* mass of x: 2^(x c1 + Mc) = exp(z - M) */
-        const float tmass = tm == -INFINITY ? 0.0f : ts * __expf(tm - M);
-        float btot;
-        const float incl = ft_dec_block_scan_fp16(tmass, scratch, &btot);
-        /* rounds of three tries at once: the first round with ft_uniform_n(seed, step, row,
-         * 0..2), round j > 0 with ft_uniform4_stream(seed, step, row, j); each try finds its
-         * token, and the first whose mass ranked above is below p * Z is kept (in
-         * distribution the same as trying them one after another); up to
-         * FT_TOPP_CL_ROUNDS_FP16 rounds (a small p over a flat row), then the fallback */
-        for (int round = 0; round < FT_TOPP_CL_ROUNDS_FP16; round++) {
-            const float4 u4 = round == 0 ? ft_uniform4(p.seed, p.step, r) : ft_uniform4_stream(p.seed, p.step, r, round);
-            if (t < 3)
-                slots[t] = 0x7fffffff, slots[3 + t] = -1;
-            __syncthreads();
-            int qb[3];
-            float want[3];
-#pragma unroll
-            for (int a3 = 0; a3 < 3; a3++) {
-                const float target = (a3 == 0 ? u4.x : a3 == 1 ? u4.y : u4.z) * Z;
-                /* the block where the running mass reaches the target (the last with mass when
-                 * rounding keeps it below); every block finds the same one */
-                int q0 = -1, lastb = -1;
-                float before = 0.0f, cum = 0.0f, before_last = 0.0f;
-                for (int q = 0; q < cs; q++) {
-                    const float bm = cstat[q].x == -INFINITY ? 0.0f : cstat[q].y * __expf(cstat[q].x - M);
-                    if (bm > 0.0f) {
-                        lastb = q, before_last = cum;
-                        if (q0 < 0 && cum + bm >= target)
-                            q0 = q, before = cum;
-                    }
-                    cum += bm;
-                }
-                if (q0 < 0)
-                    q0 = lastb, before = before_last;
-                qb[a3] = q0, want[a3] = target - before;
-                /* in that block: the first thread whose running mass reaches it, else the last with mass */
-                if (part == q0 && tmass > 0.0f) {
-                    atomicMax(&slots[3 + a3], t);
-                    if (incl >= want[a3])
-                        atomicMin(&slots[a3], t);
-                }
+            for (int e = 0; e < 8; e++) {
+                mx = fmaxf(mx, v[i][e]);
+                nan = nan || v[i][e] != v[i][e];
             }
-            __syncthreads();
+        const float c1 = inv * 1.4426950408889634f; /* log2(e) / T */
+        float m = mx * inv, s = 0.0f;
+        if (isfinite(mx)) {
+            const float c0 = -m * 1.4426950408889634f;
+            s = ft_exp2_approx(fmaf(rsv, c1, c0));
 #pragma unroll
-            for (int a3 = 0; a3 < 3; a3++) {
-                if (part != qb[a3] || t != (slots[a3] != 0x7fffffff ? slots[a3] : slots[3 + a3]))
-                    continue;
-                /* this thread's elements in order, to the one where the running mass reaches it */
-                float acc = incl - tmass, tv = -INFINITY, lv = -INFINITY;
-                int tok = -1, last = -1;
+            for (int i = 0; i < EV; i++)
+#pragma unroll
+                for (int e = 0; e < 8; e++)
+                    s += ft_exp2_approx(fmaf(v[i][e], c1, c0));
+        }
+        const float tm = m, ts = s; /* the thread's own */
+        const int bnan = __syncthreads_or(nan);
+        ft_block_max_sum(m, s, scratch);
+        asm volatile("barrier.cluster.wait.aligned;" ::: "memory"); /* every block runs this row */
+        if (t < cs) { /* thread q stores this block's figures into block q's slot `part` */
+            *cluster.map_shared_rank(&cstat[part], t) = make_float2(m, s);
+            *cluster.map_shared_rank(&cnan[part], t) = bnan;
+        }
+        cluster.sync();
+        float M = -INFINITY, Z = 0.0f;
+        int anynan = 0;
+        for (int q = 0; q < cs; q++) { /* the same order in every block: the same result */
+            ft_max_sum_merge(M, Z, cstat[q].x, cstat[q].y);
+            anynan |= cnan[q];
+        }
+        /* greedy row, or nothing finite to weigh: the argmax below */
+        const bool greedy = !(rtr > 0.0f) || anynan || !isfinite(M);
+        bool kept = false;
+        if (!greedy) { /* uniform over the cluster */
+            const float Mc = -M * 1.4426950408889634f; /* mass of x: 2^(x c1 + Mc) = exp(z - M) */
+            const float tmass = tm == -INFINITY ? 0.0f : ts * __expf(tm - M);
+            if (t < cs) /* read after the barrier that starts the first round */
+                bmass[t] = cstat[t].x == -INFINITY ? 0.0f : cstat[t].y * __expf(cstat[t].x - M);
+            float btot;
+            const float incl = ft_dec_block_scan_fp16(tmass, scratch, &btot);
+            /* rounds of three tries at once, round j with ft_uniform4_stream(seed, step, row,
+             * j) (round 0: ft_uniform_n(seed, step, row, 0..2)); each try finds its token,
+             * and the first whose mass ranked above is below p * Z is kept (in distribution
+             * the same as trying them one after another); up to FT_TOPP_CL_ROUNDS_FP16 rounds
+             * (a small p over a flat row), then the fallback */
+            for (int round = 0; round < FT_TOPP_CL_ROUNDS_FP16 && !kept; round++) {
+                const float4 u4 = ft_uniform4_stream(p.seed, p.step, r, round);
+                if (t < 3)
+                    slots[t] = 0x7fffffff, slots[3 + t] = -1;
+                __syncthreads();
+                int qb[3];
+                float want[3];
+#pragma unroll
+                for (int a3 = 0; a3 < 3; a3++) {
+                    const float target = (a3 == 0 ? u4.x : a3 == 1 ? u4.y : u4.z) * Z;
+                    /* the block where the running mass reaches the target (the last with mass
+                     * when rounding keeps it below); every block finds the same one */
+                    int q0 = -1, lastb = -1;
+                    float before = 0.0f, cum = 0.0f, before_last = 0.0f;
+                    for (int q = 0; q < cs; q++) {
+                        const float bm = bmass[q];
+                        if (bm > 0.0f) {
+                            lastb = q, before_last = cum;
+                            if (q0 < 0 && cum + bm >= target)
+                                q0 = q, before = cum;
+                        }
+                        cum += bm;
+                    }
+                    if (q0 < 0)
+                        q0 = lastb, before = before_last;
+                    qb[a3] = q0, want[a3] = target - before;
+                    /* in that block: the first thread whose running mass reaches it, else the last with mass */
+                    if (part == q0 && tmass > 0.0f) {
+                        atomicMax(&slots[3 + a3], t);
+                        if (incl >= want[a3])
+                            atomicMin(&slots[a3], t);
+                    }
+                }
+                __syncthreads();
+#pragma unroll
+                for (int a3 = 0; a3 < 3; a3++) {
+                    if (part != qb[a3] || t != (slots[a3] != 0x7fffffff ? slots[a3] : slots[3 + a3]))
+                        continue;
+                    /* this thread's elements in order, to the one where the running mass reaches it */
+                    float acc = incl - tmass, tv = -INFINITY, lv = -INFINITY;
+                    int tok = -1, last = -1;
+#pragma unroll
+                    for (int i = 0; i < EV; i++)
+#pragma unroll
+                        for (int e = 0; e < 8; e++) {
+                            const float w = ft_exp2_approx(fmaf(v[i][e], c1, Mc));
+                            if (w > 0.0f) {
+                                last = FT_IDX_(i, e), lv = v[i][e];
+                                if (tok < 0 && acc + w >= want[a3])
+                                    tok = last, tv = lv;
+                            }
+                            acc += w;
+                        }
+                    if (si >= 0 && ft_exp2_approx(fmaf(rsv, c1, Mc)) > 0.0f) {
+                        last = si, lv = rsv;
+                        if (tok < 0)
+                            tok = si, tv = rsv; /* the odd element comes last: the rest of the mass is its */
+                    }
+                    if (tok < 0) /* rounding: the thread's last element with mass (there is one: tmass > 0) */
+                        tok = last, tv = lv;
+                    for (int q = 0; q < cs; q++) {
+                        *cluster.map_shared_rank(&s_tok[a3], q) = tok;
+                        *cluster.map_shared_rank(&s_tval[a3], q) = tv;
+                    }
+                }
+                cluster.sync(); /* the tokens are in every block */
+                int tok[3];
+                float tv[3], above[3];
+#pragma unroll
+                for (int a3 = 0; a3 < 3; a3++)
+                    tok[a3] = s_tok[a3], tv[a3] = s_tval[a3], above[a3] = 0.0f;
+                /* the mass ranked above each token: a larger value (no NaN here), or an equal one
+                 * at a lower index */
 #pragma unroll
                 for (int i = 0; i < EV; i++)
 #pragma unroll
                     for (int e = 0; e < 8; e++) {
                         const float w = ft_exp2_approx(fmaf(v[i][e], c1, Mc));
-                        if (w > 0.0f) {
-                            last = FT_IDX_(i, e), lv = v[i][e];
-                            if (tok < 0 && acc + w >= want[a3])
-                                tok = last, tv = lv;
-                        }
-                        acc += w;
+#pragma unroll
+                        for (int a3 = 0; a3 < 3; a3++)
+                            if (v[i][e] > tv[a3] || (v[i][e] == tv[a3] && FT_IDX_(i, e) < tok[a3]))
+                                above[a3] += w;
                     }
-                if (si >= 0 && ft_exp2_approx(fmaf(sv, c1, Mc)) > 0.0f) {
-                    last = si, lv = sv;
-                    if (tok < 0)
-                        tok = si, tv = sv; /* the odd element comes last: the rest of the mass is its */
-                }
-                if (tok < 0) /* rounding: the thread's last element with mass (there is one: tmass > 0) */
-                    tok = last, tv = lv;
-                for (int q = 0; q < cs; q++) {
-                    *cluster.map_shared_rank(&s_tok[a3], q) = tok;
-                    *cluster.map_shared_rank(&s_tval[a3], q) = tv;
-                }
-            }
-            cluster.sync(); /* the tokens are in every block */
-            int tok[3];
-            float tv[3], above[3];
-#pragma unroll
-            for (int a3 = 0; a3 < 3; a3++)
-                tok[a3] = s_tok[a3], tv[a3] = s_tval[a3], above[a3] = 0.0f;
-            /* the mass ranked above each token: a larger value (no NaN here), or an equal one at a
-             * lower index */
-#pragma unroll
-            for (int i = 0; i < EV; i++)
-#pragma unroll
-                for (int e = 0; e < 8; e++) {
-                    const float w = ft_exp2_approx(fmaf(v[i][e], c1, Mc));
+                if (si >= 0) {
+                    const float w = ft_exp2_approx(fmaf(rsv, c1, Mc));
 #pragma unroll
                     for (int a3 = 0; a3 < 3; a3++)
-                        if (v[i][e] > tv[a3] || (v[i][e] == tv[a3] && FT_IDX_(i, e) < tok[a3]))
+                        if (rsv > tv[a3] || (rsv == tv[a3] && si < tok[a3]))
                             above[a3] += w;
                 }
-            if (si >= 0) {
-                const float w = ft_exp2_approx(fmaf(sv, c1, Mc));
 #pragma unroll
-                for (int a3 = 0; a3 < 3; a3++)
-                    if (sv > tv[a3] || (sv == tv[a3] && si < tok[a3]))
-                        above[a3] += w;
-            }
+                for (int a3 = 0; a3 < 3; a3++) {
+                    above[a3] = ft_warp_sum(above[a3]);
+                    if (lane == 0)
+                        wabove[a3][warp] = above[a3];
+                }
+                __syncthreads();
+                if (t < 3 * cs) { /* thread 3q + a3 stores this block's sum for try a3 into block q */
+                    const int q = t / 3, a3 = t - 3 * q;
+                    float bs = 0.0f;
+                    for (int w = 0; w < NW; w++)
+                        bs += wabove[a3][w];
+                    *cluster.map_shared_rank(&cabove[a3][part], q) = bs;
+                }
+                cluster.sync();
 #pragma unroll
-            for (int a3 = 0; a3 < 3; a3++) {
-                above[a3] = ft_warp_sum(above[a3]);
-                if (lane == 0)
-                    wabove[a3][warp] = above[a3];
-            }
-            __syncthreads();
-            if (t < 3 * cs) { /* thread 3q + a3 stores this block's sum for try a3 into block q */
-                const int q = t / 3, a3 = t - 3 * q;
-                float bs = 0.0f;
-                for (int w = 0; w < NW; w++)
-                    bs += wabove[a3][w];
-                *cluster.map_shared_rank(&cabove[a3][part], q) = bs;
-            }
-            cluster.sync();
-#pragma unroll
-            for (int a3 = 0; a3 < 3; a3++) {
-                float all = 0.0f;
-                for (int q = 0; q < cs; q++) /* the same order in every block */
-                    all += cabove[a3][q];
-                if (all < pr * Z) {
-                    if (part == 0 && t == 0)
-                        ft_decode_commit(a.io, r, p.step, p.end_id, tok[a3], 0);
-                    return;
+                for (int a3 = 0; a3 < 3; a3++) {
+                    float all = 0.0f;
+                    for (int q = 0; q < cs; q++) /* the same order in every block */
+                        all += cabove[a3][q];
+                    if (!kept && all < rpr * Z) {
+                        if (part == 0 && t == 0)
+                            ft_decode_commit(a.io, r, p.step, p.end_id, tok[a3], 0);
+                        kept = true;
+                    }
                 }
             }
         }
-    }
-    /* a greedy row, or every round missed: the argmax (ties to the lower index, NaN
-     * above all) from every block's best key into block 0 */
-    unsigned long long best = si >= 0 ? ft_select_key(sv, si) : 0ull;
+        if (kept)
+            continue;
+        /* a greedy row, or every round missed: the argmax (ties to the lower index, NaN
+         * above all) from every block's best key into block 0 */
+        unsigned long long best = si >= 0 ? ft_select_key(rsv, si) : 0ull;
 #pragma unroll
-    for (int i = 0; i < EV; i++)
+        for (int i = 0; i < EV; i++)
 #pragma unroll
-        for (int e = 0; e < 8; e++)
-            if (vb + t + i * NT < ve) {
-                const unsigned long long k = ft_select_key(v[i][e], FT_IDX_(i, e));
-                best = k > best ? k : best;
-            }
+            for (int e = 0; e < 8; e++)
+                if (vb + t + i * NT < ve) {
+                    const unsigned long long k = ft_select_key(v[i][e], FT_IDX_(i, e));
+                    best = k > best ? k : best;
+                }
 #undef FT_IDX_
 #pragma unroll
-    for (int off = 16; off > 0; off >>= 1) {
-        const unsigned long long o = __shfl_xor_sync(0xffffffffu, best, off);
-        best = o > best ? o : best;
-    }
-    if (lane == 0)
-        wbest[warp] = best;
-    __syncthreads();
-    for (int w = 0; w < NW; w++)
-        best = wbest[w] > best ? wbest[w] : best;
-    if (t == 0)
-        *cluster.map_shared_rank(&cbest[part], 0) = best;
-    cluster.sync(); /* block 0 has every block's; nothing is read from a peer after this */
-    if (part != 0)
-        return;
-    for (int q = 0; q < cs; q++)
-        best = cbest[q] > best ? cbest[q] : best;
-    if (greedy) {
+        for (int off = 16; off > 0; off >>= 1) {
+            const unsigned long long o = __shfl_xor_sync(0xffffffffu, best, off);
+            best = o > best ? o : best;
+        }
+        if (lane == 0)
+            wbest[warp] = best;
+        __syncthreads();
+        for (int w = 0; w < NW; w++)
+            best = wbest[w] > best ? wbest[w] : best;
         if (t == 0)
-            ft_decode_commit(a.io, r, p.step, p.end_id, ft_select_index(best), 0);
-        return;
+            *cluster.map_shared_rank(&cbest[part], 0) = best;
+        cluster.sync(); /* block 0 has every block's; nothing is read from a peer after this */
+        if (part != 0)
+            continue;
+        for (int q = 0; q < cs; q++)
+            best = cbest[q] > best ? cbest[q] : best;
+        if (greedy) {
+            if (t == 0)
+                ft_decode_commit(a.io, r, p.step, p.end_id, ft_select_index(best), 0);
+            continue;
+        }
+        /* every round missed: the radix selection over the row in memory, by the first
+         * block, with the fourth uniform of the first round (the others are on their next
+         * rows: they wait for this block at that row's first cluster barrier) */
+        ft_topp_by_selection_fp16(x, V, r, p.seed, p.step, p.end_id, a.io.ids, a.io.lengths, a.io.finished,
+                                         ft_select_value(best), inv, rpr, best, 3);
     }
-    /* every round missed: the radix selection over the row in memory, by the first block,
-     * with the fourth uniform of the first round */
-    ft_topp_by_selection_fp16(x, V, r, p, a.io, ft_select_value(best), inv, pr, best, 3);
 #endif
 }
 
@@ -1788,11 +1924,12 @@ static inline ft_status ft_topp_sampling_fp16(const __half *logits, int64_t ld, 
     if (ld < V)
         return ft_fail(FT_ERR_INVALID_ARGUMENT, "%s: ld (%lld) is smaller than V (%d)", fn, (long long)ld, V);
     ft_topp_args_fp16 a;
-    a.logits = logits, a.ld = ld, a.V = V, a.smp = *s, a.io = *io;
+    a.logits = logits, a.ld = ld, a.V = V, a.rows = rows, a.smp = *s, a.io = *io;
     /* sm_90, rows of up to 131072 values: the cluster form (variant and size from
-     * ft_cluster_plan; measured on the H100, fp32 p = 0.9: B64 V32000 19.6 us against 31.9
-     * for one block per row, B64 V128256 59.8 against 116.8 in two waves, B256 V50257 90.2
-     * against 141.2 in four) */
+     * ft_cluster_plan; measured on the H100, fp32 p = 0.9, device time: B64 V32000 17.0 us
+     * against 30.3 for one block per row, B64 V128256 43.1 against 115.5, B256 V50257 68.0
+     * against 132.8; a grid of one cluster per row instead of as many as run at once, the
+     * rows after the first wave waiting for their loads: 19.6, 59.8, 90.2) */
     int major = 0;
     const ft_topp_form form = ft_topp_get_form();
     if ((st = ft_cc_major(fn, &major)) != FT_OK)
@@ -1802,19 +1939,24 @@ static inline ft_status ft_topp_sampling_fp16(const __half *logits, int64_t ld, 
         static const void *const kernels[2] = {(const void *)ft_topp_cluster_fp16_e2,
                                                (const void *)ft_topp_cluster_fp16_e8};
         const int64_t nv = V / 8; /* at least the whole vectors of any row of V */
-        int cs_min[2], sms = 0, cs = 0;
+        int cs_min[2], smem[2], sms = 0, cs = 0, fit = 0;
         for (int i = 0; i < 2; i++) {
             const int64_t per = (int64_t)FT_TOPP_CL_NT_FP16 * (i ? 8 : 2);
             const int64_t c = (nv + per - 1) / per;
             cs_min[i] = c > 8 ? 0 : c < 1 ? 1 : (int)c;
+            smem[i] = (int)per * 16; /* the share of a block's next row */
         }
         if ((st = ft_sm_count(fn, &sms)) != FT_OK)
             return st;
-        const int which = ft_cluster_plan(fn, kernels, cs_min, 2, FT_TOPP_CL_NT_FP16, rows, sms, cache, &cs);
-        if (which >= 0 && (int64_t)rows * cs <= INT32_MAX) {
+        const int which =
+            ft_cluster_plan(fn, kernels, cs_min, smem, 2, FT_TOPP_CL_NT_FP16, rows, sms, cache, &cs, &fit);
+        if (which >= 0) {
+            /* as many clusters as run at once (at most one per row): each takes every
+             * clusters-th row */
+            const int clusters = rows < fit ? rows : fit;
             void *args[] = {&a};
-            return ft_launch_ex(fn, kernels[which], dim3((unsigned)(rows * cs)), dim3(FT_TOPP_CL_NT_FP16), 0,
-                                stream, args, (unsigned)cs, 1);
+            return ft_launch_ex(fn, kernels[which], dim3((unsigned)(clusters * cs)), dim3(FT_TOPP_CL_NT_FP16),
+                                (size_t)smem[which], stream, args, (unsigned)cs, 1);
         }
     }
     ft_topp_sampling_fp16_kernel<<<rows, 1024, 0, stream>>>(a);
@@ -1824,13 +1966,17 @@ static inline ft_status ft_topp_sampling_fp16(const __half *logits, int64_t ld, 
 /* ---------------------------------------------------------------- top-p by sorting */
 
 /* One block per row of probabilities sorted descending (ids alongside): the fewest first
- * entries whose sum reaches p, then the draw along them. */
+ * entries whose sum reaches p, then the draw along them. A greedy row takes the argmax of
+ * its logits (ties to the lower index), not the first sorted entry: with tied maxima that
+ * entry was seen to be another of them (H100, bf16 rows of 20001 values). */
 static __global__ void __launch_bounds__(1024) ft_topp_sorted_pick_fp16(const float *sorted, const int *ids,
-                                                                          int V, ft_sampling p, ft_decode_io io)
+                                                                          const __half *logits, int64_t ld, int V,
+                                                                          ft_sampling p, ft_decode_io io)
 {
     __shared__ float scratch[32];
     __shared__ int slot[1];
     __shared__ float s_mass;
+    __shared__ unsigned long long wbest[32];
     const int r = blockIdx.x;
     const int forced = ft_decode_forced(io, r, p.step, p.end_id);
     if (forced >= 0) {
@@ -1842,8 +1988,25 @@ static __global__ void __launch_bounds__(1024) ft_topp_sorted_pick_fp16(const fl
     const int *id = ids + (int64_t)r * V;
     const float tr = p.temperature_per_row ? p.temperature_per_row[r] : p.temperature;
     if (!(tr > 0.0f)) {
-        if (threadIdx.x == 0)
-            ft_decode_commit(io, r, p.step, p.end_id, id[0], 0);
+        const __half *x = logits + (int64_t)r * ld;
+        unsigned long long best = 0ull;
+        for (int i = threadIdx.x; i < V; i += blockDim.x) {
+            const unsigned long long k = ft_select_key(ft_to_float_fp16(x[i]), i);
+            best = k > best ? k : best;
+        }
+#pragma unroll
+        for (int off = 16; off > 0; off >>= 1) {
+            const unsigned long long o = __shfl_xor_sync(0xffffffffu, best, off);
+            best = o > best ? o : best;
+        }
+        if ((threadIdx.x & 31) == 0)
+            wbest[threadIdx.x >> 5] = best;
+        __syncthreads();
+        if (threadIdx.x == 0) {
+            for (int w = 0; w < (int)(blockDim.x >> 5); w++)
+                best = wbest[w] > best ? wbest[w] : best;
+            ft_decode_commit(io, r, p.step, p.end_id, ft_select_index(best), 0);
+        }
         return;
     }
     const float pr = p.p_per_row ? fminf(fmaxf(p.p_per_row[r], 1e-30f), 1.0f) : p.p;
@@ -1943,7 +2106,7 @@ static inline ft_status ft_topp_sampling_sorted_fp16(const __half *logits, int64
                                                                        sizeof(float) * 8, stream);
     if (e != cudaSuccess)
         return ft_fail(FT_ERR_CUDA, "%s: cub segmented sort failed: %s", fn, cudaGetErrorString(e));
-    ft_topp_sorted_pick_fp16<<<rows, 1024, 0, stream>>>(sorted, sorted_ids, V, *s, *io);
+    ft_topp_sorted_pick_fp16<<<rows, 1024, 0, stream>>>(sorted, sorted_ids, logits, ld, V, *s, *io);
     return ft_launch_status(fn);
 }
 

@@ -307,32 +307,36 @@ static inline ft_status ft_cluster_capacity(const char *fn, const void *kernel, 
 }
 
 /* The launch of a cluster form with `nvar` kernel variants (variant i needs at least
- * cs_min[i] blocks per row, 0: it cannot hold the row; at most 8): the variant and
- * cluster size whose clusters cover `rows` rows in the fewest waves; among those, the
- * larger cluster while rows * cs stays within two blocks per SM (short batches spread
- * over more SMs), else the smaller. cache: the caller's static int[nvar][9][64]
- * (ft_cluster_capacity). Returns the variant, or -1 when none fits this device. */
-static inline int ft_cluster_plan(const char *fn, const void *const *kernels, const int *cs_min, int nvar, int threads,
-                                  int rows, int sms, int (*cache)[9][64], int *cs_out)
+ * cs_min[i] blocks per row, 0: it cannot hold the row; at most 8; smem[i] bytes of dynamic
+ * shared memory a block, or smem NULL: none): the variant and cluster size whose clusters
+ * cover `rows` rows in the fewest waves; among those, the larger cluster while rows * cs
+ * stays within two blocks per SM (short batches spread over more SMs), else the smaller.
+ * cache: the caller's static int[nvar][9][64] (ft_cluster_capacity). Writes the cluster
+ * size and how many such clusters the device runs at once; returns the variant, or -1
+ * when none fits this device. */
+static inline int ft_cluster_plan(const char *fn, const void *const *kernels, const int *cs_min, const int *smem,
+                                  int nvar, int threads, int rows, int sms, int (*cache)[9][64], int *cs_out,
+                                  int *fit_out)
 {
-    int best = -1, best_cs = 0;
+    int best = -1, best_cs = 0, best_fit = 0;
     int64_t best_waves = 0;
     for (int i = 0; i < nvar; i++) {
         if (cs_min[i] < 1 || cs_min[i] > 8)
             continue;
         for (int cs = cs_min[i]; cs <= 8; cs++) {
             int fit = 0;
-            if (ft_cluster_capacity(fn, kernels[i], threads, 0, cs, cache[i][cs], &fit) != FT_OK)
+            if (ft_cluster_capacity(fn, kernels[i], threads, smem ? smem[i] : 0, cs, cache[i][cs], &fit) != FT_OK)
                 continue;
             const int64_t waves = ((int64_t)rows + fit - 1) / fit;
             const int spread = (int64_t)rows * cs <= 2ll * sms;
             if (best < 0 || waves < best_waves ||
                 (waves == best_waves && (spread ? cs > best_cs : cs < best_cs))) {
-                best = i, best_cs = cs, best_waves = waves;
+                best = i, best_cs = cs, best_waves = waves, best_fit = fit;
             }
         }
     }
     *cs_out = best_cs;
+    *fit_out = best_fit;
     return best;
 }
 
