@@ -1570,16 +1570,7 @@ static __global__ void __launch_bounds__(256, 4) ft_topp_cluster_fp16_e2(ft_topp
                     best = k > best ? k : best;
                 }
 #undef FT_IDX_
-#pragma unroll
-        for (int off = 16; off > 0; off >>= 1) {
-            const unsigned long long o = __shfl_xor_sync(0xffffffffu, best, off);
-            best = o > best ? o : best;
-        }
-        if (lane == 0)
-            wbest[warp] = best;
-        __syncthreads();
-        for (int w = 0; w < NW; w++)
-            best = wbest[w] > best ? wbest[w] : best;
+        best = ft_block_max_u64(best, wbest);
         if (t == 0)
             *cluster.map_shared_rank(&cbest[part], 0) = best;
         cluster.sync(); /* block 0 has every block's; nothing is read from a peer after this */
@@ -1878,16 +1869,7 @@ static __global__ void __launch_bounds__(256, 2) ft_topp_cluster_fp16_e8(ft_topp
                     best = k > best ? k : best;
                 }
 #undef FT_IDX_
-#pragma unroll
-        for (int off = 16; off > 0; off >>= 1) {
-            const unsigned long long o = __shfl_xor_sync(0xffffffffu, best, off);
-            best = o > best ? o : best;
-        }
-        if (lane == 0)
-            wbest[warp] = best;
-        __syncthreads();
-        for (int w = 0; w < NW; w++)
-            best = wbest[w] > best ? wbest[w] : best;
+        best = ft_block_max_u64(best, wbest);
         if (t == 0)
             *cluster.map_shared_rank(&cbest[part], 0) = best;
         cluster.sync(); /* block 0 has every block's; nothing is read from a peer after this */
@@ -1994,19 +1976,9 @@ static __global__ void __launch_bounds__(1024) ft_topp_sorted_pick_fp16(const fl
             const unsigned long long k = ft_select_key(ft_to_float_fp16(x[i]), i);
             best = k > best ? k : best;
         }
-#pragma unroll
-        for (int off = 16; off > 0; off >>= 1) {
-            const unsigned long long o = __shfl_xor_sync(0xffffffffu, best, off);
-            best = o > best ? o : best;
-        }
-        if ((threadIdx.x & 31) == 0)
-            wbest[threadIdx.x >> 5] = best;
-        __syncthreads();
-        if (threadIdx.x == 0) {
-            for (int w = 0; w < (int)(blockDim.x >> 5); w++)
-                best = wbest[w] > best ? wbest[w] : best;
+        best = ft_block_max_u64(best, wbest);
+        if (threadIdx.x == 0)
             ft_decode_commit(io, r, p.step, p.end_id, ft_select_index(best), 0);
-        }
         return;
     }
     const float pr = p.p_per_row ? fminf(fmaxf(p.p_per_row[r], 1e-30f), 1.0f) : p.p;

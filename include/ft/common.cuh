@@ -308,7 +308,7 @@ static inline ft_status ft_cluster_capacity(const char *fn, const void *kernel, 
 
 /* The launch of a cluster form with `nvar` kernel variants (variant i needs at least
  * cs_min[i] blocks per row, 0: it cannot hold the row; at most 8; smem[i] bytes of dynamic
- * shared memory a block, or smem NULL: none): the variant and cluster size whose clusters
+ * shared memory a block): the variant and cluster size whose clusters
  * cover `rows` rows in the fewest waves; among those, the larger cluster while rows * cs
  * stays within two blocks per SM (short batches spread over more SMs), else the smaller.
  * cache: the caller's static int[nvar][9][64] (ft_cluster_capacity). Writes the cluster
@@ -325,7 +325,7 @@ static inline int ft_cluster_plan(const char *fn, const void *const *kernels, co
             continue;
         for (int cs = cs_min[i]; cs <= 8; cs++) {
             int fit = 0;
-            if (ft_cluster_capacity(fn, kernels[i], threads, smem ? smem[i] : 0, cs, cache[i][cs], &fit) != FT_OK)
+            if (ft_cluster_capacity(fn, kernels[i], threads, smem[i], cs, cache[i][cs], &fit) != FT_OK)
                 continue;
             const int64_t waves = ((int64_t)rows + fit - 1) / fit;
             const int spread = (int64_t)rows * cs <= 2ll * sms;

@@ -110,6 +110,29 @@ static __device__ __forceinline__ float ft_block_max(float v, float *scratch)
     return ft_warp_max(v);
 }
 
+/* Largest 64-bit key over the whole block (0 when none; ft_select_key's candidates), as
+ * ft_block_max: every thread gets it. */
+static __device__ __forceinline__ unsigned long long ft_block_max_u64(unsigned long long v,
+                                                                      unsigned long long *scratch)
+{
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+#pragma unroll
+    for (int off = 16; off > 0; off >>= 1) {
+        const unsigned long long o = __shfl_xor_sync(0xffffffffu, v, off);
+        v = o > v ? o : v;
+    }
+    if (lane == 0)
+        scratch[warp] = v;
+    __syncthreads();
+    v = lane < (int)(blockDim.x >> 5) ? scratch[lane] : 0ull;
+#pragma unroll
+    for (int off = 16; off > 0; off >>= 1) {
+        const unsigned long long o = __shfl_xor_sync(0xffffffffu, v, off);
+        v = o > v ? o : v;
+    }
+    return v;
+}
+
 /* Integer sum over the whole block (exact, unlike the float sums), as ft_block_sum. */
 static __device__ __forceinline__ long long ft_block_sum_i64(long long v, long long *scratch)
 {
