@@ -44,7 +44,8 @@ typedef struct bench_opts {
     int seq, hidden, ffn, avg_len, mem_len, use_mask, remove_padding, causal;
     /* decoding: vocabulary, top-K / beam width, top-p, update_logits mode */
     int vocab, k, beam, mode;
-    int form; /* top-p sampling: ft_topp_form */
+    int form;   /* top-p sampling: ft_topp_form */
+    int tkform; /* top-K selection and sampling, beam candidates: ft_topk_form */
     float p;
     int iters, warmup;
     int csv;
@@ -696,7 +697,8 @@ static void decoding_describe(const bench_opts *o, char *variant, char *shape, s
         snprintf(variant, len, "p=%.2f%s", o->p,
                  o->form == FT_TOPP_FORM_ONE_BLOCK ? " one_block" : o->form == FT_TOPP_FORM_CLUSTER ? " cluster" : "");
     else
-        snprintf(variant, len, "K=%d", ft_topk_variant_k(o->dt, o->k));
+        snprintf(variant, len, "K=%d%s", ft_topk_variant_k(o->dt, o->k),
+                 o->tkform == FT_TOPK_FORM_SPLIT ? " split" : o->tkform == FT_TOPK_FORM_ROW ? " row" : "");
     if (strcmp(o->kernel, "beam_topk") == 0)
         snprintf(shape, len, "B=%d W=%d V=%d k=%d", o->batch, o->beam, o->vocab, o->k);
     else if (strstr(o->kernel, "topk"))
@@ -713,11 +715,13 @@ static ft_sampling bench_sampling(const bench_opts *o)
 }
 static ft_status run_topk(const bench_opts *o, void **b, cudaStream_t s)
 {
+    ft_topk_set_form((ft_topk_form)o->tkform);
     return ft_topk(o->dt, b[0], o->vocab, o->batch, o->vocab, o->k, (float *)b[1], (int *)b[2], b[3],
                    decoding_ws_bytes(o), s);
 }
 static ft_status run_beam_topk(const bench_opts *o, void **b, cudaStream_t s)
 {
+    ft_topk_set_form((ft_topk_form)o->tkform);
     return ft_beam_topk(o->dt, b[0], o->vocab, (const float *)b[4], o->batch, o->beam, o->vocab, o->k, (float *)b[1],
                         (int *)b[2], b[3], decoding_ws_bytes(o), s);
 }
@@ -727,6 +731,7 @@ static ft_status run_topk_sampling(const bench_opts *o, void **b, cudaStream_t s
     ft_decode_io io;
     memset(&io, 0, sizeof io);
     io.ids = (int *)b[1];
+    ft_topk_set_form((ft_topk_form)o->tkform);
     return ft_topk_sampling(o->dt, b[0], o->vocab, o->batch, o->vocab, &smp, &io, b[3], decoding_ws_bytes(o), s);
 }
 static ft_status run_topp_sampling(const bench_opts *o, void **b, cudaStream_t s)
@@ -775,7 +780,7 @@ static const kernel_desc kernels[] = {
      bert_buffers, run_bert_layer, layer_bytes, layer_describe},
     {"decoder_layer", "examples/decoder_layer.cuh one step, --batch --hidden --heads --ffn --len --mem-len",
      decoder_buffers, run_decoder_layer, layer_bytes, layer_describe},
-    {"topk", "the k best of each row, --batch --vocab --k", decoding_buffers, run_topk, decoding_bytes,
+    {"topk", "the k best of each row, --batch --vocab --k [--topk-form auto|split|row]", decoding_buffers, run_topk, decoding_bytes,
      decoding_describe},
     {"beam_topk", "beam candidates with cum_log_probs, --batch --beam --vocab --k", decoding_buffers, run_beam_topk,
      decoding_bytes, decoding_describe},
@@ -964,6 +969,9 @@ static const char *suite[] = {
     "topk --dtype fp32 --batch 64 --vocab 32000 --k 64",
     "topk --dtype fp32 --batch 64 --vocab 128256 --k 4",
     "topk --dtype fp32 --batch 256 --vocab 50257 --k 4",
+    "topk --dtype fp32 --batch 64 --vocab 32000 --k 4 --topk-form split",
+    "topk --dtype fp32 --batch 64 --vocab 32000 --k 64 --topk-form split",
+    "topk --dtype fp32 --batch 256 --vocab 50257 --k 4 --topk-form row",
     "topk --dtype fp16 --batch 64 --vocab 32000 --k 4",
     "beam_topk --dtype fp32 --batch 16 --beam 4 --vocab 32000 --k 4",
     "topk_sampling --dtype fp32 --batch 64 --vocab 32000 --k 4",
@@ -1069,6 +1077,16 @@ static int parse(int argc, char **argv, bench_opts *o)
                                                        : -1;
                 if (o->form < 0) {
                     fprintf(stderr, "ftbench: unknown top-p form %s\n", v);
+                    return -1;
+                }
+            }
+            else if (strcmp(a, "--topk-form") == 0) {
+                o->tkform = strcmp(v, "auto") == 0    ? FT_TOPK_FORM_AUTO
+                            : strcmp(v, "split") == 0 ? FT_TOPK_FORM_SPLIT
+                            : strcmp(v, "row") == 0   ? FT_TOPK_FORM_ROW
+                                                      : -1;
+                if (o->tkform < 0) {
+                    fprintf(stderr, "ftbench: unknown top-K form %s\n", v);
                     return -1;
                 }
             }

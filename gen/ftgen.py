@@ -365,6 +365,11 @@ class TopkFamily(Family):
             "MIN_CHUNK": max(8192, 16 * K),
             "SUFFIX": names["suffix"].upper(),
             "load": f"ft_load_cs_{dt}x{vec}", "to_float": f"ft_to_float_{dt}",  # rows are read once: streaming loads
+            "unpack": f"ft_unpack_{dt}x{vec}",
+            # the row form (one block per row in shared memory) for K <= 64: each of its 32
+            # warps offers its RC = 2 largest lane maxima, the floor is the K-th of the 64
+            # (on N(0,1) rows of 32000: about K+4 candidates for K <= 32, 200 for K = 64)
+            "ROW": K <= 64, "RC": 2,
         }
 
     def dispatch_files(self, env, variants, command):

@@ -134,17 +134,23 @@ static void test_topk(ft_test *t)
      * vocabulary sizes of real models, padded / misaligned rows */
     const int shapes[][3] = {{1, K, 0},      {3, K + 1, 1},    {5, 37, 0},      {64, 1000, 0},   {2, 4097, 3},
                              {7, 32000, 0},  {1, 50257, 0},    {1, 128256, 0},  {130, 3000, 5},  {16, 151936, 0}};
-    for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
-        const int rows = shapes[s][0], V = shapes[s][1], pad = shapes[s][2];
-        if (V < 1)
-            continue;
-        for (int mode = 0; mode < VALS_MODES; mode++) {
-            const int k = mode == 1 ? (K > 1 ? K / 2 + 1 : 1) : K;
-            if (k > V)
+    /* both forms on every shape: the split form, and the row form where K allows it (on
+     * ties and NaN rows its candidate list overflows and it runs warp lists instead) */
+    for (int f = 0; f < (K <= 64 ? 2 : 1); f++) {
+        ft_topk_set_form(f ? FT_TOPK_FORM_ROW : FT_TOPK_FORM_SPLIT);
+        for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
+            const int rows = shapes[s][0], V = shapes[s][1], pad = shapes[s][2];
+            if (V < 1)
                 continue;
-            run_topk(t, tv, &rng, rows, V, k, pad, mode);
+            for (int mode = 0; mode < VALS_MODES; mode++) {
+                const int k = mode == 1 ? (K > 1 ? K / 2 + 1 : 1) : K;
+                if (k > V)
+                    continue;
+                run_topk(t, tv, &rng, rows, V, k, pad, mode);
+            }
         }
     }
+    ft_topk_set_form(FT_TOPK_FORM_AUTO);
 }
 
 static void test_beam_topk(ft_test *t)
@@ -154,15 +160,17 @@ static void test_beam_topk(ft_test *t)
     ref_rng_seed(&rng, ref_test_seed() ^ 0xbea3 ^ (uint64_t)tv->K);
     const ft_dtype dt = tv->dt;
     const int cases[][3] = {{1, 1, 50}, {4, 2, 1000}, {3, 4, 32000}, {2, 8, 777}, {1, 16, 5000}, {5, 3, 50257}};
-    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
-        const int B = cases[c][0], beam = cases[c][1], V = cases[c][2];
+    const int ncases = (int)(sizeof cases / sizeof cases[0]);
+    for (int c = 0; c < (tv->K <= 64 ? 2 : 1) * ncases; c++) { /* the split form, then the row form */
+        ft_topk_set_form(c < ncases ? FT_TOPK_FORM_SPLIT : FT_TOPK_FORM_ROW);
+        const int cc = c % ncases, B = cases[cc][0], beam = cases[cc][1], V = cases[cc][2];
         const int k = tv->K < beam * V ? tv->K : beam * V;
         const int rows = B * beam;
         const size_t n = (size_t)rows * V;
         float *h = (float *)malloc(n * sizeof(float)), *cum = (float *)malloc(rows * sizeof(float));
-        fill_values(h, n, &rng, c % 2 ? VALS_TIES : VALS_NORMAL, dt);
+        fill_values(h, n, &rng, cc % 2 ? VALS_TIES : VALS_NORMAL, dt);
         for (int r = 0; r < rows; r++)
-            cum[r] = c == 0 ? 0.0f : (r % beam == 0 ? 0.0f : (c == 2 ? -1e20f : (float)(-3.0 * ref_rng_uniform(&rng))));
+            cum[r] = cc == 0 ? 0.0f : (r % beam == 0 ? 0.0f : (cc == 2 ? -1e20f : (float)(-3.0 * ref_rng_uniform(&rng))));
         void *x = dev_alloc(n * ft_dtype_size(dt));
         dev_upload(x, h, n, dt);
         float *dcum = (float *)dev_alloc(rows * sizeof(float));
@@ -192,6 +200,7 @@ static void test_beam_topk(ft_test *t)
         free(h), free(cum), free(gv), free(rv), free(gi), free(ri);
         cudaFree(x), cudaFree(dcum), cudaFree(dv), cudaFree(di), cudaFree(ws);
     }
+    ft_topk_set_form(FT_TOPK_FORM_AUTO);
 }
 
 /* ---------------------------------------------------------------- sampling */
@@ -428,16 +437,20 @@ static void test_topk_sampling(ft_test *t)
     ref_rng rng;
     ref_rng_seed(&rng, ref_test_seed() ^ 0x5a ^ (uint64_t)tv->K);
     const int K = tv->K;
-    check_distribution(t, &c, &rng, 300, K, 0.8, 1.0, 0, 20000);
-    if (K >= 4)
-        check_distribution(t, &c, &rng, 300, K, 1.3, 0.7, 0, 20000);
-    check_distribution(t, &c, &rng, 5000, K, 1.0, 1.0, 0, 4000);
-    check_distribution(t, &c, &rng, 64, K < 64 ? K : 64, 1.0, 1.0, 1, 8000); /* tied logits */
-    check_state(t, &c, &rng, 1000, K, 64);
-    /* few rows of a real vocabulary: each row split over several first-pass blocks whose
-     * lists the second pass merges */
-    check_distribution(t, &c, &rng, 32000, K, 1.0, 1.0, 0, 64);
-    check_state(t, &c, &rng, 32000, K, 64);
+    for (int f = 0; f < (K <= 64 ? 2 : 1); f++) { /* the split form, then the row form */
+        ft_topk_set_form(f ? FT_TOPK_FORM_ROW : FT_TOPK_FORM_SPLIT);
+        check_distribution(t, &c, &rng, 300, K, 0.8, 1.0, 0, 20000);
+        if (K >= 4)
+            check_distribution(t, &c, &rng, 300, K, 1.3, 0.7, 0, 20000);
+        check_distribution(t, &c, &rng, 5000, K, 1.0, 1.0, 0, 4000);
+        check_distribution(t, &c, &rng, 64, K < 64 ? K : 64, 1.0, 1.0, 1, 8000); /* tied logits */
+        check_state(t, &c, &rng, 1000, K, 64);
+        /* few rows of a real vocabulary: split form, each row over several first-pass
+         * blocks whose lists the second pass merges; row form, one block per row */
+        check_distribution(t, &c, &rng, 32000, K, 1.0, 1.0, 0, 64);
+        check_state(t, &c, &rng, 32000, K, 64);
+    }
+    ft_topk_set_form(FT_TOPK_FORM_AUTO);
 }
 
 static void test_topp_sampling(ft_test *t)

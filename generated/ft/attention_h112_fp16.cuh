@@ -1332,7 +1332,7 @@ static inline ft_status ft_packed_attention_h112_fp16(const ft_packed_attention_
     if (st != FT_OK)
         return st;
     static int smem_done[64];
-    if ((st = ft_attn_smem_limit(fn, (const void *)ft_attn_packed_h112_fp16, FT_ATTN_H112_FP16_PK_SMEM, smem_done)) != FT_OK)
+    if ((st = ft_smem_limit(fn, (const void *)ft_attn_packed_h112_fp16, FT_ATTN_H112_FP16_PK_SMEM, smem_done)) != FT_OK)
         return st;
     ft_attn_packed_kargs_h112_fp16 k;
     memset(&k, 0, sizeof k);

@@ -24,7 +24,10 @@
  * merged into the list 32 at a time. The warps of a block then merge pairwise through
  * shared memory. A row is split over several blocks when there are few rows (chosen
  * from the SM count); a second kernel, launched to overlap the first one's tail on sm_90,
- * merges the blocks' lists of each row and writes the result or draws the sample. */
+ * merges the blocks' lists of each row and writes the result or draws the sample.
+ * On sm_90, when the rows fit one wave of single blocks and a row fits one block's
+ * shared memory, the row form runs instead (ft_topk_row_k8_fp32 below: a floor, a few
+ * candidates, ranks by counting; ft_topk_set_form in ft/search.cuh picks a form). */
 #ifndef FT_TOPK_K8_FP32_CUH
 #define FT_TOPK_K8_FP32_CUH
 
@@ -492,6 +495,217 @@ static __global__ void __launch_bounds__(256) ft_topk_pass2_k8_fp32(ft_topk_args
         ft_topk_finish_k8_fp32(a, out_row, l);
 }
 
+/* ---------------------------------------------------------------- row form (sm_90)
+ *
+ * One 1024-thread block per row; the row lands in shared memory through bulk copies of
+ * 16 KB pieces (one 16-byte vector per thread each), read twice from there:
+ *   1. each thread's largest value as its pieces land; each warp's 2 largest of those, and
+ *      the K-th largest of the block's 64 is a floor with at least K elements of the
+ *      row at or above it;
+ *   2. the elements not below the floor (on N(0,1) rows of 32000: about 5 for K = 4, 36
+ *      for K = 32, 200 for K = 64) go to a candidate list as keys, and each candidate's
+ *      rank is the count of larger keys.
+ * Rows whose candidates overflow the list (heavy ties, NaN, rows a floor cannot cut) run
+ * the split form's warp lists over the shared row instead. */
+enum { FT_TOPK_ROW_NT_K8_FP32 = 1024, FT_TOPK_ROW_CAP_K8_FP32 = 512, FT_TOPK_ROW_PIECES_K8_FP32 = 14,
+       /* the candidates, or the fallback's warp buffers, or the block merge's lists */
+       FT_TOPK_ROW_SCRATCH_K8_FP32 = 32 * 64 * 8 };
+
+static __global__ void __launch_bounds__(1024, 1) ft_topk_row_k8_fp32(ft_topk_args_k8_fp32 a)
+{
+    enum { NT = FT_TOPK_ROW_NT_K8_FP32, CAP = FT_TOPK_ROW_CAP_K8_FP32, NP = FT_TOPK_ROW_PIECES_K8_FP32 };
+    extern __shared__ __align__(16) unsigned char ft_topk_row_smem_k8_fp32[];
+    unsigned long long *scratch = (unsigned long long *)ft_topk_row_smem_k8_fp32;
+    uint4 *sv = (uint4 *)(ft_topk_row_smem_k8_fp32 + FT_TOPK_ROW_SCRATCH_K8_FP32);
+    __shared__ unsigned long long bars[NP];
+    __shared__ unsigned long long top[8];
+    __shared__ unsigned long long bound;
+    __shared__ unsigned wtop[64];
+    __shared__ unsigned floor_s;
+    __shared__ int ncand;
+    const int t = threadIdx.x, lane = t & 31, warp = t >> 5;
+    const int row = blockIdx.x;
+    ft_pdl_trigger();
+    ft_pdl_wait();
+    const int out_row = row / a.beams, beam = row - out_row * a.beams;
+    if (a.mode == FT_TOPK_SAMPLE_K8_FP32) {
+        const int forced = ft_decode_forced(a.io, out_row, a.smp.step, a.smp.end_id);
+        if (forced >= 0) {
+            if (t == 0)
+                ft_decode_commit(a.io, out_row, a.smp.step, a.smp.end_id, forced, 1);
+            return;
+        }
+    }
+    const float *x = a.x + (int64_t)row * a.ld;
+    const float add = a.cum ? a.cum[row] : 0.0f;
+    const int base_idx = beam * a.V;
+    const int head = ft_head_to_16(x, 4u, a.V);
+    const int nvec = (a.V - head) / 4, tail0 = head + nvec * 4;
+    const int iters = (nvec + NT - 1) / NT; /* pieces; every thread runs them all */
+    /* this thread's odd element: the head's (threads 0..) or the tail's (threads 4..) */
+    int si = -1;
+    if (t < head)
+        si = t;
+    else if (t >= 4 && t - 4 < a.V - tail0)
+        si = tail0 + t - 4;
+    if (t == 0) {
+        for (int p = 0; p < iters; p++)
+            ft_mbar_init(&bars[p], 1);
+        ft_mbar_init_fence();
+        bound = 0ull;
+        ncand = 0;
+    }
+    if (t < 8)
+        top[t] = 0ull;
+    __syncthreads(); /* the barriers are initialised before any copy counts on them */
+    if (t == 0)
+        for (int p = 0; p < iters; p++) {
+            const int n = min(NT, nvec - p * NT);
+            ft_mbar_expect_tx(&bars[p], (unsigned)n * 16u);
+            ft_bulk_load((void *)(sv + p * NT), x + head + (int64_t)p * NT * 4, (unsigned)n * 16u, &bars[p]);
+        }
+    const float so_raw = si >= 0 ? ft_to_float_fp32(x[si]) : 0.0f, so = so_raw + add;
+    /* 1. the floor. mx: this thread's largest raw value (add added once at the end:
+     * rounding is monotonic), NaN once any is: a NaN ranks above every number */
+    float mx = si >= 0 ? so_raw : -INFINITY;
+    {
+        const bool any = si >= 0 || t < nvec;
+        const uint4 *svt = sv + t;
+        for (int p = 0; p < iters; p++) {
+            ft_mbar_wait(&bars[p], 0);
+            if (p * NT + t < nvec) {
+                float f[4];
+                ft_unpack_fp32x4(svt[p * NT], f);
+#pragma unroll
+                for (int e = 0; e < 4; e++)
+                    mx = ft_fmax_nan(mx, f[e]);
+            }
+        }
+        /* a thread without elements bounds nothing */
+        unsigned key = any ? ft_order_key(mx + add) : 0u;
+#pragma unroll
+        for (int c = 0; c < 2; c++) { /* the warp's c+1 largest lane maxima, one at a time */
+            const unsigned m = __reduce_max_sync(0xffffffffu, key);
+            const unsigned holders = __ballot_sync(0xffffffffu, key == m);
+            if (lane == __ffs(holders) - 1)
+                key = 0u;
+            if (lane == 0)
+                wtop[c * 32 + warp] = m;
+        }
+    }
+    __syncthreads();
+    /* the floor: the K-th largest of the warps' 64 values (slot c*32+w: the c+1-th largest lane
+     * maximum of warp w; ties to the lower slot). Each warp's values at or above it are a
+     * prefix of its own, each with as many distinct elements of the warp at or above it,
+     * so at least K elements of the row are. Warp 0 counts it out. */
+    if (warp == 0) { /* a sort of the values as (value, slot) keys */
+        unsigned long long hi = ft_warp_sort_desc(((unsigned long long)wtop[lane] << 32) | (unsigned)(63 - lane));
+        unsigned long long lo = ft_warp_sort_desc(((unsigned long long)wtop[32 + lane] << 32) | (unsigned)(31 - lane));
+        ft_warp_merge_split(hi, lo);
+        const unsigned long long kth = hi;
+        if (lane == 7)
+            floor_s = (unsigned)(kth >> 32);
+    }
+    __syncthreads();
+    const unsigned floor_key = floor_s;
+    /* 2. the candidates: elements not below the floor's value (NaN passes; a floor of 0 or
+     * NaN lets everything through) */
+    const float tf = ft_order_key_value(floor_key);
+    const uint4 *svt = sv + t;
+    /* only threads whose largest passes hold candidates: about K + 4 of the 1024 */
+    for (int p = 0; !(mx + add < tf) && p < iters; p++) {
+        if (p * NT + t >= nvec) /* the last piece's end */
+            break;
+        float f[4];
+        ft_unpack_fp32x4(svt[p * NT], f);
+        /* the vector's largest first (max(f) + add is the largest f + add: rounding is
+         * monotonic; NaN stays NaN): one compare for almost every vector */
+        float m = f[0];
+#pragma unroll
+        for (int e = 1; e < 4; e++)
+            m = ft_fmax_nan(m, f[e]);
+        if (m + add < tf)
+            continue;
+        unsigned cm = 0u;
+#pragma unroll
+        for (int e = 0; e < 4; e++)
+            cm |= !(f[e] + add < tf) ? 1u << e : 0u;
+        int pos = atomicAdd(&ncand, __popc(cm)); /* few threads get here */
+#pragma unroll
+        for (int e = 0; e < 4; e++)
+            if (cm & (1u << e)) {
+                if (pos < CAP)
+                    scratch[pos] = ft_select_key(f[e] + add, base_idx + head + (p * NT + t) * 4 + e);
+                pos++;
+            }
+    }
+    if (si >= 0 && !(so < tf)) {
+        const int pos = atomicAdd(&ncand, 1);
+        if (pos < CAP)
+            scratch[pos] = ft_select_key(so, base_idx + si);
+    }
+    __syncthreads();
+    const int n = ncand;
+    unsigned long long l[1];
+    if (n <= CAP) {
+        /* 3. ranks: g threads per candidate (g = 1024 / n rounded to a power of two, at
+         * most 32), each counting the larger keys among every g-th */
+        int lg = 0;
+        while (lg < 5 && (n << (lg + 1)) <= NT)
+            lg++;
+        const int g = 1 << lg, i = t >> lg, part = t & (g - 1);
+        const unsigned long long mine = i < n ? scratch[i] : 0ull;
+        int rank = 0;
+        if (i < n)
+            for (int q = part; q < n; q += g)
+                rank += scratch[q] > mine;
+        for (int off = 1; off < g; off <<= 1)
+            rank += __shfl_xor_sync(0xffffffffu, rank, off);
+        if (i < n && part == 0 && rank < 8)
+            top[rank] = mine;
+        __syncthreads();
+        if (warp != 0)
+            return;
+#pragma unroll
+        for (int s = 0; s < 1; s++)
+            l[s] = s * 32 + lane < 8 ? top[s * 32 + lane] : 0ull;
+    } else {
+        /* the split form's warp lists over the shared row */
+        unsigned long long thr = floor_key ? ((unsigned long long)floor_key << 32) - 1ull : 0ull;
+        unsigned long long *wbuf = scratch + warp * 64;
+        int cnt = 0;
+#pragma unroll
+        for (int s = 0; s < 1; s++)
+            l[s] = 0ull;
+        for (int p = 0; p < iters; p++) {
+            const int j = p * NT + t;
+            float f[4];
+            if (j < nvec)
+                ft_unpack_fp32x4(sv[j], f);
+#pragma unroll
+            for (int e = 0; e < 4; e++)
+                ft_topk_push_k8_fp32(l, thr, &bound, wbuf, cnt,
+                                   j < nvec ? ft_select_key(f[e] + add, base_idx + head + j * 4 + e) : 0ull);
+        }
+        if (warp == 0) /* the odd elements are warp 0's */
+            ft_topk_push_k8_fp32(l, thr, &bound, wbuf, cnt, si >= 0 ? ft_select_key(so, base_idx + si) : 0ull);
+        ft_topk_flush_k8_fp32(l, thr, &bound, wbuf, cnt);
+        __syncthreads(); /* the merge's lists overwrite the buffers */
+        ft_topk_block_merge_k8_fp32(l, thr, &bound, scratch);
+        if (warp != 0)
+            return;
+    }
+    if (a.beams == 1) {
+        ft_topk_finish_k8_fp32(a, out_row, l);
+        return;
+    }
+    unsigned long long *dst = a.ws + ((int64_t)out_row * a.beams + beam) * 8;
+#pragma unroll
+    for (int s = 0; s < 1; s++)
+        if (s * 32 + lane < 8)
+            dst[s * 32 + lane] = l[s];
+}
+
 /* ---------------------------------------------------------------- launchers */
 
 /* Blocks per row of the first pass: as many as keep all rows' blocks in one wave (two
@@ -522,6 +736,17 @@ static inline size_t ft_topk_workspace_bytes_k8_fp32(int rows, int beams, int V)
     return (size_t)rows * splits * 8 * sizeof(unsigned long long);
 }
 
+/* The second pass over the beams * splits lists of each output row: one warp per 128 keys
+ * to merge, at most 8, overlapping the first pass's tail. */
+static inline ft_status ft_topk_launch_pass2_k8_fp32(const char *fn, ft_topk_args_k8_fp32 *a, cudaStream_t stream)
+{
+    void *args[] = {a};
+    const int lists = a->beams * a->splits;
+    const int warps = (int)((lists * 8 + 127) / 128 < 8 ? (lists * 8 + 127) / 128 : 8);
+    return ft_launch_ex(fn, (const void *)ft_topk_pass2_k8_fp32, dim3((unsigned)(a->rows / a->beams)),
+                        dim3((unsigned)(32 * warps)), 0, stream, args, 1, 1);
+}
+
 static inline ft_status ft_topk_launch_k8_fp32(const char *fn, ft_topk_args_k8_fp32 *a, void *workspace,
                                               size_t workspace_bytes, cudaStream_t stream)
 {
@@ -529,8 +754,39 @@ static inline ft_status ft_topk_launch_k8_fp32(const char *fn, ft_topk_args_k8_f
     int sms = 0;
     if ((st = ft_sm_count(fn, &sms)) != FT_OK)
         return st;
-    a->splits = ft_topk_splits_k8_fp32(a->rows, a->V, sms);
+    void *args[] = {a};
     a->ws = (unsigned long long *)workspace;
+    int major = 0;
+    const ft_topk_form form = ft_topk_get_form();
+    if (form != FT_TOPK_FORM_SPLIT && (st = ft_cc_major(fn, &major)) == FT_OK && major >= 9) {
+        enum { NT = FT_TOPK_ROW_NT_K8_FP32 };
+        const int nv = a->V / 4; /* vectors a row may hold */
+        const int smem = FT_TOPK_ROW_SCRATCH_K8_FP32 + nv * 16;
+        int optin = 0;
+        if ((st = ft_smem_optin(fn, &optin)) != FT_OK)
+            return st;
+        const int fits = nv <= FT_TOPK_ROW_PIECES_K8_FP32 * NT && smem + 1024 <= optin;
+        if (fits && (form == FT_TOPK_FORM_ROW || (a->rows <= sms && nv >= 2 * NT))) {
+            a->splits = 1;
+            if (a->beams > 1) {
+                const size_t need = (size_t)a->rows * 8 * sizeof(unsigned long long);
+                if (!workspace || workspace_bytes < need)
+                    return ft_fail(FT_ERR_INVALID_ARGUMENT, "%s: needs a workspace of %zu bytes (given %zu%s); "
+                                   "ask ft_topk_workspace_bytes_k8_fp32", fn, need, workspace_bytes,
+                                   workspace ? "" : ", NULL");
+                if (!ft_aligned(workspace, 8))
+                    return ft_fail(FT_ERR_MISALIGNED, "%s: workspace must be 8-byte aligned", fn);
+            }
+            static int raised[64];
+            if ((st = ft_smem_limit(fn, (const void *)ft_topk_row_k8_fp32, smem, raised)) != FT_OK ||
+                (st = ft_launch_ex(fn, (const void *)ft_topk_row_k8_fp32, dim3((unsigned)a->rows), dim3(NT),
+                                   (size_t)smem, stream, args, 1, 1)) != FT_OK ||
+                a->beams == 1)
+                return st;
+            return ft_topk_launch_pass2_k8_fp32(fn, a, stream);
+        }
+    }
+    a->splits = ft_topk_splits_k8_fp32(a->rows, a->V, sms);
     if (a->splits * a->beams > 1) {
         const size_t need = (size_t)a->rows * a->splits * 8 * sizeof(unsigned long long);
         if (!workspace || workspace_bytes < need)
@@ -544,16 +800,11 @@ static inline ft_status ft_topk_launch_k8_fp32(const char *fn, ft_topk_args_k8_f
         return ft_fail(FT_ERR_UNSUPPORTED, "%s: %d rows need more than 2^31-1 blocks; split the call", fn, a->rows);
     /* both passes launch as programmatic dependents (sm_90): each is scheduled behind the
      * kernel before it and waits for its writes */
-    void *args[] = {a};
     if ((st = ft_launch_ex(fn, (const void *)ft_topk_pass1_k8_fp32, dim3((unsigned)(a->rows * a->splits)), dim3(256), 0,
                            stream, args, 1, 1)) != FT_OK ||
         a->splits * a->beams == 1)
         return st;
-    /* one warp per 128 keys to merge, at most 8; overlapping the first pass's tail */
-    const int lists = a->beams * a->splits;
-    const int warps = (int)((lists * 8 + 127) / 128 < 8 ? (lists * 8 + 127) / 128 : 8);
-    return ft_launch_ex(fn, (const void *)ft_topk_pass2_k8_fp32, dim3((unsigned)(a->rows / a->beams)),
-                        dim3((unsigned)(32 * warps)), 0, stream, args, 1, 1);
+    return ft_topk_launch_pass2_k8_fp32(fn, a, stream);
 }
 
 static inline ft_status ft_topk_check_rows_k8_fp32(const char *fn, const float *x, int64_t ld, int rows, int V)

@@ -401,24 +401,4 @@ static inline ft_status ft_attn_check_packed(const char *fn, const ft_packed_att
     return FT_OK;
 }
 
-/* Raises `kernel`'s dynamic shared-memory limit to `smem` once per device (`done`: the
- * caller's static int[64], one per kernel). */
-static inline ft_status ft_attn_smem_limit(const char *fn, const void *kernel, int smem, int *done)
-{
-    int dev = 0;
-    cudaError_t e = cudaGetDevice(&dev);
-    if (e == cudaSuccess && dev >= 0 && dev < 64 && done[dev])
-        return FT_OK;
-    if (e == cudaSuccess)
-        e = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
-    if (e != cudaSuccess) {
-        cudaGetLastError();
-        return ft_fail(FT_ERR_CUDA, "%s: cannot allow the kernel %d bytes of shared memory: %s", fn, smem,
-                       cudaGetErrorString(e));
-    }
-    if (dev >= 0 && dev < 64)
-        done[dev] = 1;
-    return FT_OK;
-}
-
 #endif /* FT_ATTENTION_COMMON_CUH */

@@ -82,7 +82,7 @@ static inline ft_status ft_launch_status(const char *fn)
  * slot `slot` (one slot per attribute asked for). */
 static inline ft_status ft_device_attr_(const char *fn, enum cudaDeviceAttr attr, int slot, int *out)
 {
-    static int cache[2][64];
+    static int cache[3][64];
     int dev = 0;
     cudaError_t e = cudaGetDevice(&dev);
     if (e == cudaSuccess && dev >= 0 && dev < 64 && cache[slot][dev] > 0) {
@@ -113,6 +113,32 @@ static inline ft_status ft_sm_count(const char *fn, int *out)
 static inline ft_status ft_cc_major(const char *fn, int *out)
 {
     return ft_device_attr_(fn, cudaDevAttrComputeCapabilityMajor, 1, out);
+}
+
+/* Most dynamic shared memory one block of the current device may opt in to. */
+static inline ft_status ft_smem_optin(const char *fn, int *out)
+{
+    return ft_device_attr_(fn, cudaDevAttrMaxSharedMemoryPerBlockOptin, 2, out);
+}
+
+/* Raises `kernel`'s dynamic shared-memory limit to at least `smem` bytes, once per device
+ * and size (`raised`: the caller's static int[64], one per kernel, the limit set so far). */
+static inline ft_status ft_smem_limit(const char *fn, const void *kernel, int smem, int *raised)
+{
+    int dev = 0;
+    cudaError_t e = cudaGetDevice(&dev);
+    if (e == cudaSuccess && dev >= 0 && dev < 64 && raised[dev] >= smem)
+        return FT_OK;
+    if (e == cudaSuccess)
+        e = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
+    if (e != cudaSuccess) {
+        cudaGetLastError();
+        return ft_fail(FT_ERR_CUDA, "%s: cannot allow the kernel %d bytes of shared memory: %s", fn, smem,
+                       cudaGetErrorString(e));
+    }
+    if (dev >= 0 && dev < 64)
+        raised[dev] = smem;
+    return FT_OK;
 }
 
 /* Programmatic dependent launch (sm_90): a kernel launched by ft_launch_ex as dependent may

@@ -51,6 +51,31 @@ static inline ft_topp_form ft_topp_get_form(void)
     return *ft_topp_form_slot_();
 }
 
+/* Which form ft_topk_* / ft_beam_topk_* / ft_topk_sampling_* (ft/topk_k<K>_<dtype>.cuh)
+ * run. AUTO: one 1024-thread block per row holding the row in shared memory (ROW) on sm_90
+ * for K <= 64 when the rows fit one wave and a row fits a block's shared memory and gives
+ * each thread two vectors at least; else the split form (SPLIT: a row's blocks scan from
+ * registers, a second kernel merges their lists). ROW where it cannot run (before sm_90,
+ * K > 64, a row too long for shared memory) runs SPLIT. For tests and benchmarks;
+ * process-wide, per translation unit, not thread-safe. */
+typedef enum ft_topk_form { FT_TOPK_FORM_AUTO = 0, FT_TOPK_FORM_SPLIT = 1, FT_TOPK_FORM_ROW = 2 } ft_topk_form;
+
+static inline ft_topk_form *ft_topk_form_slot_(void)
+{
+    static ft_topk_form form = FT_TOPK_FORM_AUTO;
+    return &form;
+}
+
+static inline void ft_topk_set_form(ft_topk_form form)
+{
+    *ft_topk_form_slot_() = form;
+}
+
+static inline ft_topk_form ft_topk_get_form(void)
+{
+    return *ft_topk_form_slot_();
+}
+
 /* ---------------------------------------------------------------- order and keys */
 
 /* Order-preserving 32-bit image of a float: a > b as values <=> key(a) > key(b), with
@@ -68,6 +93,18 @@ static __device__ __forceinline__ unsigned ft_order_key(float v)
 static __device__ __forceinline__ float ft_order_key_value(unsigned k)
 {
     return __uint_as_float((k & 0x80000000u) ? (k & 0x7fffffffu) : ~k);
+}
+
+/* max(a, b), NaN when either is NaN (one instruction from sm_80 on). */
+static __device__ __forceinline__ float ft_fmax_nan(float a, float b)
+{
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+    float r;
+    asm("max.NaN.f32 %0, %1, %2;" : "=f"(r) : "f"(a), "f"(b));
+    return r;
+#else
+    return (a != a || b != b) ? __int_as_float(0x7fffffff) : fmaxf(a, b);
+#endif
 }
 
 /* A candidate as one 64-bit word: value key above, complemented index below, so a
