@@ -289,6 +289,23 @@ static __device__ __forceinline__ void ft_topk_finish_k64_fp16(const ft_topk_arg
         ft_decode_commit(a.io, out_row, p.step, p.end_id, ft_select_index(chosen), 0);
 }
 
+/* Warp 0 of a first-pass block (split `split` of beam `beam` of out_row) with its list:
+ * the result itself when the row has one list, else the list into the workspace. */
+static __device__ __forceinline__ void ft_topk_emit_k64_fp16(const ft_topk_args_k64_fp16 &a, int out_row, int beam,
+                                                           int split, const unsigned long long *l)
+{
+    if (a.beams * a.splits == 1) {
+        ft_topk_finish_k64_fp16(a, out_row, l);
+        return;
+    }
+    const int lane = threadIdx.x & 31;
+    unsigned long long *dst = a.ws + ((int64_t)out_row * a.beams * a.splits + beam * a.splits + split) * 64;
+#pragma unroll
+    for (int s = 0; s < 2; s++)
+        if (s * 32 + lane < 64)
+            dst[s * 32 + lane] = l[s];
+}
+
 /* ---------------------------------------------------------------- kernels */
 
 /* First pass: block (row, split) scans its share of one row. With one block per output
@@ -440,15 +457,7 @@ static __global__ void __launch_bounds__(256) ft_topk_pass1_k64_fp16(ft_topk_arg
     ft_topk_block_merge_k64_fp16(l, thr, &bound, buf);
     if (warp != 0)
         return;
-    if (a.beams * a.splits == 1) {
-        ft_topk_finish_k64_fp16(a, out_row, l);
-        return;
-    }
-    unsigned long long *dst = a.ws + ((int64_t)out_row * a.beams * a.splits + beam * a.splits + split) * 64;
-#pragma unroll
-    for (int s = 0; s < 2; s++)
-        if (s * 32 + lane < 64)
-            dst[s * 32 + lane] = l[s];
+    ft_topk_emit_k64_fp16(a, out_row, beam, split, l);
 }
 
 /* Second pass: one block per output row merges the beams*splits sorted lists. */
@@ -695,15 +704,7 @@ static __global__ void __launch_bounds__(1024, 1) ft_topk_row_k64_fp16(ft_topk_a
         if (warp != 0)
             return;
     }
-    if (a.beams == 1) {
-        ft_topk_finish_k64_fp16(a, out_row, l);
-        return;
-    }
-    unsigned long long *dst = a.ws + ((int64_t)out_row * a.beams + beam) * 64;
-#pragma unroll
-    for (int s = 0; s < 2; s++)
-        if (s * 32 + lane < 64)
-            dst[s * 32 + lane] = l[s];
+    ft_topk_emit_k64_fp16(a, out_row, beam, 0, l);
 }
 
 /* ---------------------------------------------------------------- launchers */
