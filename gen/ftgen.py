@@ -367,9 +367,10 @@ class TopkFamily(Family):
             "load": f"ft_load_cs_{dt}x{vec}", "to_float": f"ft_to_float_{dt}",  # rows are read once: streaming loads
             "unpack": f"ft_unpack_{dt}x{vec}",
             # the row form (one block per row in shared memory) for K <= 64: each of its 32
-            # warps offers its RC = 2 largest lane maxima, the floor is the K-th of the 64
-            # (on N(0,1) rows of 32000: about K+4 candidates for K <= 32, 200 for K = 64)
-            "ROW": K <= 64, "RC": 2,
+            # warps offers its RC largest lane maxima, the floor is the K-th of the 32*RC
+            # (on N(0,1) rows of 32000: about K+4 candidates for K <= 32 with RC = 2, 69
+            # for K = 64 with RC = 4, 200 with RC = 2)
+            "ROW": K <= 64, "RC": 2 if K <= 32 else 4,
         }
 
     def dispatch_files(self, env, variants, command):

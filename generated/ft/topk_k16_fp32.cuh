@@ -608,9 +608,11 @@ static __global__ void __launch_bounds__(1024, 1) ft_topk_row_k16_fp32(ft_topk_a
      * prefix of its own, each with as many distinct elements of the warp at or above it,
      * so at least K elements of the row are. Warp 0 counts it out. */
     if (warp == 0) { /* a sort of the values as (value, slot) keys */
-        unsigned long long hi = ft_warp_sort_desc(((unsigned long long)wtop[lane] << 32) | (unsigned)(63 - lane));
-        unsigned long long lo = ft_warp_sort_desc(((unsigned long long)wtop[32 + lane] << 32) | (unsigned)(31 - lane));
-        ft_warp_merge_split(hi, lo);
+#define FT_WTOP_KEY_(c) (((unsigned long long)wtop[(c) * 32 + lane] << 32) | (unsigned)(63 - (c) * 32 - lane))
+        unsigned long long hi = ft_warp_sort_desc(FT_WTOP_KEY_(0));
+        unsigned long long lo = ft_warp_sort_desc(FT_WTOP_KEY_(1));
+        ft_warp_merge_split(hi, lo); /* (hi, lo): the first 64 sorted */
+#undef FT_WTOP_KEY_
         const unsigned long long kth = hi;
         if (lane == 15)
             floor_s = (unsigned)(kth >> 32);

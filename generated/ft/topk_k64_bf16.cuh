@@ -508,8 +508,8 @@ static __global__ void __launch_bounds__(256) ft_topk_pass2_k64_bf16(ft_topk_arg
  *
  * One 1024-thread block per row; the row lands in shared memory through bulk copies of
  * 16 KB pieces (one 16-byte vector per thread each), read twice from there:
- *   1. each thread's largest value as its pieces land; each warp's 2 largest of those, and
- *      the K-th largest of the block's 64 is a floor with at least K elements of the
+ *   1. each thread's largest value as its pieces land; each warp's 4 largest of those, and
+ *      the K-th largest of the block's 128 is a floor with at least K elements of the
  *      row at or above it;
  *   2. the elements not below the floor (on N(0,1) rows of 32000: about 5 for K = 4, 36
  *      for K = 32, 200 for K = 64) go to a candidate list as keys, and each candidate's
@@ -529,7 +529,7 @@ static __global__ void __launch_bounds__(1024, 1) ft_topk_row_k64_bf16(ft_topk_a
     __shared__ unsigned long long bars[NP];
     __shared__ unsigned long long top[64];
     __shared__ unsigned long long bound;
-    __shared__ unsigned wtop[64];
+    __shared__ unsigned wtop[128];
     __shared__ unsigned floor_s;
     __shared__ int ncand;
     const int t = threadIdx.x, lane = t & 31, warp = t >> 5;
@@ -593,7 +593,7 @@ static __global__ void __launch_bounds__(1024, 1) ft_topk_row_k64_bf16(ft_topk_a
         /* a thread without elements bounds nothing */
         unsigned key = any ? ft_order_key(mx + add) : 0u;
 #pragma unroll
-        for (int c = 0; c < 2; c++) { /* the warp's c+1 largest lane maxima, one at a time */
+        for (int c = 0; c < 4; c++) { /* the warp's c+1 largest lane maxima, one at a time */
             const unsigned m = __reduce_max_sync(0xffffffffu, key);
             const unsigned holders = __ballot_sync(0xffffffffu, key == m);
             if (lane == __ffs(holders) - 1)
@@ -603,14 +603,25 @@ static __global__ void __launch_bounds__(1024, 1) ft_topk_row_k64_bf16(ft_topk_a
         }
     }
     __syncthreads();
-    /* the floor: the K-th largest of the warps' 64 values (slot c*32+w: the c+1-th largest lane
+    /* the floor: the K-th largest of the warps' 128 values (slot c*32+w: the c+1-th largest lane
      * maximum of warp w; ties to the lower slot). Each warp's values at or above it are a
      * prefix of its own, each with as many distinct elements of the warp at or above it,
      * so at least K elements of the row are. Warp 0 counts it out. */
     if (warp == 0) { /* a sort of the values as (value, slot) keys */
-        unsigned long long hi = ft_warp_sort_desc(((unsigned long long)wtop[lane] << 32) | (unsigned)(63 - lane));
-        unsigned long long lo = ft_warp_sort_desc(((unsigned long long)wtop[32 + lane] << 32) | (unsigned)(31 - lane));
-        ft_warp_merge_split(hi, lo);
+#define FT_WTOP_KEY_(c) (((unsigned long long)wtop[(c) * 32 + lane] << 32) | (unsigned)(127 - (c) * 32 - lane))
+        unsigned long long hi = ft_warp_sort_desc(FT_WTOP_KEY_(0));
+        unsigned long long lo = ft_warp_sort_desc(FT_WTOP_KEY_(1));
+        ft_warp_merge_split(hi, lo); /* (hi, lo): the first 64 sorted */
+        unsigned long long hi2 = ft_warp_sort_desc(FT_WTOP_KEY_(2));
+        unsigned long long lo2 = ft_warp_sort_desc(FT_WTOP_KEY_(3));
+        ft_warp_merge_split(hi2, lo2); /* the other 64 sorted */
+        /* the best 64 of both: max(A[i], B[63 - i]), a bitonic sequence; one compare-exchange
+         * across the halves and a bitonic merge of each sort it */
+        const unsigned long long r1 = __shfl_sync(0xffffffffu, lo2, 31 - lane), r2 = __shfl_sync(0xffffffffu, hi2, 31 - lane);
+        const unsigned long long t0 = hi > r1 ? hi : r1, t1 = lo > r2 ? lo : r2;
+        hi = ft_warp_merge_desc(t0 > t1 ? t0 : t1);
+        lo = ft_warp_merge_desc(t0 > t1 ? t1 : t0);
+#undef FT_WTOP_KEY_
         const unsigned long long kth = lo;
         if (lane == 31)
             floor_s = (unsigned)(kth >> 32);
