@@ -69,6 +69,7 @@ done
 if [ -z "${FT_SKIP_SANITIZER:-}" ] && command -v compute-sanitizer >/dev/null; then
   echo "== compute-sanitizer (memcheck, racecheck) on the GPU tests"
   : >"$LOG/sanitizer.txt"
+  n=0
   # a subset of each program (its test-name filters) keeps the sanitizer's run time bounded
   for spec in "test_norm layernorm_fp16 add_bias_act_fp16" "test_attention_fp16 h128" \
               "test_attention_bf16 packed_attention_h64" "test_attention_fp32 h80" "test_encoder masked_softmax_fp16 add_qkv_bias_transpose_fp16 remove_rebuild_padding_fp16" \
@@ -77,15 +78,16 @@ if [ -z "${FT_SKIP_SANITIZER:-}" ] && command -v compute-sanitizer >/dev/null; t
     set -- $spec
     t=$1
     shift
+    n=$((n + 1))
     if [ -n "${FT_SANITIZE_ONLY:-}" ] && ! printf ' %s ' "$FT_SANITIZE_ONLY" | grep -q " $t "; then
       continue
     fi
     for tool in memcheck racecheck; do
       timeout 150 compute-sanitizer --tool "$tool" --error-exitcode 3 "build/gpu/tests/$t" "$@" \
-        >"$LOG/sanitizer_${t}_$tool.log" 2>&1
+        >"$LOG/sanitizer_${n}_${t}_$tool.log" 2>&1
       rc=$?
       printf '%-20s %-10s exit %d: %s\n' "$t" "$tool" "$rc" \
-        "$(grep -E 'ERROR SUMMARY|passed,' "$LOG/sanitizer_${t}_$tool.log" | tr '\n' ' ')" >>"$LOG/sanitizer.txt"
+        "$(grep -E 'ERROR SUMMARY|passed,' "$LOG/sanitizer_${n}_${t}_$tool.log" | tr '\n' ' ')" >>"$LOG/sanitizer.txt"
       [ "$rc" -eq 0 ] || status=1
     done
   done
