@@ -46,6 +46,7 @@ typedef struct bench_opts {
     int vocab, k, beam, mode;
     int form;   /* top-p sampling: ft_topp_form */
     int tkform; /* top-K selection and sampling, beam candidates: ft_topk_form */
+    int tkblocks; /* the row form's blocks per row (0: its own choice) */
     float p;
     int iters, warmup;
     int csv;
@@ -653,9 +654,16 @@ static ft_status run_decoder_layer(const bench_opts *o, void **b, cudaStream_t s
 /* ---- decoding: logits [B*beam, V] N(0,1) (flat: a top-p set of p = 0.9 holds most of
  * the vocabulary, the sorted form's longest walk) */
 
+/* The top-K form and blocks per row a run asks for (before sizing the workspace too). */
+static void topk_policy(const bench_opts *o)
+{
+    ft_topk_set_form((ft_topk_form)o->tkform);
+    ft_topk_set_row_blocks(o->tkblocks);
+}
 /* 0 logits, 1 values / ids (4-byte), 2 indices, 3 workspace, 4 cum_log_probs (zero) */
 static size_t decoding_ws_bytes(const bench_opts *o)
 {
+    topk_policy(o);
     const int rows = o->batch * (strcmp(o->kernel, "beam_topk") == 0 ? o->beam : 1);
     if (strcmp(o->kernel, "topp_sampling_sorted") == 0)
         return ft_topp_sorted_workspace_bytes(o->dt, rows, o->vocab);
@@ -697,8 +705,8 @@ static void decoding_describe(const bench_opts *o, char *variant, char *shape, s
         snprintf(variant, len, "p=%.2f%s", o->p,
                  o->form == FT_TOPP_FORM_ONE_BLOCK ? " one_block" : o->form == FT_TOPP_FORM_CLUSTER ? " cluster" : "");
     else
-        snprintf(variant, len, "K=%d%s", ft_topk_variant_k(o->dt, o->k),
-                 o->tkform == FT_TOPK_FORM_SPLIT ? " split" : o->tkform == FT_TOPK_FORM_ROW ? " row" : "");
+        snprintf(variant, len, "K=%d%s%.0d", ft_topk_variant_k(o->dt, o->k),
+                 o->tkform == FT_TOPK_FORM_SPLIT ? " split" : o->tkform == FT_TOPK_FORM_ROW ? " row" : "", o->tkblocks);
     if (strcmp(o->kernel, "beam_topk") == 0)
         snprintf(shape, len, "B=%d W=%d V=%d k=%d", o->batch, o->beam, o->vocab, o->k);
     else if (strstr(o->kernel, "topk"))
@@ -715,13 +723,13 @@ static ft_sampling bench_sampling(const bench_opts *o)
 }
 static ft_status run_topk(const bench_opts *o, void **b, cudaStream_t s)
 {
-    ft_topk_set_form((ft_topk_form)o->tkform);
+    topk_policy(o);
     return ft_topk(o->dt, b[0], o->vocab, o->batch, o->vocab, o->k, (float *)b[1], (int *)b[2], b[3],
                    decoding_ws_bytes(o), s);
 }
 static ft_status run_beam_topk(const bench_opts *o, void **b, cudaStream_t s)
 {
-    ft_topk_set_form((ft_topk_form)o->tkform);
+    topk_policy(o);
     return ft_beam_topk(o->dt, b[0], o->vocab, (const float *)b[4], o->batch, o->beam, o->vocab, o->k, (float *)b[1],
                         (int *)b[2], b[3], decoding_ws_bytes(o), s);
 }
@@ -731,7 +739,7 @@ static ft_status run_topk_sampling(const bench_opts *o, void **b, cudaStream_t s
     ft_decode_io io;
     memset(&io, 0, sizeof io);
     io.ids = (int *)b[1];
-    ft_topk_set_form((ft_topk_form)o->tkform);
+    topk_policy(o);
     return ft_topk_sampling(o->dt, b[0], o->vocab, o->batch, o->vocab, &smp, &io, b[3], decoding_ws_bytes(o), s);
 }
 static ft_status run_topp_sampling(const bench_opts *o, void **b, cudaStream_t s)
@@ -780,7 +788,7 @@ static const kernel_desc kernels[] = {
      bert_buffers, run_bert_layer, layer_bytes, layer_describe},
     {"decoder_layer", "examples/decoder_layer.cuh one step, --batch --hidden --heads --ffn --len --mem-len",
      decoder_buffers, run_decoder_layer, layer_bytes, layer_describe},
-    {"topk", "the k best of each row, --batch --vocab --k [--topk-form auto|split|row]", decoding_buffers, run_topk, decoding_bytes,
+    {"topk", "the k best of each row, --batch --vocab --k [--topk-form auto|split|row|rowN (N blocks per row)]", decoding_buffers, run_topk, decoding_bytes,
      decoding_describe},
     {"beam_topk", "beam candidates with cum_log_probs, --batch --beam --vocab --k", decoding_buffers, run_beam_topk,
      decoding_bytes, decoding_describe},
@@ -971,7 +979,10 @@ static const char *suite[] = {
     "topk --dtype fp32 --batch 256 --vocab 50257 --k 4",
     "topk --dtype fp32 --batch 64 --vocab 32000 --k 4 --topk-form split",
     "topk --dtype fp32 --batch 64 --vocab 32000 --k 64 --topk-form split",
-    "topk --dtype fp32 --batch 256 --vocab 50257 --k 4 --topk-form row",
+    "topk --dtype fp32 --batch 256 --vocab 50257 --k 4 --topk-form split",
+    "topk --dtype fp32 --batch 64 --vocab 128256 --k 4 --topk-form split",
+    "topk --dtype fp32 --batch 64 --vocab 128256 --k 4 --topk-form row2",
+    "topk --dtype fp32 --batch 64 --vocab 32000 --k 4 --topk-form row2",
     "topk --dtype fp16 --batch 64 --vocab 32000 --k 4",
     "beam_topk --dtype fp32 --batch 16 --beam 4 --vocab 32000 --k 4",
     "topk_sampling --dtype fp32 --batch 64 --vocab 32000 --k 4",
@@ -1080,12 +1091,13 @@ static int parse(int argc, char **argv, bench_opts *o)
                     return -1;
                 }
             }
-            else if (strcmp(a, "--topk-form") == 0) {
-                o->tkform = strcmp(v, "auto") == 0    ? FT_TOPK_FORM_AUTO
-                            : strcmp(v, "split") == 0 ? FT_TOPK_FORM_SPLIT
-                            : strcmp(v, "row") == 0   ? FT_TOPK_FORM_ROW
-                                                      : -1;
-                if (o->tkform < 0) {
+            else if (strcmp(a, "--topk-form") == 0) { /* rowN: the row form with N blocks per row */
+                o->tkblocks = strncmp(v, "row", 3) == 0 ? atoi(v + 3) : 0;
+                o->tkform = strcmp(v, "auto") == 0      ? FT_TOPK_FORM_AUTO
+                            : strcmp(v, "split") == 0   ? FT_TOPK_FORM_SPLIT
+                            : strncmp(v, "row", 3) == 0 ? FT_TOPK_FORM_ROW
+                                                        : -1;
+                if (o->tkform < 0 || o->tkblocks < 0) {
                     fprintf(stderr, "ftbench: unknown top-K form %s\n", v);
                     return -1;
                 }

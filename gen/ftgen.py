@@ -366,11 +366,12 @@ class TopkFamily(Family):
             "SUFFIX": names["suffix"].upper(),
             "load": f"ft_load_cs_{dt}x{vec}", "to_float": f"ft_to_float_{dt}",  # rows are read once: streaming loads
             "unpack": f"ft_unpack_{dt}x{vec}",
-            # the row form (one block per row in shared memory) for K <= 64: each of its 32
-            # warps offers its RC largest lane maxima, the floor is the K-th of the 32*RC
-            # (on N(0,1) rows of 32000: about K+4 candidates for K <= 32 with RC = 2, 69
-            # for K = 64 with RC = 4, 200 with RC = 2)
-            "ROW": K <= 64, "RC": 2 if K <= 32 else 4,
+            # the row form (1024-thread blocks, a floor from the threads' maxima) for
+            # K <= 64: each of its 32 warps offers its RC largest lane maxima, the floor is
+            # the K-th of the 32*RC (on N(0,1) rows of 32000: about K+4 candidates for
+            # K <= 32 with RC = 2, 69 for K = 64 with RC = 4, 200 with RC = 2); a thread
+            # has UR 16-byte loads in flight (4 for 16-bit types: 8 spill at 64 registers)
+            "ROW": K <= 64, "RC": 2 if K <= 32 else 4, "UR": 8 if es == 4 else 4,
         }
 
     def dispatch_files(self, env, variants, command):

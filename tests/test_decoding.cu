@@ -124,6 +124,20 @@ static void run_topk(ft_test *t, const topk_variant *tv, ref_rng *rng, int rows,
     cudaFree(base), cudaFree(dv), cudaFree(di), cudaFree(ws);
 }
 
+/* The top-K forms a test runs for K: the split form; for K <= 64 also the row form with
+ * its own choice of blocks per row and with 3 blocks per row (shares and the second pass
+ * on every shape). */
+static int topk_forms(int K)
+{
+    return K <= 64 ? 3 : 1;
+}
+
+static void set_topk_form(int f)
+{
+    ft_topk_set_form(f == 0 ? FT_TOPK_FORM_SPLIT : f < 0 ? FT_TOPK_FORM_AUTO : FT_TOPK_FORM_ROW);
+    ft_topk_set_row_blocks(f == 2 ? 3 : 0);
+}
+
 static void test_topk(ft_test *t)
 {
     const topk_variant *tv = (const topk_variant *)t->arg;
@@ -134,10 +148,10 @@ static void test_topk(ft_test *t)
      * vocabulary sizes of real models, padded / misaligned rows */
     const int shapes[][3] = {{1, K, 0},      {3, K + 1, 1},    {5, 37, 0},      {64, 1000, 0},   {2, 4097, 3},
                              {7, 32000, 0},  {1, 50257, 0},    {1, 128256, 0},  {130, 3000, 5},  {16, 151936, 0}};
-    /* both forms on every shape: the split form, and the row form where K allows it (on
-     * ties and NaN rows its candidate list overflows and it runs warp lists instead) */
-    for (int f = 0; f < (K <= 64 ? 2 : 1); f++) {
-        ft_topk_set_form(f ? FT_TOPK_FORM_ROW : FT_TOPK_FORM_SPLIT);
+    /* every form on every shape (the row form's candidate list overflows on ties and NaN
+     * rows, and it runs warp lists instead) */
+    for (int f = 0; f < topk_forms(K); f++) {
+        set_topk_form(f);
         for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
             const int rows = shapes[s][0], V = shapes[s][1], pad = shapes[s][2];
             if (V < 1)
@@ -150,7 +164,7 @@ static void test_topk(ft_test *t)
             }
         }
     }
-    ft_topk_set_form(FT_TOPK_FORM_AUTO);
+    set_topk_form(-1);
 }
 
 static void test_beam_topk(ft_test *t)
@@ -161,8 +175,8 @@ static void test_beam_topk(ft_test *t)
     const ft_dtype dt = tv->dt;
     const int cases[][3] = {{1, 1, 50}, {4, 2, 1000}, {3, 4, 32000}, {2, 8, 777}, {1, 16, 5000}, {5, 3, 50257}};
     const int ncases = (int)(sizeof cases / sizeof cases[0]);
-    for (int c = 0; c < (tv->K <= 64 ? 2 : 1) * ncases; c++) { /* the split form, then the row form */
-        ft_topk_set_form(c < ncases ? FT_TOPK_FORM_SPLIT : FT_TOPK_FORM_ROW);
+    for (int c = 0; c < topk_forms(tv->K) * ncases; c++) { /* each form on each case */
+        set_topk_form(c / ncases);
         const int cc = c % ncases, B = cases[cc][0], beam = cases[cc][1], V = cases[cc][2];
         const int k = tv->K < beam * V ? tv->K : beam * V;
         const int rows = B * beam;
@@ -200,7 +214,7 @@ static void test_beam_topk(ft_test *t)
         free(h), free(cum), free(gv), free(rv), free(gi), free(ri);
         cudaFree(x), cudaFree(dcum), cudaFree(dv), cudaFree(di), cudaFree(ws);
     }
-    ft_topk_set_form(FT_TOPK_FORM_AUTO);
+    set_topk_form(-1);
 }
 
 /* ---------------------------------------------------------------- sampling */
@@ -437,20 +451,20 @@ static void test_topk_sampling(ft_test *t)
     ref_rng rng;
     ref_rng_seed(&rng, ref_test_seed() ^ 0x5a ^ (uint64_t)tv->K);
     const int K = tv->K;
-    for (int f = 0; f < (K <= 64 ? 2 : 1); f++) { /* the split form, then the row form */
-        ft_topk_set_form(f ? FT_TOPK_FORM_ROW : FT_TOPK_FORM_SPLIT);
+    for (int f = 0; f < topk_forms(K); f++) {
+        set_topk_form(f);
         check_distribution(t, &c, &rng, 300, K, 0.8, 1.0, 0, 20000);
         if (K >= 4)
             check_distribution(t, &c, &rng, 300, K, 1.3, 0.7, 0, 20000);
         check_distribution(t, &c, &rng, 5000, K, 1.0, 1.0, 0, 4000);
         check_distribution(t, &c, &rng, 64, K < 64 ? K : 64, 1.0, 1.0, 1, 8000); /* tied logits */
         check_state(t, &c, &rng, 1000, K, 64);
-        /* few rows of a real vocabulary: split form, each row over several first-pass
-         * blocks whose lists the second pass merges; row form, one block per row */
+        /* few rows of a real vocabulary: each row over several first-pass blocks whose
+         * lists the second pass merges (split form, and the row form with 3 blocks) */
         check_distribution(t, &c, &rng, 32000, K, 1.0, 1.0, 0, 64);
         check_state(t, &c, &rng, 32000, K, 64);
     }
-    ft_topk_set_form(FT_TOPK_FORM_AUTO);
+    set_topk_form(-1);
 }
 
 static void test_topp_sampling(ft_test *t)

@@ -25,9 +25,9 @@
  * shared memory. A row is split over several blocks when there are few rows (chosen
  * from the SM count); a second kernel, launched to overlap the first one's tail on sm_90,
  * merges the blocks' lists of each row and writes the result or draws the sample.
- * On sm_90, when the rows fit one wave of single blocks and a row fits one block's
- * shared memory, the row form runs instead (ft_topk_row_k16_bf16 below: a floor, a few
- * candidates, ranks by counting; ft_topk_set_form in ft/search.cuh picks a form). */
+ * When a row gives each thread of a 1024-thread block two 16-byte vectors at least, the
+ * row form runs instead (ft_topk_row_k16_bf16 below: a floor from the threads' maxima,
+ * a few candidates, ranks by counting; ft_topk_set_form in ft/search.cuh picks a form). */
 #ifndef FT_TOPK_K16_BF16_CUH
 #define FT_TOPK_K16_BF16_CUH
 
@@ -504,45 +504,43 @@ static __global__ void __launch_bounds__(256) ft_topk_pass2_k16_bf16(ft_topk_arg
         ft_topk_finish_k16_bf16(a, out_row, l);
 }
 
-/* ---------------------------------------------------------------- row form (sm_90)
+/* ---------------------------------------------------------------- row form
  *
- * One 1024-thread block per row; the row lands in shared memory through bulk copies of
- * 16 KB pieces (one 16-byte vector per thread each), read twice from there:
- *   1. each thread's largest value as its pieces land; each warp's 2 largest of those, and
- *      the K-th largest of the block's 64 is a floor with at least K elements of the
- *      row at or above it;
- *   2. the elements not below the floor (on N(0,1) rows of 32000: about 5 for K = 4, 36
- *      for K = 32, 200 for K = 64) go to a candidate list as keys, and each candidate's
- *      rank is the count of larger keys.
- * Rows whose candidates overflow the list (heavy ties, NaN, rows a floor cannot cut) run
- * the split form's warp lists over the shared row instead. */
-enum { FT_TOPK_ROW_NT_K16_BF16 = 1024, FT_TOPK_ROW_CAP_K16_BF16 = 512, FT_TOPK_ROW_PIECES_K16_BF16 = 14,
-       /* the candidates, or the fallback's warp buffers, or the block merge's lists */
-       FT_TOPK_ROW_SCRATCH_K16_BF16 = 32 * 64 * 8 };
+ * One 1024-thread block per row, or per share of a row (a.splits blocks, their lists
+ * merged by the second pass). Each thread reads its 16-byte vectors of the share (4 loads
+ * in flight) and keeps only their largest value:
+ *   1. each warp offers its 2 largest thread maxima, and the K-th largest of the block's
+ *      64 is a floor with at least K elements of the share at or above it;
+ *   2. only threads whose maximum passes the floor read their vectors again (about K + 4
+ *      threads of the 1024 on N(0,1) rows; from L1 or L2, the block read them just now)
+ *      and put the elements not below the floor on a candidate list (on N(0,1) rows of
+ *      32000: about 5 for K = 4, 36 for K = 32, 69 for K = 64); a candidate's rank is the
+ *      count of larger keys.
+ * Shares whose candidates overflow the list (heavy ties, NaN, rows a floor cannot cut)
+ * run the split form's warp lists over the share instead. */
+enum { FT_TOPK_ROW_NT_K16_BF16 = 1024, FT_TOPK_ROW_CAP_K16_BF16 = 512 };
 
 static __global__ void __launch_bounds__(1024, 1) ft_topk_row_k16_bf16(ft_topk_args_k16_bf16 a)
 {
-    enum { NT = FT_TOPK_ROW_NT_K16_BF16, CAP = FT_TOPK_ROW_CAP_K16_BF16, NP = FT_TOPK_ROW_PIECES_K16_BF16 };
-    extern __shared__ __align__(16) unsigned char ft_topk_row_smem_k16_bf16[];
-    unsigned long long *scratch = (unsigned long long *)ft_topk_row_smem_k16_bf16;
-    uint4 *sv = (uint4 *)(ft_topk_row_smem_k16_bf16 + FT_TOPK_ROW_SCRATCH_K16_BF16);
-    __shared__ unsigned long long bars[NP];
+    enum { NT = FT_TOPK_ROW_NT_K16_BF16, CAP = FT_TOPK_ROW_CAP_K16_BF16, UR = 4 };
+    /* the candidates, or the fallback's warp buffers, then the block merge's lists */
+    __shared__ unsigned long long scratch[32 * 64];
     __shared__ unsigned long long top[16];
     __shared__ unsigned long long bound;
     __shared__ unsigned wtop[64];
     __shared__ unsigned floor_s;
     __shared__ int ncand;
     const int t = threadIdx.x, lane = t & 31, warp = t >> 5;
-    const int row = blockIdx.x;
+    const int row = blockIdx.x / a.splits, split = blockIdx.x - row * a.splits;
     ft_pdl_trigger();
     ft_pdl_wait();
     const int out_row = row / a.beams, beam = row - out_row * a.beams;
     if (a.mode == FT_TOPK_SAMPLE_K16_BF16) {
         const int forced = ft_decode_forced(a.io, out_row, a.smp.step, a.smp.end_id);
         if (forced >= 0) {
-            if (t == 0)
+            if (a.splits == 1 && t == 0)
                 ft_decode_commit(a.io, out_row, a.smp.step, a.smp.end_id, forced, 1);
-            return;
+            return; /* uniform: nothing to read for this row */
         }
     }
     const __nv_bfloat16 *x = a.x + (int64_t)row * a.ld;
@@ -550,48 +548,45 @@ static __global__ void __launch_bounds__(1024, 1) ft_topk_row_k16_bf16(ft_topk_a
     const int base_idx = beam * a.V;
     const int head = ft_head_to_16(x, 2u, a.V);
     const int nvec = (a.V - head) / 8, tail0 = head + nvec * 8;
-    const int iters = (nvec + NT - 1) / NT; /* pieces; every thread runs them all */
-    /* this thread's odd element: the head's (threads 0..) or the tail's (threads 8..) */
+    const int per = (nvec + a.splits - 1) / a.splits;
+    const int v0 = min(split * per, nvec), v1 = min(v0 + per, nvec);
+    const uint4 *xv = (const uint4 *)(x + head);
+    /* this thread's odd element: the head's (threads 0.., first share) or the tail's
+     * (threads 8.., last share) */
     int si = -1;
-    if (t < head)
+    if (t < head && split == 0)
         si = t;
-    else if (t >= 8 && t - 8 < a.V - tail0)
+    else if (t >= 8 && t - 8 < a.V - tail0 && split == a.splits - 1)
         si = tail0 + t - 8;
     if (t == 0) {
-        for (int p = 0; p < iters; p++)
-            ft_mbar_init(&bars[p], 1);
-        ft_mbar_init_fence();
         bound = 0ull;
         ncand = 0;
     }
     if (t < 16)
         top[t] = 0ull;
-    __syncthreads(); /* the barriers are initialised before any copy counts on them */
-    if (t == 0)
-        for (int p = 0; p < iters; p++) {
-            const int n = min(NT, nvec - p * NT);
-            ft_mbar_expect_tx(&bars[p], (unsigned)n * 16u);
-            ft_bulk_load((void *)(sv + p * NT), x + head + (int64_t)p * NT * 8, (unsigned)n * 16u, &bars[p]);
-        }
     const float so_raw = si >= 0 ? ft_to_float_bf16(x[si]) : 0.0f, so = so_raw + add;
+    /* 4 vectors at a time: the loads first, then the values */
+#define FT_ROW_SCAN_(...)                                                                   \
+    for (int j0 = v0 + t; j0 < v1; j0 += UR * NT) {                                        \
+        uint4 w[UR];                                                                        \
+        _Pragma("unroll") for (int u = 0; u < UR; u++) if (j0 + u * NT < v1) w[u] = __ldg(xv + j0 + u * NT); \
+        _Pragma("unroll") for (int u = 0; u < UR; u++) if (j0 + u * NT < v1) {              \
+            const int j = j0 + u * NT;                                                      \
+            float f[8];                                                                  \
+            ft_unpack_bf16x8(w[u], f);                                                              \
+            __VA_ARGS__                                                                     \
+        }                                                                                   \
+    }
     /* 1. the floor. mx: this thread's largest raw value (add added once at the end:
      * rounding is monotonic), NaN once any is: a NaN ranks above every number */
     float mx = si >= 0 ? so_raw : -INFINITY;
+    FT_ROW_SCAN_({
+        (void)j;
+        _Pragma("unroll") for (int e = 0; e < 8; e++) mx = ft_fmax_nan(mx, f[e]);
+    })
     {
-        const bool any = si >= 0 || t < nvec;
-        const uint4 *svt = sv + t;
-        for (int p = 0; p < iters; p++) {
-            ft_mbar_wait(&bars[p], 0);
-            if (p * NT + t < nvec) {
-                float f[8];
-                ft_unpack_bf16x8(svt[p * NT], f);
-#pragma unroll
-                for (int e = 0; e < 8; e++)
-                    mx = ft_fmax_nan(mx, f[e]);
-            }
-        }
         /* a thread without elements bounds nothing */
-        unsigned key = any ? ft_order_key(mx + add) : 0u;
+        unsigned key = si >= 0 || v0 + t < v1 ? ft_order_key(mx + add) : 0u;
 #pragma unroll
         for (int c = 0; c < 2; c++) { /* the warp's c+1 largest lane maxima, one at a time */
             const unsigned m = __reduce_max_sync(0xffffffffu, key);
@@ -620,35 +615,25 @@ static __global__ void __launch_bounds__(1024, 1) ft_topk_row_k16_bf16(ft_topk_a
     __syncthreads();
     const unsigned floor_key = floor_s;
     /* 2. the candidates: elements not below the floor's value (NaN passes; a floor of 0 or
-     * NaN lets everything through) */
+     * NaN lets everything through). Only threads whose largest passes read again. */
     const float tf = ft_order_key_value(floor_key);
-    const uint4 *svt = sv + t;
-    /* only threads whose largest passes hold candidates: about K + 4 of the 1024 */
-    for (int p = 0; !(mx + add < tf) && p < iters; p++) {
-        if (p * NT + t >= nvec) /* the last piece's end */
-            break;
-        float f[8];
-        ft_unpack_bf16x8(svt[p * NT], f);
-        /* the vector's largest first (max(f) + add is the largest f + add: rounding is
-         * monotonic; NaN stays NaN): one compare for almost every vector */
-        float m = f[0];
-#pragma unroll
-        for (int e = 1; e < 8; e++)
-            m = ft_fmax_nan(m, f[e]);
-        if (m + add < tf)
-            continue;
-        unsigned cm = 0u;
-#pragma unroll
-        for (int e = 0; e < 8; e++)
-            cm |= !(f[e] + add < tf) ? 1u << e : 0u;
-        int pos = atomicAdd(&ncand, __popc(cm)); /* few threads get here */
-#pragma unroll
-        for (int e = 0; e < 8; e++)
-            if (cm & (1u << e)) {
-                if (pos < CAP)
-                    scratch[pos] = ft_select_key(f[e] + add, base_idx + head + (p * NT + t) * 8 + e);
-                pos++;
+    if (!(mx + add < tf)) {
+        FT_ROW_SCAN_({
+            /* the vector's largest first (max(f) + add is the largest f + add: rounding
+             * is monotonic; NaN stays NaN): one compare for almost every vector */
+            float m = f[0];
+            _Pragma("unroll") for (int e = 1; e < 8; e++) m = ft_fmax_nan(m, f[e]);
+            if (!(m + add < tf)) {
+                unsigned cm = 0u;
+                _Pragma("unroll") for (int e = 0; e < 8; e++) cm |= !(f[e] + add < tf) ? 1u << e : 0u;
+                int pos = atomicAdd(&ncand, __popc(cm));
+                _Pragma("unroll") for (int e = 0; e < 8; e++) if (cm & (1u << e)) {
+                    if (pos < CAP)
+                        scratch[pos] = ft_select_key(f[e] + add, base_idx + head + j * 8 + e);
+                    pos++;
+                }
             }
+        })
     }
     if (si >= 0 && !(so < tf)) {
         const int pos = atomicAdd(&ncand, 1);
@@ -681,22 +666,22 @@ static __global__ void __launch_bounds__(1024, 1) ft_topk_row_k16_bf16(ft_topk_a
         for (int s = 0; s < 1; s++)
             l[s] = s * 32 + lane < 16 ? top[s * 32 + lane] : 0ull;
     } else {
-        /* the split form's warp lists over the shared row */
+        /* the split form's warp lists over the share */
         unsigned long long thr = floor_key ? ((unsigned long long)floor_key << 32) - 1ull : 0ull;
         unsigned long long *wbuf = scratch + warp * 64;
         int cnt = 0;
 #pragma unroll
         for (int s = 0; s < 1; s++)
             l[s] = 0ull;
-        for (int p = 0; p < iters; p++) {
-            const int j = p * NT + t;
+        for (int j0 = v0; j0 < v1; j0 += NT) { /* whole warps push together */
+            const int j = j0 + t;
             float f[8];
-            if (j < nvec)
-                ft_unpack_bf16x8(sv[j], f);
+            if (j < v1)
+                ft_unpack_bf16x8(__ldg(xv + j), f);
 #pragma unroll
             for (int e = 0; e < 8; e++)
                 ft_topk_push_k16_bf16(l, thr, &bound, wbuf, cnt,
-                                   j < nvec ? ft_select_key(f[e] + add, base_idx + head + j * 8 + e) : 0ull);
+                                   j < v1 ? ft_select_key(f[e] + add, base_idx + head + j * 8 + e) : 0ull);
         }
         if (warp == 0) /* the odd elements are warp 0's */
             ft_topk_push_k16_bf16(l, thr, &bound, wbuf, cnt, si >= 0 ? ft_select_key(so, base_idx + si) : 0ull);
@@ -706,7 +691,8 @@ static __global__ void __launch_bounds__(1024, 1) ft_topk_row_k16_bf16(ft_topk_a
         if (warp != 0)
             return;
     }
-    ft_topk_emit_k16_bf16(a, out_row, beam, 0, l);
+#undef FT_ROW_SCAN_
+    ft_topk_emit_k16_bf16(a, out_row, beam, split, l);
 }
 
 /* ---------------------------------------------------------------- launchers */
@@ -725,15 +711,41 @@ static inline int ft_topk_splits_k16_bf16(int rows, int V, int sms)
     return s < 1 ? 1 : (int)s;
 }
 
+/* Blocks per row of the row form: one while the rows fill half the SMs (a second pass
+ * costs more than the read it would share; H100 fp32 k4, device: B64 V128256 16.4 us with
+ * one block per row, 18.2 with two; B64 V32000 6.9 and 9.7), else as many as give each
+ * SM about two blocks' worth of rows, each thread at least 4 vectors of its share;
+ * ft_topk_set_row_blocks forces a count. */
+static inline int ft_topk_row_blocks_k16_bf16(int rows, int V, int sms)
+{
+    enum { NT = FT_TOPK_ROW_NT_K16_BF16 };
+    const int forced = ft_topk_get_row_blocks();
+    if (forced > 0)
+        return forced;
+    const int want = sms / (2 * rows), most = V / 8 / (4 * NT);
+    const int s = want < most ? want : most;
+    return s > 1 ? s : 1;
+}
+
+/* Whether the launch runs the row form (ft_topk_set_form and the shape): whenever a row
+ * gives each thread two vectors at least (H100 fp32 k4, device: B256 V50257 24.6 us in
+ * the row form, 25.5 in the split form; B64 V32000 6.9 and 12.0). */
+static inline int ft_topk_use_row_k16_bf16(int V)
+{
+    const ft_topk_form form = ft_topk_get_form();
+    return form == FT_TOPK_FORM_ROW || (form == FT_TOPK_FORM_AUTO && V / 8 >= 2 * FT_TOPK_ROW_NT_K16_BF16);
+}
+
 /* Workspace bytes for `rows` rows of V values grouped `beams` per output row (beams = 1
  * for ft_topk / ft_topk_sampling); 0 when none is needed. Depends on the current
- * device's SM count, like the launch itself. */
+ * device's SM count and the form (ft_topk_set_form), like the launch itself. */
 static inline size_t ft_topk_workspace_bytes_k16_bf16(int rows, int beams, int V)
 {
     int sms = 0;
     if (rows <= 0 || beams <= 0 || V <= 0 || ft_sm_count("ft_topk_workspace_bytes_k16_bf16", &sms) != FT_OK)
         return 0;
-    const int splits = ft_topk_splits_k16_bf16(rows, V, sms);
+    const int splits = ft_topk_use_row_k16_bf16(V) ? ft_topk_row_blocks_k16_bf16(rows, V, sms)
+                                                          : ft_topk_splits_k16_bf16(rows, V, sms);
     if (splits * beams == 1)
         return 0;
     return (size_t)rows * splits * 16 * sizeof(unsigned long long);
@@ -759,37 +771,8 @@ static inline ft_status ft_topk_launch_k16_bf16(const char *fn, ft_topk_args_k16
         return st;
     void *args[] = {a};
     a->ws = (unsigned long long *)workspace;
-    int major = 0;
-    const ft_topk_form form = ft_topk_get_form();
-    if (form != FT_TOPK_FORM_SPLIT && (st = ft_cc_major(fn, &major)) == FT_OK && major >= 9) {
-        enum { NT = FT_TOPK_ROW_NT_K16_BF16 };
-        const int nv = a->V / 8; /* vectors a row may hold */
-        const int smem = FT_TOPK_ROW_SCRATCH_K16_BF16 + nv * 16;
-        int optin = 0;
-        if ((st = ft_smem_optin(fn, &optin)) != FT_OK)
-            return st;
-        const int fits = nv <= FT_TOPK_ROW_PIECES_K16_BF16 * NT && smem + 1024 <= optin;
-        if (fits && (form == FT_TOPK_FORM_ROW || (a->rows <= sms && nv >= 2 * NT))) {
-            a->splits = 1;
-            if (a->beams > 1) {
-                const size_t need = (size_t)a->rows * 16 * sizeof(unsigned long long);
-                if (!workspace || workspace_bytes < need)
-                    return ft_fail(FT_ERR_INVALID_ARGUMENT, "%s: needs a workspace of %zu bytes (given %zu%s); "
-                                   "ask ft_topk_workspace_bytes_k16_bf16", fn, need, workspace_bytes,
-                                   workspace ? "" : ", NULL");
-                if (!ft_aligned(workspace, 8))
-                    return ft_fail(FT_ERR_MISALIGNED, "%s: workspace must be 8-byte aligned", fn);
-            }
-            static int raised[64];
-            if ((st = ft_smem_limit(fn, (const void *)ft_topk_row_k16_bf16, smem, raised)) != FT_OK ||
-                (st = ft_launch_ex(fn, (const void *)ft_topk_row_k16_bf16, dim3((unsigned)a->rows), dim3(NT),
-                                   (size_t)smem, stream, args, 1, 1)) != FT_OK ||
-                a->beams == 1)
-                return st;
-            return ft_topk_launch_pass2_k16_bf16(fn, a, stream);
-        }
-    }
-    a->splits = ft_topk_splits_k16_bf16(a->rows, a->V, sms);
+    const int row_form = ft_topk_use_row_k16_bf16(a->V);
+    a->splits = row_form ? ft_topk_row_blocks_k16_bf16(a->rows, a->V, sms) : ft_topk_splits_k16_bf16(a->rows, a->V, sms);
     if (a->splits * a->beams > 1) {
         const size_t need = (size_t)a->rows * a->splits * 16 * sizeof(unsigned long long);
         if (!workspace || workspace_bytes < need)
@@ -803,8 +786,9 @@ static inline ft_status ft_topk_launch_k16_bf16(const char *fn, ft_topk_args_k16
         return ft_fail(FT_ERR_UNSUPPORTED, "%s: %d rows need more than 2^31-1 blocks; split the call", fn, a->rows);
     /* both passes launch as programmatic dependents (sm_90): each is scheduled behind the
      * kernel before it and waits for its writes */
-    if ((st = ft_launch_ex(fn, (const void *)ft_topk_pass1_k16_bf16, dim3((unsigned)(a->rows * a->splits)), dim3(256), 0,
-                           stream, args, 1, 1)) != FT_OK ||
+    const void *pass1 = row_form ? (const void *)ft_topk_row_k16_bf16 : (const void *)ft_topk_pass1_k16_bf16;
+    const unsigned threads = row_form ? FT_TOPK_ROW_NT_K16_BF16 : 256;
+    if ((st = ft_launch_ex(fn, pass1, dim3((unsigned)(a->rows * a->splits)), dim3(threads), 0, stream, args, 1, 1)) != FT_OK ||
         a->splits * a->beams == 1)
         return st;
     return ft_topk_launch_pass2_k16_bf16(fn, a, stream);

@@ -115,12 +115,6 @@ static inline ft_status ft_cc_major(const char *fn, int *out)
     return ft_device_attr_(fn, cudaDevAttrComputeCapabilityMajor, 1, out);
 }
 
-/* Most dynamic shared memory one block of the current device may opt in to. */
-static inline ft_status ft_smem_optin(const char *fn, int *out)
-{
-    return ft_device_attr_(fn, cudaDevAttrMaxSharedMemoryPerBlockOptin, 2, out);
-}
-
 /* Raises `kernel`'s dynamic shared-memory limit to at least `smem` bytes, once per device
  * and size (`raised`: the caller's static int[64], one per kernel, the limit set so far). */
 static inline ft_status ft_smem_limit(const char *fn, const void *kernel, int smem, int *raised)

@@ -52,28 +52,47 @@ static inline ft_topp_form ft_topp_get_form(void)
 }
 
 /* Which form ft_topk_* / ft_beam_topk_* / ft_topk_sampling_* (ft/topk_k<K>_<dtype>.cuh)
- * run. AUTO: one 1024-thread block per row holding the row in shared memory (ROW) on sm_90
- * for K <= 64 when the rows fit one wave and a row fits a block's shared memory and gives
- * each thread two vectors at least; else the split form (SPLIT: a row's blocks scan from
- * registers, a second kernel merges their lists). ROW where it cannot run (before sm_90,
- * K > 64, a row too long for shared memory) runs SPLIT. For tests and benchmarks;
- * process-wide, per translation unit, not thread-safe. */
+ * run. AUTO: for K <= 64, when a row gives each thread of a 1024-thread block two 16-byte
+ * vectors at least, the row form (ROW: a floor from the threads' maxima, a few candidates
+ * ranked by counting; one block per row, or a few per row when the rows leave most SMs
+ * idle, a second kernel merging their lists); else the split form (SPLIT: a row's blocks
+ * keep warp lists in registers, a second kernel merges them). ROW where it cannot run
+ * (K > 64) runs SPLIT. For tests and benchmarks; process-wide, per translation unit, not
+ * thread-safe. */
 typedef enum ft_topk_form { FT_TOPK_FORM_AUTO = 0, FT_TOPK_FORM_SPLIT = 1, FT_TOPK_FORM_ROW = 2 } ft_topk_form;
 
-static inline ft_topk_form *ft_topk_form_slot_(void)
+typedef struct ft_topk_policy_ {
+    ft_topk_form form;
+    int row_blocks; /* blocks per row of the row form; 0: chosen from the shape */
+} ft_topk_policy_;
+
+static inline ft_topk_policy_ *ft_topk_policy_slot_(void)
 {
-    static ft_topk_form form = FT_TOPK_FORM_AUTO;
-    return &form;
+    static ft_topk_policy_ policy = {FT_TOPK_FORM_AUTO, 0};
+    return &policy;
 }
 
 static inline void ft_topk_set_form(ft_topk_form form)
 {
-    *ft_topk_form_slot_() = form;
+    ft_topk_policy_slot_()->form = form;
 }
 
 static inline ft_topk_form ft_topk_get_form(void)
 {
-    return *ft_topk_form_slot_();
+    return ft_topk_policy_slot_()->form;
+}
+
+/* Blocks per row of the row form (each takes a share of the row; a second kernel merges
+ * their lists): n >= 1 forces n, 0 (the default) chooses from the shape and the SM count.
+ * The workspace ft_topk_workspace_bytes_* asks for follows it. Same scope as the form. */
+static inline void ft_topk_set_row_blocks(int n)
+{
+    ft_topk_policy_slot_()->row_blocks = n > 0 ? n : 0;
+}
+
+static inline int ft_topk_get_row_blocks(void)
+{
+    return ft_topk_policy_slot_()->row_blocks;
 }
 
 /* ---------------------------------------------------------------- order and keys */
