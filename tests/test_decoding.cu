@@ -530,7 +530,7 @@ static void test_update_logits(ft_test *t)
      * the one- and two-phase forms; 200 x 32000, 40 x 50257 and 40 x 128256: many rows */
     const int shapes[][2] = {{1, 1},      {3, 7},      {8, 1000},    {2, 32000},   {4, 50257},   {1, 128256},
                              {2, 151936}, {2, 300000}, {200, 32000}, {40, 50257},  {40, 128256}, {64, 128256},
-                             {1, 1100000}, {2, 1100000}};
+                             {9, 50257},  {17, 128256}, {1, 1100000}, {2, 1100000}};
     for (size_t sh = 0; sh < sizeof shapes / sizeof shapes[0]; sh++) {
         const int rows = shapes[sh][0], V = shapes[sh][1];
         for (int mode = 0; mode < 3; mode++) {

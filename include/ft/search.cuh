@@ -27,7 +27,7 @@
 #include "ft/common.cuh"
 #include "ft/reduce.cuh"
 
-/* ---------------------------------------------------------------- top-p form */
+/* ---------------------------------------------------------------- forms (tests, benchmarks) */
 
 /* Which form ft_topp_sampling_* (ft/decoding_<dtype>.cuh) runs. AUTO (and CLUSTER): the
  * single-pass cluster form on sm_90 where a row fits 8 blocks' registers (131072 values),
@@ -35,20 +35,28 @@
  * process-wide, per translation unit, not thread-safe. */
 typedef enum ft_topp_form { FT_TOPP_FORM_AUTO = 0, FT_TOPP_FORM_ONE_BLOCK = 1, FT_TOPP_FORM_CLUSTER = 2 } ft_topp_form;
 
-static inline ft_topp_form *ft_topp_form_slot_(void)
+/* The forms chosen by the setters here and below (one slot per translation unit). */
+typedef enum ft_topk_form { FT_TOPK_FORM_AUTO = 0, FT_TOPK_FORM_SPLIT = 1, FT_TOPK_FORM_ROW = 2 } ft_topk_form;
+typedef struct ft_policy_ {
+    ft_topp_form topp;
+    ft_topk_form topk;
+    int topk_row_blocks; /* blocks per row of the top-K row form; 0: chosen from the shape */
+} ft_policy_;
+
+static inline ft_policy_ *ft_policy_slot_(void)
 {
-    static ft_topp_form form = FT_TOPP_FORM_AUTO;
-    return &form;
+    static ft_policy_ policy = {FT_TOPP_FORM_AUTO, FT_TOPK_FORM_AUTO, 0};
+    return &policy;
 }
 
 static inline void ft_topp_set_form(ft_topp_form form)
 {
-    *ft_topp_form_slot_() = form;
+    ft_policy_slot_()->topp = form;
 }
 
 static inline ft_topp_form ft_topp_get_form(void)
 {
-    return *ft_topp_form_slot_();
+    return ft_policy_slot_()->topp;
 }
 
 /* Which form ft_topk_* / ft_beam_topk_* / ft_topk_sampling_* (ft/topk_k<K>_<dtype>.cuh)
@@ -59,27 +67,14 @@ static inline ft_topp_form ft_topp_get_form(void)
  * keep warp lists in registers, a second kernel merges them). ROW where it cannot run
  * (K > 64) runs SPLIT. For tests and benchmarks; process-wide, per translation unit, not
  * thread-safe. */
-typedef enum ft_topk_form { FT_TOPK_FORM_AUTO = 0, FT_TOPK_FORM_SPLIT = 1, FT_TOPK_FORM_ROW = 2 } ft_topk_form;
-
-typedef struct ft_topk_policy_ {
-    ft_topk_form form;
-    int row_blocks; /* blocks per row of the row form; 0: chosen from the shape */
-} ft_topk_policy_;
-
-static inline ft_topk_policy_ *ft_topk_policy_slot_(void)
-{
-    static ft_topk_policy_ policy = {FT_TOPK_FORM_AUTO, 0};
-    return &policy;
-}
-
 static inline void ft_topk_set_form(ft_topk_form form)
 {
-    ft_topk_policy_slot_()->form = form;
+    ft_policy_slot_()->topk = form;
 }
 
 static inline ft_topk_form ft_topk_get_form(void)
 {
-    return ft_topk_policy_slot_()->form;
+    return ft_policy_slot_()->topk;
 }
 
 /* Blocks per row of the row form (each takes a share of the row; a second kernel merges
@@ -87,12 +82,12 @@ static inline ft_topk_form ft_topk_get_form(void)
  * The workspace ft_topk_workspace_bytes_* asks for follows it. Same scope as the form. */
 static inline void ft_topk_set_row_blocks(int n)
 {
-    ft_topk_policy_slot_()->row_blocks = n > 0 ? n : 0;
+    ft_policy_slot_()->topk_row_blocks = n > 0 ? n : 0;
 }
 
 static inline int ft_topk_get_row_blocks(void)
 {
-    return ft_topk_policy_slot_()->row_blocks;
+    return ft_policy_slot_()->topk_row_blocks;
 }
 
 /* ---------------------------------------------------------------- order and keys */
