@@ -736,6 +736,14 @@ static inline int ft_topk_use_row_k4_fp16(int V)
     return form == FT_TOPK_FORM_ROW || (form == FT_TOPK_FORM_AUTO && V / 8 >= 2 * FT_TOPK_ROW_NT_K4_FP16);
 }
 
+/* The first pass's blocks per row, and whether the row form runs (the workspace size and
+ * the launch both ask here, so they agree). */
+static inline int ft_topk_plan_k4_fp16(int rows, int V, int sms, int *row_form)
+{
+    *row_form = ft_topk_use_row_k4_fp16(V);
+    return *row_form ? ft_topk_row_blocks_k4_fp16(rows, V, sms) : ft_topk_splits_k4_fp16(rows, V, sms);
+}
+
 /* Workspace bytes for `rows` rows of V values grouped `beams` per output row (beams = 1
  * for ft_topk / ft_topk_sampling); 0 when none is needed. Depends on the current
  * device's SM count and the form (ft_topk_set_form), like the launch itself. */
@@ -744,8 +752,8 @@ static inline size_t ft_topk_workspace_bytes_k4_fp16(int rows, int beams, int V)
     int sms = 0;
     if (rows <= 0 || beams <= 0 || V <= 0 || ft_sm_count("ft_topk_workspace_bytes_k4_fp16", &sms) != FT_OK)
         return 0;
-    const int splits = ft_topk_use_row_k4_fp16(V) ? ft_topk_row_blocks_k4_fp16(rows, V, sms)
-                                                          : ft_topk_splits_k4_fp16(rows, V, sms);
+    int row_form = 0;
+    const int splits = ft_topk_plan_k4_fp16(rows, V, sms, &row_form);
     if (splits * beams == 1)
         return 0;
     return (size_t)rows * splits * 4 * sizeof(unsigned long long);
@@ -771,8 +779,8 @@ static inline ft_status ft_topk_launch_k4_fp16(const char *fn, ft_topk_args_k4_f
         return st;
     void *args[] = {a};
     a->ws = (unsigned long long *)workspace;
-    const int row_form = ft_topk_use_row_k4_fp16(a->V);
-    a->splits = row_form ? ft_topk_row_blocks_k4_fp16(a->rows, a->V, sms) : ft_topk_splits_k4_fp16(a->rows, a->V, sms);
+    int row_form = 0;
+    a->splits = ft_topk_plan_k4_fp16(a->rows, a->V, sms, &row_form);
     if (a->splits * a->beams > 1) {
         const size_t need = (size_t)a->rows * a->splits * 4 * sizeof(unsigned long long);
         if (!workspace || workspace_bytes < need)
