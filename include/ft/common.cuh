@@ -82,7 +82,7 @@ static inline ft_status ft_launch_status(const char *fn)
  * slot `slot` (one slot per attribute asked for). */
 static inline ft_status ft_device_attr_(const char *fn, enum cudaDeviceAttr attr, int slot, int *out)
 {
-    static int cache[3][64];
+    static int cache[2][64];
     int dev = 0;
     cudaError_t e = cudaGetDevice(&dev);
     if (e == cudaSuccess && dev >= 0 && dev < 64 && cache[slot][dev] > 0) {
