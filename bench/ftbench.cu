@@ -647,7 +647,7 @@ static ft_status run_decoder_layer(const bench_opts *o, void **b, cudaStream_t s
                                    w[11], w[12], w[13], w[14], w[15], w[16], w[17], w[18], w[19], w[20], w[21]};
     const ft_decoder_config cfg = decoder_config(o);
     return ft_decoder_layer_step(shared_gemm_ctx(), &cfg, &dw, b[0], b[5], b[6], FT_KV_LBHD, o->len + 1,
-                                 (const int *)b[2], b[7], b[8], o->mem_len, (const int *)b[9], o->batch, b[1], b[4],
+                                 (const int *)b[2], NULL, 0, b[7], b[8], o->mem_len, (const int *)b[9], o->batch, b[1], b[4],
                                  ft_decoder_workspace_bytes(&cfg, o->batch), s);
 }
 

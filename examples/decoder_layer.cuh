@@ -98,11 +98,13 @@ static inline size_t ft_decoder_workspace_bytes(const ft_decoder_config *c, int 
 }
 
 /* x, y: [B, N]. k_cache, v_cache: the self-attention cache (layout, capacity max_len);
- * lengths: [B] int32 device, steps cached per sequence. k_mem, v_mem: [B, mem_len, N]
- * from ft_decoder_prepare_memory; mem_lengths: [B] int32 device. */
+ * lengths: [B] int32 device, steps cached per sequence; cache_indirection: NULL, or the
+ * beam-search table of ft_self_attention_args (beam_width rows per item). k_mem, v_mem:
+ * [B, mem_len, N] from ft_decoder_prepare_memory; mem_lengths: [B] int32 device. */
 static inline ft_status ft_decoder_layer_step(const ft_gemm_ctx *g, const ft_decoder_config *c,
                                               const ft_decoder_weights *w, const void *x, void *k_cache,
                                               void *v_cache, ft_kv_layout layout, int max_len, const int *lengths,
+                                              const int *cache_indirection, int beam_width,
                                               const void *k_mem, const void *v_mem, int mem_len,
                                               const int *mem_lengths, int B, void *y, void *workspace,
                                               size_t workspace_bytes, cudaStream_t stream)
@@ -139,6 +141,7 @@ static inline ft_status ft_decoder_layer_step(const ft_gemm_ctx *g, const ft_dec
     sa.q_bias = b_qkv, sa.k_bias = b_qkv ? b_qkv + N * es : NULL, sa.v_bias = b_qkv ? b_qkv + 2 * N * es : NULL;
     sa.k_cache = k_cache, sa.v_cache = v_cache, sa.layout = layout, sa.lengths = lengths;
     sa.out = att, sa.workspace = attn_workspace, sa.workspace_bytes = attn_ws;
+    sa.cache_indirection = cache_indirection, sa.beam_width = beam_width;
     FT_EX_TRY(ft_masked_self_attention_decode(dt, D, &sa, stream));
     FT_EX_TRY(ft_gemm(g, dt, 0, 0, B, N, N, 1.0f, att, N, w->w_self_out, N, 0.0f, m, N, stream));
     FT_EX_TRY(ft_add_bias_residual_layernorm(dt, m, x, w->b_self_out, w->ln2_gamma, w->ln2_beta, n2, s1, B, N, c->eps,

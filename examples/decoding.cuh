@@ -10,13 +10,16 @@
  *     log_probs = log_softmax(logits + b), finished rows -> end_id         ft_update_logits
  *     best beam of beam*V (cum added while reading), new beams            ft_beam_topk, ft_beam_update
  *     K/V caches gathered by parent into the other buffer                  ft_kv_cache_reorder
+ *       (or, with cache_indirection, only a table of which beam's row holds each step:
+ *       the attention reads through it and no cache moves)              ft_cache_indirection_update
  *     stop when every row is finished (one int read back per step)         ft_count_finished
  *   sequences = ids traced back through the parents                        ft_beam_gather_tree
  *
  * Rows are R = B*beam (beam i of item b is row b*beam + i); the encoder memory is given per
  * row ([R, Lmem, Nmem], each item's memory repeated beam times, as FasterTransformer tiles
  * it). The self caches are [max_len, R, N] (FasterTransformer's layout), two buffers per
- * layer for the reorder. Everything lives in one workspace carved by ft_decoding_carve. */
+ * layer for the reorder, or one and two [R, max_len] tables with cache_indirection.
+ * Everything lives in one workspace carved by ft_decoding_carve. */
 #ifndef FT_EXAMPLE_DECODING_CUH
 #define FT_EXAMPLE_DECODING_CUH
 
@@ -33,6 +36,7 @@ typedef struct ft_decoding_config {
     int layers, vocab, beam;
     int max_len; /* most steps a run may take */
     int start_id, end_id;
+    int cache_indirection; /* beam > 1: 1 reads the caches through indirection tables, 0 reorders them */
 } ft_decoding_config;
 
 typedef struct ft_decoding_weights {
@@ -45,7 +49,7 @@ typedef struct ft_decoding_weights {
 typedef struct ft_decoding_buffers {
     char *x[2], *normed, *logits, *k_mem, *v_mem, *cache[2][2]; /* cache[buffer][k or v] */
     float *log_probs, *cum, *cand_values;
-    int *cand_ids, *word, *parent, *lengths, *steps_cached, *history, *parents, *count;
+    int *cand_ids, *word, *parent, *lengths, *steps_cached, *history, *parents, *count, *indir[2];
     bool *finished;
     void *layer_ws, *topk_ws, *logits_ws;
     size_t layer_ws_bytes, topk_ws_bytes, logits_ws_bytes;
@@ -66,9 +70,12 @@ static inline size_t ft_decoding_carve(const ft_decoding_config *c, int B, int m
     b->logits = (char *)ft_ex_take(&a, R * V * es);
     b->k_mem = (char *)ft_ex_take(&a, L * R * mem_len * N * es);
     b->v_mem = (char *)ft_ex_take(&a, L * R * mem_len * N * es);
+    const int indirect = c->cache_indirection && c->beam > 1;
     for (int i = 0; i < 2; i++)
-        for (int kv = 0; kv < 2; kv++)
-            b->cache[i][kv] = (char *)ft_ex_take(&a, L * T * R * N * es);
+        for (int kv = 0; kv < 2; kv++) /* one buffer of each when the tables stand in for the reorder */
+            b->cache[i][kv] = i && indirect ? b->cache[0][kv] : (char *)ft_ex_take(&a, L * T * R * N * es);
+    for (int i = 0; i < 2; i++)
+        b->indir[i] = indirect ? (int *)ft_ex_take(&a, R * T * sizeof(int)) : NULL;
     b->log_probs = (float *)ft_ex_take(&a, R * V * sizeof(float));
     b->cum = (float *)ft_ex_take(&a, R * sizeof(float));
     b->cand_values = (float *)ft_ex_take(&a, R * sizeof(float));
@@ -150,7 +157,7 @@ static inline ft_status ft_decoding_run(const ft_gemm_ctx *g, const ft_decoding_
         for (int l = 0; l < L; l++, xi ^= 1)
             FT_EX_TRY(ft_decoder_layer_step(g, &c->layer, &w->layer[l], b.x[xi], b.cache[cur][0] + l * cache_stride,
                                             b.cache[cur][1] + l * cache_stride, FT_KV_LBHD, c->max_len,
-                                            b.steps_cached + (size_t)t * R, b.k_mem + l * mem_stride,
+                                            b.steps_cached + (size_t)t * R, b.indir[cur], beam, b.k_mem + l * mem_stride,
                                             b.v_mem + l * mem_stride, mem_len, mem_lengths, R, b.x[xi ^ 1],
                                             b.layer_ws, b.layer_ws_bytes, stream));
         FT_EX_TRY(ft_layernorm(dt, b.x[xi], w->ln_gamma, w->ln_beta, b.normed, R, N, c->layer.eps, stream));
@@ -164,7 +171,11 @@ static inline ft_status ft_decoding_run(const ft_gemm_ctx *g, const ft_decoding_
         if (cudaMemcpyAsync(b.parents + (size_t)t * R, b.parent, R * sizeof(int), cudaMemcpyDeviceToDevice, stream) !=
             cudaSuccess)
             return ft_fail(FT_ERR_CUDA, "%s: copying the parent ids failed", fn);
-        if (beam > 1) { /* the caches follow their beams: steps 0..t of every layer */
+        if (beam > 1 && b.indir[0]) { /* the rows read their parents' steps: steps 0..t of the table */
+            FT_EX_TRY(ft_cache_indirection_update(t ? b.indir[cur] : NULL, b.indir[cur ^ 1], b.parent, B, beam,
+                                                  c->max_len, t, stream));
+            cur ^= 1;
+        } else if (beam > 1) { /* the caches follow their beams: steps 0..t of every layer */
             for (int kv = 0; kv < 2; kv++)
                 FT_EX_TRY(ft_kv_cache_reorder(b.cache[cur][kv], b.cache[cur ^ 1][kv], b.parent, L, FT_KV_LBHD, B, beam,
                                               c->layer.heads, c->max_len, N / c->layer.heads, (int)es, t + 1, stream));

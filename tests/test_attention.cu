@@ -36,6 +36,7 @@ typedef struct attn_case {
     int with_bias;
     int impl;             /* ft_attn_impl */
     int no_workspace;     /* automatic splits without a workspace */
+    int beam;             /* self: > 0 reads through a random cache indirection table of this beam width */
     int lengths[16];
 } attn_case;
 
@@ -86,12 +87,21 @@ static void run_case(ft_test *t, ft_dtype dt, int D, const attn_case *c, ref_rng
     dev_upload(dvc, vc, ncache, dt);
     dev_poison(dout, nq * es);
     FT_CHECK_CUDA(cudaMemcpy(dlen, c->lengths, sizeof(int) * B, cudaMemcpyHostToDevice));
+    /* a cache indirection table: each row's cached steps from random beams of its item */
+    int *indir = NULL, *dindir = NULL;
+    if (c->beam > 0) {
+        indir = (int *)malloc((size_t)B * L * sizeof(int));
+        for (size_t i = 0; i < (size_t)B * L; i++)
+            indir[i] = (int)ref_rng_range(rng, 0, c->beam - 1);
+        dindir = dev_upload_ints(indir, B * L);
+    }
 
     char what[256];
     snprintf(what, sizeof what,
-             "%s h%d %s B=%d H=%d Hkv=%d L=%d layout=%d rope=%d rd=%d splits=%d bias=%d impl=%s len0=%d len_last=%d",
+             "%s h%d %s B=%d H=%d Hkv=%d L=%d layout=%d rope=%d rd=%d splits=%d bias=%d impl=%s beam=%d len0=%d "
+             "len_last=%d",
              c->is_self ? "self" : "cross", D, ft_dtype_name(dt), B, H, Hkv, L, c->layout, c->rope, c->rotary_dim,
-             c->splits, c->with_bias, c->impl == FT_ATTN_IMPL_ASYNC ? "async" : "register", c->lengths[0],
+             c->splits, c->with_bias, c->impl == FT_ATTN_IMPL_ASYNC ? "async" : "register", c->beam, c->lengths[0],
              c->lengths[B - 1]);
 
     ref_attn r;
@@ -138,7 +148,11 @@ static void run_case(ft_test *t, ft_dtype dt, int D, const attn_case *c, ref_rng
         a.workspace = c->no_workspace ? NULL : ws;
         a.workspace_bytes = c->no_workspace ? 0 : ws_bytes;
         a.impl = (ft_attn_impl)c->impl;
+        a.cache_indirection = dindir;
+        a.beam_width = c->beam;
         st = SELF_DECODE(D, &a, 0);
+        r.indir = indir;
+        r.beam = c->beam;
         r.k_new = kn;
         r.v_new = vn;
         r.k_bias = c->with_bias ? kb : NULL;
@@ -214,9 +228,10 @@ static void run_case(ft_test *t, ft_dtype dt, int D, const attn_case *c, ref_rng
             ft_expect_close(t, w2, got, refc, ncache, tol.atol, tol.rtol);
         }
     }
-    void *bufs[] = {dq, dkn, dvn, dqb, dkb, dvb, dkc, dvc, dout, dlen, ws};
+    void *bufs[] = {dq, dkn, dvn, dqb, dkb, dvb, dkc, dvc, dout, dlen, ws, dindir};
     for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++)
         FT_CHECK_CUDA(cudaFree(bufs[i]));
+    free(indir);
     free(q);
     free(kn);
     free(vn);
@@ -277,6 +292,16 @@ static void attention_test(ft_test *t)
         const int l7[] = {2999, 1700};
         cases[n] = self_case(2, 8, 8, 3000, FT_KV_BHLD, FT_ROPE_NONE, 0, 0, l7); /* splits merged in a cluster */
         cases[n++].no_workspace = 1;
+        /* beam search through a cache indirection table (the beams of an item at one step) */
+        const int l8[] = {120, 120, 120, 7, 7, 7};
+        cases[n] = self_case(6, 4, 2, 300, FT_KV_BHLD, FT_ROPE_INTERLEAVED, 0, 0, l8);
+        cases[n++].beam = 3;
+        const int l9[] = {1999, 1999, 0, 0};
+        cases[n] = self_case(4, 8, 8, 2000, FT_KV_LBHD, FT_ROPE_NONE, 0, 5, l9);
+        cases[n++].beam = 2;
+        const int l10[] = {2500, 2500, 2500, 2500};
+        cases[n] = self_case(4, 2, 1, 3000, FT_KV_BHLD, FT_ROPE_HALF, 0, 0, l10);
+        cases[n++].beam = 4;
     }
     {
         attn_case c;

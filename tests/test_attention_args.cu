@@ -102,6 +102,12 @@ FT_TEST(attention_args_pointers)
 
 FT_TEST(attention_args_options)
 {
+    EXPECT_SELF(t, (a.cache_indirection = (const int *)P(0x20000), a.beam_width = 0), FT_ERR_INVALID_ARGUMENT,
+                "beam_width (0) must be positive and divide batch");
+    EXPECT_SELF(t, (a.cache_indirection = (const int *)P(0x20000), a.beam_width = a.batch + 1), FT_ERR_INVALID_ARGUMENT,
+                "must be positive and divide batch");
+    EXPECT_SELF(t, (a.cache_indirection = (const int *)P(0x20002), a.beam_width = 1), FT_ERR_MISALIGNED,
+                "cache_indirection");
     EXPECT_SELF(t, a.layout = FT_KV_BLHD, FT_ERR_INVALID_ARGUMENT, "FT_KV_BHLD or FT_KV_LBHD");
     EXPECT_SELF(t, a.layout = (ft_kv_layout)7, FT_ERR_INVALID_ARGUMENT, "layout");
     EXPECT_SELF(t, a.rope = (ft_rope)5, FT_ERR_INVALID_ARGUMENT, "unknown rotary style 5");

@@ -717,6 +717,38 @@ FT_GPU_TEST(search_kernels)
             cudaFree(src), cudaFree(dst), cudaFree(dpar);
         }
     }
+    /* cache_indirection_update: from a random table and from the identity (src NULL) */
+    const int indcases[][4] = {/* B, beam, lmax, step */ {3, 4, 50, 49}, {2, 2, 7, 0}, {5, 3, 1000, 777}};
+    for (size_t c = 0; c < 3; c++) {
+        const int B = indcases[c][0], beam = indcases[c][1], lmax = indcases[c][2], step = indcases[c][3];
+        const int R = B * beam;
+        const size_t n = (size_t)R * lmax;
+        int *hs = (int *)malloc(n * 4), *hd = (int *)malloc(n * 4), parent[64];
+        for (size_t i = 0; i < n; i++)
+            hs[i] = (int)ref_rng_range(&rng, 0, beam - 1);
+        for (int r = 0; r < R; r++)
+            parent[r] = (int)ref_rng_range(&rng, 0, beam - 1);
+        int *src = dev_upload_ints(hs, (int)n), *dpar = dev_upload_ints(parent, R);
+        int *dst = (int *)dev_alloc(n * 4);
+        for (int identity = 0; identity < 2; identity++) {
+            FT_CHECK_CUDA(cudaMemset(dst, 0x7b, n * 4));
+            ft_status st = ft_cache_indirection_update(identity ? NULL : src, dst, dpar, B, beam, lmax, step, 0);
+            FT_EXPECT(t, st == FT_OK, "cache indirection: %s", ft_last_error());
+            FT_CHECK_CUDA(cudaMemcpy(hd, dst, n * 4, cudaMemcpyDeviceToHost));
+            int bad = 0;
+            for (int r = 0; r < R; r++)
+                for (int s2 = 0; s2 < lmax; s2++) {
+                    const int pr = r - r % beam + parent[r];
+                    const int want = s2 > step                ? 0x7b7b7b7b /* untouched */
+                                     : s2 == step || identity ? parent[r]
+                                                              : hs[(size_t)pr * lmax + s2];
+                    bad += hd[(size_t)r * lmax + s2] != want;
+                }
+            FT_EXPECT(t, bad == 0, "cache indirection case %zu identity %d: %d entries wrong", c, identity, bad);
+        }
+        free(hs), free(hd);
+        cudaFree(src), cudaFree(dst), cudaFree(dpar);
+    }
     /* count_finished, remove_prompt_tokens, gather_tree */
     {
         const int n = 3000;

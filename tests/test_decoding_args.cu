@@ -152,6 +152,13 @@ FT_TEST(search_args)
                   FT_ERR_INVALID_ARGUMENT, "len = 17");
     EXPECT_STATUS(t, ft_kv_cache_reorder(X, P(0x90000000), IV, 1, FT_KV_LBHD, 2, 2, 4, 16, 64, 3, 8, 0),
                   FT_ERR_INVALID_ARGUMENT, "elem_bytes");
+    EXPECT_STATUS(t, ft_cache_indirection_update(IV, IV, IV, 2, 2, 16, 3, 0), FT_ERR_INVALID_ARGUMENT, "overlap");
+    EXPECT_STATUS(t, ft_cache_indirection_update(NULL, IV, IV, 2, 2, 16, 16, 0), FT_ERR_INVALID_ARGUMENT, "step = 16");
+    EXPECT_STATUS(t, ft_cache_indirection_update(NULL, IV, IV, 2, 0, 16, 3, 0), FT_ERR_INVALID_ARGUMENT, "beam (0)");
+    EXPECT_STATUS(t, ft_cache_indirection_update(NULL, IV, NULL, 2, 2, 16, 3, 0), FT_ERR_INVALID_ARGUMENT,
+                  "parent_ids is NULL");
+    EXPECT_STATUS(t, ft_cache_indirection_update(NULL, (int *)((char *)IV + 2), IV, 2, 2, 16, 3, 0), FT_ERR_MISALIGNED,
+                  "dst");
     EXPECT_STATUS(t, ft_beam_gather_tree(IV, IV, 0, 2, 2, IV, 0), FT_ERR_INVALID_ARGUMENT, "steps (0)");
     EXPECT_STATUS(t, ft_count_finished(BV, 0, IV, 0), FT_ERR_INVALID_ARGUMENT, "n = 0");
     EXPECT_STATUS(t, ft_count_finished(BV, 5, (int *)((char *)IV + 1), 0), FT_ERR_MISALIGNED, "count");

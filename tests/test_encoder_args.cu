@@ -159,7 +159,8 @@ FT_TEST(layer_args)
     memset(&dw, 0, sizeof dw);
     ft_decoder_config dc = {FT_FP16, 512, 8, 2048, 512, 1e-6f};
     EXPECT_STATUS(t,
-                  ft_decoder_layer_step(&c, &dc, &dw, Q, K, V, FT_KV_LBHD, 16, OFF, O1, O2, 8, OFF, 4, O3, O1, 64, 0),
+                  ft_decoder_layer_step(&c, &dc, &dw, Q, K, V, FT_KV_LBHD, 16, OFF, NULL, 0, O1, O2, 8, OFF, 4, O3, O1,
+                                        64, 0),
                   FT_ERR_INVALID_ARGUMENT, "ft_decoder_workspace_bytes");
 }
 

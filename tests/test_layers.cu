@@ -180,8 +180,8 @@ static void run_decoder(ft_test *t, ft_dtype dt, ref_rng *rng, int B, int N, int
     ft_status st = ft_decoder_prepare_memory(shared_gemm_ctx(), &c, &w, mem->d, B, Lmem, kmem, vmem, 0);
     FT_EXPECT(t, st == FT_OK, "%s (memory): %s", what, ft_last_error());
     if (st == FT_OK)
-        st = ft_decoder_layer_step(shared_gemm_ctx(), &c, &w, x->d, kc->d, vc->d, layout, L, dlen, kmem, vmem, Lmem, dmlen,
-                                   B, y, work, ws_bytes, 0);
+        st = ft_decoder_layer_step(shared_gemm_ctx(), &c, &w, x->d, kc->d, vc->d, layout, L, dlen, NULL, 0, kmem, vmem,
+                                   Lmem, dmlen, B, y, work, ws_bytes, 0);
     FT_EXPECT(t, st == FT_OK, "%s: %s", what, ft_last_error());
     if (st == FT_OK) {
         dev_download(got, y, BN, dt);
@@ -277,20 +277,6 @@ static void run_decoding(ft_test *t, ref_rng *rng, int B, int beam, int layers, 
     dev_upload(dmem, mem, (size_t)R * Lmem * Nmem, dt);
     int *dmlen = dev_upload_ints(mlen, R);
 
-    /* GPU */
-    ft_decoding_config cfg = {{dt, N, H, F, Nmem, 1e-6f}, layers, V, beam, T, start_id, end_id};
-    ft_decoding_weights w = {emb->d, dw, lg->d, lb->d, wl->d, bl->d};
-    const size_t wsb = ft_decoding_workspace_bytes(&cfg, B, Lmem);
-    void *work = dev_alloc(wsb);
-    int *dout = (int *)dev_alloc((size_t)R * T * 4), *dlens = (int *)dev_alloc(R * 4);
-    float *dcum = (float *)dev_alloc(R * 4);
-    int steps_run = -1;
-    char what[160];
-    snprintf(what, sizeof what, "decoding B=%d beam=%d layers=%d N=%d H=%d V=%d steps=%d", B, beam, layers, N, H, V,
-             steps);
-    ft_status st = ft_decoding_run(shared_gemm_ctx(), &cfg, &w, dmem, Lmem, dmlen, B, steps, dout, dlens, dcum, &steps_run,
-                                   work, wsb, 0);
-    FT_EXPECT(t, st == FT_OK, "%s: %s", what, ft_last_error());
 
     /* the same loop in C */
     float *kc = (float *)calloc((size_t)layers * T * R * N, 4), *vc = (float *)calloc((size_t)layers * T * R * N, 4);
@@ -355,38 +341,55 @@ static void run_decoding(ft_test *t, ref_rng *rng, int B, int beam, int layers, 
         if (all)
             break;
     }
-    FT_EXPECT(t, steps_run == ref_steps, "%s: ran %d steps, the reference %d", what, steps_run, ref_steps);
-    if (st == FT_OK && steps_run == ref_steps) {
-        int *g = (int *)malloc((size_t)R * ref_steps * 4), glen[64];
-        float gcum[64];
-        FT_CHECK_CUDA(cudaMemcpy(g, dout, (size_t)R * ref_steps * 4, cudaMemcpyDeviceToHost));
-        FT_CHECK_CUDA(cudaMemcpy(glen, dlens, R * 4, cudaMemcpyDeviceToHost));
-        FT_CHECK_CUDA(cudaMemcpy(gcum, dcum, R * 4, cudaMemcpyDeviceToHost));
-        int bad = 0;
-        for (int r = 0; r < R && !bad; r++) {
-            int cur = r;
-            for (int s = ref_steps - 1; s >= 0; s--) {
-                if (g[(size_t)r * ref_steps + s] != hist[s * R + cur]) {
-                    FT_EXPECT(t, 0, "%s: beam row %d differs at step %d (got %d, want %d)", what, r, s,
-                              g[(size_t)r * ref_steps + s], hist[s * R + cur]);
-                    bad = 1;
-                    break;
+    for (int indirect = 0; indirect < (beam > 1 ? 2 : 1); indirect++) {
+        /* GPU: the caches reordered by parent, and (beam search) read through indirection tables */
+        ft_decoding_config cfg = {{dt, N, H, F, Nmem, 1e-6f}, layers, V, beam, T, start_id, end_id, indirect};
+        ft_decoding_weights w = {emb->d, dw, lg->d, lb->d, wl->d, bl->d};
+        const size_t wsb = ft_decoding_workspace_bytes(&cfg, B, Lmem);
+        void *work = dev_alloc(wsb);
+        int *dout = (int *)dev_alloc((size_t)R * T * 4), *dlens = (int *)dev_alloc(R * 4);
+        float *dcum = (float *)dev_alloc(R * 4);
+        int steps_run = -1;
+        char what[160];
+        snprintf(what, sizeof what, "decoding B=%d beam=%d layers=%d N=%d H=%d V=%d steps=%d%s", B, beam, layers, N, H,
+                 V, steps, indirect ? " (cache indirection)" : "");
+        ft_status st = ft_decoding_run(shared_gemm_ctx(), &cfg, &w, dmem, Lmem, dmlen, B, steps, dout, dlens, dcum,
+                                       &steps_run, work, wsb, 0);
+        FT_EXPECT(t, st == FT_OK, "%s: %s", what, ft_last_error());
+        FT_EXPECT(t, steps_run == ref_steps, "%s: ran %d steps, the reference %d", what, steps_run, ref_steps);
+        if (st == FT_OK && steps_run == ref_steps) {
+            int *g = (int *)malloc((size_t)R * ref_steps * 4), glen[64];
+            float gcum[64];
+            FT_CHECK_CUDA(cudaMemcpy(g, dout, (size_t)R * ref_steps * 4, cudaMemcpyDeviceToHost));
+            FT_CHECK_CUDA(cudaMemcpy(glen, dlens, R * 4, cudaMemcpyDeviceToHost));
+            FT_CHECK_CUDA(cudaMemcpy(gcum, dcum, R * 4, cudaMemcpyDeviceToHost));
+            int bad = 0;
+            for (int r = 0; r < R && !bad; r++) {
+                int cur = r;
+                for (int s = ref_steps - 1; s >= 0; s--) {
+                    if (g[(size_t)r * ref_steps + s] != hist[s * R + cur]) {
+                        FT_EXPECT(t, 0, "%s: beam row %d differs at step %d (got %d, want %d)", what, r, s,
+                                  g[(size_t)r * ref_steps + s], hist[s * R + cur]);
+                        bad = 1;
+                        break;
+                    }
+                    cur = r - r % beam + phist[s * R + cur];
                 }
-                cur = r - r % beam + phist[s * R + cur];
+                FT_EXPECT(t, bad || glen[r] == len[r], "%s: row %d length %d, want %d", what, r, glen[r], len[r]);
+                FT_EXPECT(t, bad || fabs(gcum[r] - cum[r]) <= 1e-3 + 1e-4 * fabs(cum[r]),
+                          "%s: row %d score %g, want %g", what, r, gcum[r], cum[r]);
             }
-            FT_EXPECT(t, bad || glen[r] == len[r], "%s: row %d length %d, want %d", what, r, glen[r], len[r]);
-            FT_EXPECT(t, bad || fabs(gcum[r] - cum[r]) <= 1e-3 + 1e-4 * fabs(cum[r]), "%s: row %d score %g, want %g",
-                      what, r, gcum[r], cum[r]);
+            int finished = 0;
+            for (int r = 0; r < R; r++)
+                finished += fin[r];
+            printf("    %s: %d steps, %d of %d final beams finished\n", what, ref_steps, finished, R);
+            free(g);
         }
-        int finished = 0;
-        for (int r = 0; r < R; r++)
-            finished += fin[r];
-        printf("    %s: %d steps, %d of %d final beams finished\n", what, ref_steps, finished, R);
-        free(g);
+        cudaFree(work), cudaFree(dout), cudaFree(dlens), cudaFree(dcum);
     }
     free(mem), free(mlen), free(kc), free(vc), free(kt), free(x), free(lp), free(logit), free(y), free(nd), free(wd);
     free(row), free(hist), free(phist);
-    cudaFree(dmem), cudaFree(dmlen), cudaFree(work), cudaFree(dout), cudaFree(dlens), cudaFree(dcum);
+    cudaFree(dmem), cudaFree(dmlen);
     pool_free(&p);
 }
 

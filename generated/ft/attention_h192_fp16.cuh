@@ -47,6 +47,9 @@ typedef struct ft_attn_kargs_h192_fp16 {
     int B, H, Hkv, G, L, layout;
     int splits, chunk;
     int cmerge; /* sm_90 kernel: the splits are one cluster and merge in it */
+    const int *indir; /* self-attention: cache indirection table [B, L], or NULL */
+    int beam;         /* rows per item for indir */
+    int64_t seq_stride; /* elements between the same step of consecutive sequences */
     int is_self;
     float qk_scale;
     int rope, rotary_dim;
@@ -67,6 +70,19 @@ static __device__ __forceinline__ int ft_attn_row_h192_fp16(const ft_attn_kargs_
     *steps = len;
     *new_pos = -1;
     return len > 0 && len <= a->L;
+}
+
+/* Offset of cached step t (t < lengths[b]) from sequence b's first element: b's own row,
+ * or with a cache indirection table the row of the beam of b's item it names. */
+static __device__ __forceinline__ int64_t ft_attn_step_h192_fp16(const ft_attn_kargs_h192_fp16 *a, int b, int t,
+                                                              int64_t kvstride)
+{
+    int64_t off = (int64_t)t * kvstride;
+    if (a->indir) {
+        const int beam = min(max(__ldg(a->indir + (int64_t)b * a->L + t), 0), a->beam - 1);
+        off += (int64_t)(beam - b % a->beam) * a->seq_stride;
+    }
+    return off;
 }
 
 /* Output of a row that cannot be computed: zeros for an empty slot, NaN past capacity. */
@@ -210,10 +226,12 @@ static __global__ void __launch_bounds__(256, 2) ft_attn_decode_h192_fp16_g1(ft_
 #pragma unroll
             for (int u = 0; u < KU; u++) {
                 const int t = t0 + u * KL;
-                if (t < ce)
+                if (t < ce) {
+                    const __half *kr = kc + ft_attn_step_h192_fp16(&a, b, t, kvstride);
 #pragma unroll
                     for (int c = 0; c < CPT; c++)
-                        kw[u][c] = *(const ft_word_fp16x8 *)(kc + (int64_t)t * kvstride + (j + c * TPK) * VEC);
+                        kw[u][c] = *(const ft_word_fp16x8 *)(kr + (j + c * TPK) * VEC);
+                }
             }
 #pragma unroll
             for (int u = 0; u < KU; u++) {
@@ -316,7 +334,7 @@ static __global__ void __launch_bounds__(256, 2) ft_attn_decode_h192_fp16_g1(ft_
                 for (int u = 0; u < VU; u++) {
                     const int t = t0 + u * PL;
                     if (t < ce)
-                        vw[u] = *(const ft_word_fp16x8 *)(vc + (int64_t)t * kvstride + j3 * VEC);
+                        vw[u] = *(const ft_word_fp16x8 *)(vc + ft_attn_step_h192_fp16(&a, b, t, kvstride) + j3 * VEC);
                 }
 #pragma unroll
                 for (int u = 0; u < VU; u++) {
@@ -507,10 +525,12 @@ static __global__ void __launch_bounds__(256, 1) ft_attn_decode_h192_fp16_g2(ft_
 #pragma unroll
             for (int u = 0; u < KU; u++) {
                 const int t = t0 + u * KL;
-                if (t < ce)
+                if (t < ce) {
+                    const __half *kr = kc + ft_attn_step_h192_fp16(&a, b, t, kvstride);
 #pragma unroll
                     for (int c = 0; c < CPT; c++)
-                        kw[u][c] = *(const ft_word_fp16x8 *)(kc + (int64_t)t * kvstride + (j + c * TPK) * VEC);
+                        kw[u][c] = *(const ft_word_fp16x8 *)(kr + (j + c * TPK) * VEC);
+                }
             }
 #pragma unroll
             for (int u = 0; u < KU; u++) {
@@ -613,7 +633,7 @@ static __global__ void __launch_bounds__(256, 1) ft_attn_decode_h192_fp16_g2(ft_
                 for (int u = 0; u < VU; u++) {
                     const int t = t0 + u * PL;
                     if (t < ce)
-                        vw[u] = *(const ft_word_fp16x8 *)(vc + (int64_t)t * kvstride + j3 * VEC);
+                        vw[u] = *(const ft_word_fp16x8 *)(vc + ft_attn_step_h192_fp16(&a, b, t, kvstride) + j3 * VEC);
                 }
 #pragma unroll
                 for (int u = 0; u < VU; u++) {
@@ -861,15 +881,16 @@ static __global__ void __launch_bounds__(288, 2) ft_attn_async_h192_fp16_g1(ft_a
             if (lane == 0)
                 ft_mbar_expect_tx(&full[s], 2u * (unsigned)n * ROW);
             __syncwarp(); /* the bytes are expected before any copy can complete */
-            if (kvstride == D) {
+            if (kvstride == D && !a.indir) {
                 if (lane == 0) {
                     ft_bulk_load(ks, kc + (int64_t)t0 * D, (unsigned)n * ROW, &full[s]);
                     ft_bulk_load(vs, vc + (int64_t)t0 * D, (unsigned)n * ROW, &full[s]);
                 }
-            } else {
+            } else { /* row by row: strided steps, or rows named by the indirection table */
                 for (int r = lane; r < n; r += 32) {
-                    ft_bulk_load(ks + r * D, kc + (int64_t)(t0 + r) * kvstride, ROW, &full[s]);
-                    ft_bulk_load(vs + r * D, vc + (int64_t)(t0 + r) * kvstride, ROW, &full[s]);
+                    const int64_t off = ft_attn_step_h192_fp16(&a, b, t0 + r, kvstride);
+                    ft_bulk_load(ks + r * D, kc + off, ROW, &full[s]);
+                    ft_bulk_load(vs + r * D, vc + off, ROW, &full[s]);
                 }
             }
         }
@@ -1193,15 +1214,16 @@ static __global__ void __launch_bounds__(512, 1) ft_attn_async_h192_fp16_g2(ft_a
             if (lane == 0)
                 ft_mbar_expect_tx(&full[s], 2u * (unsigned)n * ROW);
             __syncwarp(); /* the bytes are expected before any copy can complete */
-            if (kvstride == D) {
+            if (kvstride == D && !a.indir) {
                 if (lane == 0) {
                     ft_bulk_load(ks, kc + (int64_t)t0 * D, (unsigned)n * ROW, &full[s]);
                     ft_bulk_load(vs, vc + (int64_t)t0 * D, (unsigned)n * ROW, &full[s]);
                 }
-            } else {
+            } else { /* row by row: strided steps, or rows named by the indirection table */
                 for (int r = lane; r < n; r += 32) {
-                    ft_bulk_load(ks + r * D, kc + (int64_t)(t0 + r) * kvstride, ROW, &full[s]);
-                    ft_bulk_load(vs + r * D, vc + (int64_t)(t0 + r) * kvstride, ROW, &full[s]);
+                    const int64_t off = ft_attn_step_h192_fp16(&a, b, t0 + r, kvstride);
+                    ft_bulk_load(ks + r * D, kc + off, ROW, &full[s]);
+                    ft_bulk_load(vs + r * D, vc + off, ROW, &full[s]);
                 }
             }
         }
@@ -1608,6 +1630,14 @@ static inline ft_status ft_masked_self_attention_decode_h192_fp16(const ft_self_
         return ft_fail(FT_ERR_INVALID_ARGUMENT, "%s: rotary_base must be > 1 and finite, got %g", fn, (double)base);
     if ((st = ft_attn_check_scale(fn, args->scale, 192, &p)) != FT_OK)
         return st;
+    if (args->cache_indirection) {
+        if ((st = ft_check_ptr(fn, "cache_indirection", args->cache_indirection, 4)) != FT_OK)
+            return st;
+        if (args->beam_width < 1 || args->batch % args->beam_width != 0)
+            return ft_fail(FT_ERR_INVALID_ARGUMENT,
+                           "%s: with cache_indirection, beam_width (%d) must be positive and divide batch (%d)", fn,
+                           args->beam_width, args->batch);
+    }
     const int max_seq = args->max_seq_len;
     if (max_seq > args->max_len)
         return ft_fail(FT_ERR_INVALID_ARGUMENT, "%s: max_seq_len %d exceeds the cache capacity max_len %d", fn, max_seq,
@@ -1628,6 +1658,9 @@ static inline ft_status ft_masked_self_attention_decode_h192_fp16(const ft_self_
     k.lengths = args->lengths;
     k.out = (__half *)args->out;
     k.layout = (int)args->layout;
+    k.indir = args->cache_indirection;
+    k.beam = args->cache_indirection ? args->beam_width : 1;
+    k.seq_stride = ft_kv_seq_stride((int)args->layout, args->num_kv_heads, args->max_len, 192);
     k.is_self = 1;
     k.rope = (int)args->rope;
     k.rotary_dim = rd;

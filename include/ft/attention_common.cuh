@@ -60,6 +60,15 @@ typedef struct ft_self_attention_args {
     void *workspace;    /* for splits > 1: ft_attention_workspace_bytes(B, H, D, splits) */
     size_t workspace_bytes;
     ft_attn_impl impl;  /* 0 (automatic) unless comparing the kernels */
+    /* Beam search without moving the cache (instead of ft_kv_cache_reorder): a cache
+       indirection table [B, max_len] int32 on the device, or NULL. Row b reads cached
+       step t < lengths[b] from the row of beam cache_indirection[b * max_len + t] of its
+       own item (rows b - b % beam_width ..), its new token from its own row, and appends
+       to its own row. The beams of one item must be at the same step (rows a table
+       names are not written below lengths[b] in this call); ft_cache_indirection_update
+       keeps the table as beams are chosen. Entries are clamped to [0, beam_width). */
+    const int *cache_indirection;
+    int beam_width; /* rows per item (B % beam_width == 0) when cache_indirection is set */
 } ft_self_attention_args;
 
 /* Decoder cross-attention of one query per sequence against encoder memory K/V, whose
@@ -239,6 +248,12 @@ static inline ft_status ft_attn_check_scale(const char *fn, float scale, int D, 
 }
 
 /* ---------------------------------------------------------------- device helpers */
+
+/* Elements between the same step of consecutive sequences (cache indirection). */
+static inline int64_t ft_kv_seq_stride(int layout, int Hkv, int L, int D)
+{
+    return layout == FT_KV_BHLD ? (int64_t)Hkv * L * D : layout == FT_KV_LBHD ? (int64_t)Hkv * D : (int64_t)L * Hkv * D;
+}
 
 /* First element of (sequence b, kv head h) and the distance between its steps. */
 static __device__ __forceinline__ void ft_kv_base(int layout, int b, int h, int B, int Hkv, int L, int D,

@@ -8,6 +8,8 @@
  *                           ids, word ids, cum_log_probs, lengths, finished (in place)
  *   ft_kv_cache_reorder     gather a KV cache by parent beam into a second buffer
  *                           ([B*beam, Hkv, Lmax, D] or [Lmax, B*beam, Hkv*D])
+ *   ft_cache_indirection_update   or, without moving the cache, the table of which beam's
+ *                           row holds each step of each row (the attention reads through it)
  *   ft_beam_gather_tree     backtrack per-step ids through parent ids into whole sequences
  *   ft_count_finished       how many rows are finished, one int on the device
  *   ft_remove_prompt_tokens history [steps, B] -> generated ids [B, out_ld] without prompts
@@ -534,6 +536,60 @@ static inline ft_status ft_kv_cache_reorder(const void *src, void *dst, const in
     else
         ft_kv_reorder_w1<<<grid, 256, 0, stream>>>((const unsigned char *)src, (unsigned char *)dst, parent_ids, beam,
                                                    (int)rows, hkv, len, seg, hs, rs, ts, cache_bytes, lbhd);
+    return ft_launch_status(fn);
+}
+
+/* ---------------------------------------------------------------- cache indirection */
+
+static __global__ void __launch_bounds__(256) ft_cache_indirection_kernel(const int *src, int *dst, const int *parent_ids,
+                                                                         int beam, int rows, int lmax, int step)
+{
+    const int64_t n = (int64_t)rows * (step + 1);
+    for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n; i += (int64_t)gridDim.x * blockDim.x) {
+        const int r = (int)(i / (step + 1)), t = (int)(i - (int64_t)r * (step + 1));
+        const int p = min(max(parent_ids[r], 0), beam - 1);
+        /* the parent's row read step t where src says; its own token (step) from its own row */
+        dst[(int64_t)r * lmax + t] = t < step && src ? src[(int64_t)(r - r % beam + p) * lmax + t] : p;
+    }
+}
+
+/* The cache indirection table (ft_self_attention_args::cache_indirection) after a beam
+ * search step: new beam r of each item continues old beam parent_ids[r] (beam indices
+ * within the item, ft_beam_update's output), so it reads the steps before `step` where
+ * its parent read them and step `step` (the token the attention just appended) from its
+ * parent's own row:
+ *   dst[r, t] = src[parent row of r, t] for t < step,   dst[r, step] = parent_ids[r].
+ * src NULL stands for the identity table (every row reads its own cache: the first step,
+ * or a prompt written to every beam). Tables are [batch*beam, lmax] int32; src and dst
+ * must not overlap (keep two and swap them each step); entries past `step` are left as
+ * they are. */
+static inline ft_status ft_cache_indirection_update(const int *src, int *dst, const int *parent_ids, int batch,
+                                                    int beam, int lmax, int step, cudaStream_t stream)
+{
+    static const char fn[] = "ft_cache_indirection_update";
+    ft_status st;
+    if ((st = ft_check_opt_ptr(fn, "src", src, sizeof(int))) != FT_OK ||
+        (st = ft_check_ptr(fn, "dst", dst, sizeof(int))) != FT_OK ||
+        (st = ft_check_ptr(fn, "parent_ids", parent_ids, sizeof(int))) != FT_OK)
+        return st;
+    if (batch <= 0 || beam <= 0 || lmax <= 0)
+        return ft_fail(FT_ERR_INVALID_ARGUMENT, "%s: batch (%d), beam (%d) and lmax (%d) must be positive", fn, batch,
+                       beam, lmax);
+    if (step < 0 || step >= lmax)
+        return ft_fail(FT_ERR_INVALID_ARGUMENT, "%s: step = %d is outside [0, lmax = %d)", fn, step, lmax);
+    if ((long long)batch * beam > INT32_MAX)
+        return ft_fail(FT_ERR_UNSUPPORTED, "%s: batch*beam exceeds 2^31-1", fn);
+    const int rows = batch * beam;
+    const int64_t bytes = (int64_t)rows * lmax * (int64_t)sizeof(int);
+    if (src && (const char *)src < (const char *)dst + bytes && (const char *)dst < (const char *)src + bytes)
+        return ft_fail(FT_ERR_INVALID_ARGUMENT, "%s: src and dst overlap; keep two tables and swap them", fn);
+    int sms = 0;
+    if ((st = ft_sm_count(fn, &sms)) != FT_OK)
+        return st;
+    int64_t blocks = ((int64_t)rows * (step + 1) + 255) / 256;
+    if (blocks > (int64_t)sms * 8)
+        blocks = (int64_t)sms * 8;
+    ft_cache_indirection_kernel<<<(unsigned)blocks, 256, 0, stream>>>(src, dst, parent_ids, beam, rows, lmax, step);
     return ft_launch_status(fn);
 }
 

@@ -45,6 +45,15 @@ static void rope(double *x, int D, int pos, int style, int rd, float log2_base)
     free(y);
 }
 
+/* The row whose cache holds step t of row b: b itself, or with a cache indirection table
+ * (self-attention, t before the new token) the beam of b's item the table names. */
+static int src_row(const ref_attn *a, int b, int t, int len)
+{
+    if (!a->indir || !a->is_self || t >= len)
+        return b;
+    return b - b % a->beam + a->indir[(int64_t)b * a->L + t];
+}
+
 void ref_attention_decode(const ref_attn *a)
 {
     const int D = a->D, G = a->H / a->Hkv;
@@ -87,7 +96,7 @@ void ref_attention_decode(const ref_attn *a)
             for (int t = 0; t < steps; t++) {
                 double s = 0.0;
                 for (int d = 0; d < D; d++)
-                    s += qv[d] * a->k_cache[ref_kv_index(a->layout, a->B, a->Hkv, a->L, D, b, kvh, t, d)];
+                    s += qv[d] * a->k_cache[ref_kv_index(a->layout, a->B, a->Hkv, a->L, D, src_row(a, b, t, len), kvh, t, d)];
                 p[t] = s * a->scale;
                 if (p[t] > mx)
                     mx = p[t];
@@ -100,7 +109,7 @@ void ref_attention_decode(const ref_attn *a)
             for (int d = 0; d < D; d++) {
                 double o = 0.0;
                 for (int t = 0; t < steps; t++)
-                    o += p[t] * a->v_cache[ref_kv_index(a->layout, a->B, a->Hkv, a->L, D, b, kvh, t, d)];
+                    o += p[t] * a->v_cache[ref_kv_index(a->layout, a->B, a->Hkv, a->L, D, src_row(a, b, t, len), kvh, t, d)];
                 a->out[((int64_t)b * a->H + h) * D + d] = o / sum;
             }
         }

@@ -15,6 +15,8 @@ typedef struct ref_attn {
     int layout;          /* ft_kv_layout */
     int is_self;
     const int *lengths;  /* self: cached steps (new token at lengths[b]); cross: memory steps */
+    const int *indir;    /* self, or NULL: [B, L] beam (0..beam-1) of b's item whose row holds step t */
+    int beam;            /* rows per item for indir */
     const float *q, *q_bias;                 /* [B, H*D], [H*D] or NULL */
     const float *k_new, *v_new;              /* self: [B, Hkv*D] */
     const float *k_bias, *v_bias;            /* self: [Hkv*D] or NULL */
