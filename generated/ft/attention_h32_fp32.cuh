@@ -1500,12 +1500,15 @@ static inline int ft_attn_heads_per_block_h32_fp32(int G)
 
 /* The grid of a call: kernel, blocks per key/value head, and the split-KV plan. The
  * automatic choice takes the sm_90 kernel where it exists, the device has it and each
- * sequence's steps are contiguous (FT_KV_BHLD: one bulk copy per tile); with rows apart
- * it would issue a copy per row, slower on the H100 than the register kernel (B8 H32
- * D128 L4096 fp16 FT_KV_LBHD: 249 us against 181; cross-attention B64 H8 D64 L512
- * FT_KV_BLHD: 66.9 against 29.7), which FT_ATTN_IMPL_ASYNC still allows. */
+ * sequence's steps are contiguous (FT_KV_BHLD without a cache indirection table: one bulk
+ * copy per tile); with rows apart it would issue a copy per row, slower on the H100 than
+ * the register kernel (B8 H32 D128 L4096 fp16 FT_KV_LBHD: 249 us against 181;
+ * cross-attention B64 H8 D64 L512 FT_KV_BLHD: 66.9 against 29.7; B32 H32 D128 L1024
+ * through a random table of 4 beams: 295.6 against 245.0), which FT_ATTN_IMPL_ASYNC
+ * still allows. `indirect`: the call reads through a cache indirection table. */
 static inline ft_status ft_attn_plan_grid_h32_fp32(const char *fn, ft_attn_plan *p, ft_attn_impl impl, int layout,
-                                                 int splits, int max_seq, size_t ws_bytes, const void *ws)
+                                                 int indirect, int splits, int max_seq, size_t ws_bytes,
+                                                 const void *ws)
 {
     ft_status st;
     if ((st = ft_attn_check_impl(fn, impl)) != FT_OK)
@@ -1519,7 +1522,7 @@ static inline ft_status ft_attn_plan_grid_h32_fp32(const char *fn, ft_attn_plan 
         return st; /* before the device is asked anything */
     int slots = 0;
     p->async = 0;
-    if (impl == FT_ATTN_IMPL_ASYNC || (impl == FT_ATTN_IMPL_AUTO && layout == FT_KV_BHLD)) {
+    if (impl == FT_ATTN_IMPL_ASYNC || (impl == FT_ATTN_IMPL_AUTO && layout == FT_KV_BHLD && !indirect)) {
         int major = 0, sms = 0, per_sm = 0;
         if ((st = ft_cc_major(fn, &major)) != FT_OK)
             return st;
@@ -1642,8 +1645,8 @@ static inline ft_status ft_masked_self_attention_decode_h32_fp32(const ft_self_a
     if (max_seq > args->max_len)
         return ft_fail(FT_ERR_INVALID_ARGUMENT, "%s: max_seq_len %d exceeds the cache capacity max_len %d", fn, max_seq,
                        args->max_len);
-    if ((st = ft_attn_plan_grid_h32_fp32(fn, &p, args->impl, (int)args->layout, args->splits, max_seq,
-                                         args->workspace_bytes, args->workspace)) != FT_OK)
+    if ((st = ft_attn_plan_grid_h32_fp32(fn, &p, args->impl, (int)args->layout, args->cache_indirection != NULL,
+                                         args->splits, max_seq, args->workspace_bytes, args->workspace)) != FT_OK)
         return st;
     ft_attn_kargs_h32_fp32 k;
     memset(&k, 0, sizeof k);
@@ -1694,8 +1697,8 @@ static inline ft_status ft_cross_attention_decode_h32_fp32(const ft_cross_attent
     if (args->max_mem_seq_len > args->mem_len)
         return ft_fail(FT_ERR_INVALID_ARGUMENT, "%s: max_mem_seq_len %d exceeds mem_len %d", fn, args->max_mem_seq_len,
                        args->mem_len);
-    if ((st = ft_attn_plan_grid_h32_fp32(fn, &p, args->impl, (int)args->layout, args->splits, args->max_mem_seq_len,
-                                         args->workspace_bytes, args->workspace)) != FT_OK)
+    if ((st = ft_attn_plan_grid_h32_fp32(fn, &p, args->impl, (int)args->layout, 0, args->splits,
+                                         args->max_mem_seq_len, args->workspace_bytes, args->workspace)) != FT_OK)
         return st;
     ft_attn_kargs_h32_fp32 k;
     memset(&k, 0, sizeof k);
