@@ -40,6 +40,7 @@ typedef struct bench_opts {
     int sum; /* add_bias_residual_*: also write sum_out */
     /* attention */
     int batch, heads, kv_heads, head_size, len, layout, splits, impl;
+    int indir; /* self_attention: beam width of a random cache indirection table (0: none) */
     /* encoder pieces and layers */
     int seq, hidden, ffn, avg_len, mem_len, use_mask, remove_padding, causal;
     /* decoding: vocabulary, top-K / beam width, top-p, update_logits mode */
@@ -189,7 +190,7 @@ static double measure_copy_gbps(void)
  * A kernel names its buffers (count, element type, whether it rotates through the
  * buffer sets or is shared, how it is filled), how to launch on one set, and the bytes
  * the operation must move. */
-enum buf_fill { FILL_RANDOM, FILL_LENGTHS, FILL_OFFSETS, FILL_NONE, FILL_ZERO };
+enum buf_fill { FILL_RANDOM, FILL_LENGTHS, FILL_OFFSETS, FILL_NONE, FILL_ZERO, FILL_BEAMS };
 
 typedef struct buf_spec {
     size_t count;
@@ -297,6 +298,13 @@ static int attn_buffers(const bench_opts *o, buf_spec *sp)
         sp[i].rotate = i < 2;
         sp[i].fill = i == 6 ? FILL_LENGTHS : i == 7 ? FILL_NONE : FILL_RANDOM;
     }
+    if (o->indir > 0 && strcmp(o->kernel, "self_attention") == 0) { /* 8: the table [B, L] */
+        sp[8].count = (size_t)o->batch * o->len;
+        sp[8].is_int = 1;
+        sp[8].rotate = 0;
+        sp[8].fill = FILL_BEAMS;
+        return 9;
+    }
     return 8;
 }
 
@@ -312,10 +320,13 @@ static void attn_describe(const bench_opts *o, char *variant, char *shape, size_
 {
     const char *layout = o->layout == FT_KV_LBHD ? "LBHD" : o->layout == FT_KV_BLHD ? "BLHD" : "BHLD";
     const char *impl = o->impl == FT_ATTN_IMPL_REGISTER ? " register" : o->impl == FT_ATTN_IMPL_ASYNC ? " async" : "";
+    char table[32] = "";
+    if (o->indir > 0 && strcmp(o->kernel, "self_attention") == 0)
+        snprintf(table, sizeof table, " table W=%d", o->indir);
     if (o->splits)
-        snprintf(variant, len, "%s splits=%d%s", layout, o->splits, impl);
+        snprintf(variant, len, "%s splits=%d%s%s", layout, o->splits, impl, table);
     else
-        snprintf(variant, len, "%s splits=auto%s", layout, impl);
+        snprintf(variant, len, "%s splits=auto%s%s", layout, impl, table);
     snprintf(shape, len, "B=%d H=%d Hkv=%d D=%d L=%d", o->batch, o->heads, o->kv_heads, o->head_size, o->len);
 }
 
@@ -340,6 +351,10 @@ static ft_status run_self_attention(const bench_opts *o, void **b, cudaStream_t 
     a.layout = (ft_kv_layout)o->layout;
     a.splits = o->splits;
     a.impl = (ft_attn_impl)o->impl;
+    if (o->indir > 0) {
+        a.cache_indirection = (const int *)b[8];
+        a.beam_width = o->indir;
+    }
     return ft_masked_self_attention_decode(o->dt, o->head_size, &a, s);
 }
 
@@ -397,6 +412,40 @@ static ft_status run_kv_read(const bench_opts *o, void **b, cudaStream_t s)
     const size_t bytes = (size_t)o->batch * o->kv_heads * o->len * o->head_size * ft_dtype_size(o->dt);
     kv_read_kernel<<<4 * sms, 512, 0, s>>>((const uint4 *)b[0], (const uint4 *)b[1], bytes / 16, (unsigned *)b[5]);
     return cudaGetLastError() == cudaSuccess ? FT_OK : FT_ERR_CUDA;
+}
+
+/* kv_reorder: what a cache indirection table saves. The K and V caches of a
+ * self_attention shape (--batch rows of --beam beams each) gathered by parent beam into
+ * a second pair of caches (ft_kv_cache_reorder over both at once, as two layers), len
+ * steps a head: slots 0 source caches, 1 destination caches, 6 parent ids. */
+static int reorder_buffers(const bench_opts *o, buf_spec *sp)
+{
+    const size_t caches = 2 * (size_t)o->batch * o->kv_heads * o->len * o->head_size;
+    const size_t counts[7] = {caches, caches, 0, 0, 0, 0, (size_t)o->batch};
+    for (int i = 0; i < 7; i++) {
+        sp[i].count = counts[i];
+        sp[i].is_int = i == 6;
+        sp[i].rotate = i < 2;
+        sp[i].fill = i == 6 ? FILL_BEAMS : i == 0 ? FILL_RANDOM : FILL_NONE;
+    }
+    return 7;
+}
+
+static double reorder_bytes(const bench_opts *o)
+{
+    return 4.0 * o->batch * o->kv_heads * (double)o->len * o->head_size * ft_dtype_size(o->dt);
+}
+
+static void reorder_describe(const bench_opts *o, char *variant, char *shape, size_t len)
+{
+    snprintf(variant, len, "%s beam=%d", o->layout == FT_KV_LBHD ? "LBHD" : "BHLD", o->beam);
+    snprintf(shape, len, "B=%d Hkv=%d D=%d L=%d", o->batch, o->kv_heads, o->head_size, o->len);
+}
+
+static ft_status run_kv_reorder(const bench_opts *o, void **b, cudaStream_t s)
+{
+    return ft_kv_cache_reorder(b[0], b[1], (const int *)b[6], 2, (ft_kv_layout)o->layout, o->batch / o->beam, o->beam,
+                               o->kv_heads, o->len, o->head_size, (int)ft_dtype_size(o->dt), o->len, s);
 }
 
 /* Lengths a kernel's FILL_LENGTHS buffer holds for sequence b. Attention: len-1 cached
@@ -770,10 +819,12 @@ static const kernel_desc kernels[] = {
     {"add_bias_act", "y = act(x + b) (--act gelu|relu|silu|identity)", norm_buffers, run_add_bias_act, norm_bytes,
      norm_describe},
     {"add_bias_residual", "y = x + r + b", norm_buffers, run_add_bias_residual, norm_bytes, norm_describe},
-    {"self_attention", "decode step, --batch --heads --kv-heads --head-size --len [--layout bhld|lbhd] [--splits]",
+    {"self_attention", "decode step, --batch --heads --kv-heads --head-size --len [--layout bhld|lbhd] [--splits] [--indirection W]",
      attn_buffers, run_self_attention, attn_bytes, attn_describe},
     {"kv_read", "floor of self_attention: its K and V caches read once, same flags", attn_buffers, run_kv_read,
      attn_bytes, attn_describe},
+    {"kv_reorder", "K and V caches gathered by parent beam (what --indirection saves), --batch --beam --kv-heads --head-size --len",
+     reorder_buffers, run_kv_reorder, reorder_bytes, reorder_describe},
     {"cross_attention", "decode step against memory, same flags (--layout bhld|blhd)", attn_buffers,
      run_cross_attention, attn_bytes, attn_describe},
     {"masked_softmax", "in place over [B,H,S,S], --batch --heads --seq [--mask] [--avg-len]", softmax_buffers,
@@ -879,6 +930,14 @@ static void bench_one(const bench_env *env, const bench_opts *o)
                 FT_CHECK_CUDA(cudaMemcpy(p, offs, bytes, cudaMemcpyHostToDevice));
             else if (sp[i].fill == FILL_ZERO)
                 FT_CHECK_CUDA(cudaMemset(p, 0, bytes));
+            else if (sp[i].fill == FILL_BEAMS) { /* beam indices, uniform in [0, W) */
+                const int w = strcmp(o->kernel, "kv_reorder") == 0 ? o->beam : o->indir;
+                int *hb = (int *)malloc(bytes);
+                for (size_t j = 0; j < sp[i].count; j++)
+                    hb[j] = (int)(ref_rng_u64(&rng) % (uint64_t)w);
+                FT_CHECK_CUDA(cudaMemcpy(p, hb, bytes, cudaMemcpyHostToDevice));
+                free(hb);
+            }
             sets[s][i] = p;
         }
         if (!sp[i].rotate) {
@@ -951,6 +1010,12 @@ static const char *suite[] = {
     "self_attention --dtype bf16 --batch 8 --heads 32 --head-size 128 --len 4096",
     "self_attention --dtype fp32 --batch 8 --heads 32 --head-size 128 --len 4096",
     "self_attention --dtype fp16 --batch 16 --heads 32 --head-size 80 --len 2048",
+    /* beam search, 8 items x 4 beams: plain, through a cache indirection table, and the
+     * reorder the table replaces */
+    "self_attention --dtype fp16 --batch 32 --heads 32 --head-size 128 --len 1024",
+    "self_attention --dtype fp16 --batch 32 --heads 32 --head-size 128 --len 1024 --indirection 4",
+    "self_attention --dtype fp16 --batch 32 --heads 32 --head-size 128 --len 1024 --indirection 4 --impl register",
+    "kv_reorder --dtype fp16 --batch 32 --beam 4 --heads 32 --head-size 128 --len 1024",
     "cross_attention --dtype fp16 --batch 64 --heads 8 --head-size 64 --len 512 --layout blhd",
     /* encoder pieces and the composed layers: the encoder issue's shapes */
     "masked_softmax --dtype fp16 --batch 32 --heads 12 --seq 128 --head-size 64 --mask",
@@ -1011,6 +1076,7 @@ static void usage(FILE *f)
                "  norm family: --m M --n N [--act gelu|relu|silu|identity] [--sum]\n"
                "  attention:   --batch B --heads H [--kv-heads Hkv] --head-size D --len L\n"
                "               [--layout bhld|lbhd|blhd] [--splits S (0 automatic)] [--impl register|async]\n"
+               "               [--indirection W: read the cache through a random beam table of width W]\n"
                "  encoder:     --batch B --heads H --seq S [--head-size D] [--mask] [--avg-len A] [--causal]\n"
                "  layers:      --batch B --seq S --hidden N --heads H --ffn F [--remove-padding]\n"
                "               decoder_layer: --len L (cached steps) --mem-len Lmem\n"
@@ -1104,6 +1170,8 @@ static int parse(int argc, char **argv, bench_opts *o)
             }
             else if (strcmp(a, "--beam") == 0)
                 o->beam = atoi(v);
+            else if (strcmp(a, "--indirection") == 0)
+                o->indir = atoi(v);
             else if (strcmp(a, "--p") == 0)
                 o->p = (float)atof(v);
             else if (strcmp(a, "--mode") == 0) {
@@ -1167,6 +1235,11 @@ static int parse(int argc, char **argv, bench_opts *o)
         o->head_size <= 0 || o->len <= 0 || o->seq <= 0 || o->hidden <= 0 || o->ffn <= 0 || o->vocab <= 0 ||
         o->k <= 0 || o->beam <= 0 || !(o->p > 0.0f && o->p <= 1.0f)) {
         fprintf(stderr, "ftbench: sizes and --iters must be positive\n");
+        return -1;
+    }
+    if (o->indir < 0 || (o->indir > 0 && o->batch % o->indir != 0) ||
+        (o->kernel && strcmp(o->kernel, "kv_reorder") == 0 && o->batch % o->beam != 0)) {
+        fprintf(stderr, "ftbench: --indirection W (self_attention) and --beam W (kv_reorder) must divide --batch\n");
         return -1;
     }
     if (o->kv_heads <= 0)

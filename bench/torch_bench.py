@@ -20,10 +20,24 @@ DT = {"fp32": torch.float32, "fp16": torch.float16, "bf16": torch.bfloat16}
 ACT = {"gelu": lambda t: F.gelu(t, approximate="tanh"), "relu": F.relu, "silu": F.silu, "identity": lambda t: t}
 
 
-def attention(kernel, shape, dt):
-    """SDPA over the same cache (always [B, Hkv, L, D]; PyTorch has no appending form)."""
+def attention(kernel, variant, shape, dt):
+    """SDPA over the same cache (always [B, Hkv, L, D]; PyTorch has no appending form).
+    With a cache indirection table (variant "... table W=n"), PyTorch's beam search form:
+    the caches reordered by parent (index_select, as Hugging Face's _reorder_cache), then
+    SDPA."""
     B, H, Hkv, D, L = (shape[k] for k in ("B", "H", "Hkv", "D", "L"))
     gqa = H != Hkv
+    if " table W=" in variant:
+        W = int(variant.split(" table W=")[1].split()[0])
+
+        def make_beam():
+            idx = torch.arange(B, device="cuda") // W * W + torch.randint(0, W, (B,), device="cuda")
+            return (torch.randn(B, H, 1, D, device="cuda", dtype=dt), torch.randn(B, Hkv, L, D, device="cuda", dtype=dt),
+                    torch.randn(B, Hkv, L, D, device="cuda", dtype=dt), idx)
+
+        def fn_beam(q, k, v, idx):
+            return F.scaled_dot_product_attention(q, k.index_select(0, idx), v.index_select(0, idx), enable_gqa=gqa)
+        return ("K, V index_select by parent + F.scaled_dot_product_attention", make_beam, fn_beam)
 
     def make():
         return (torch.randn(B, H, 1, D, device="cuda", dtype=dt), torch.randn(B, Hkv, L, D, device="cuda", dtype=dt),
@@ -191,7 +205,17 @@ def expression(kernel, variant, shape, dt):
     """(description, make_inputs, fn[, (description, fn) of a second PyTorch form]) for
     the PyTorch eager form of one kernel."""
     if kernel in ("self_attention", "cross_attention"):
-        return attention(kernel, shape, dt)
+        return attention(kernel, variant, shape, dt)
+    if kernel == "kv_reorder":
+        B, Hkv, D, L = (shape[k] for k in ("B", "Hkv", "D", "L"))
+        W = int(variant.split("beam=")[1].split()[0])
+
+        def make_reorder():
+            idx = torch.arange(B, device="cuda") // W * W + torch.randint(0, W, (B,), device="cuda")
+            return (torch.randn(B, Hkv, L, D, device="cuda", dtype=dt), torch.randn(B, Hkv, L, D, device="cuda", dtype=dt),
+                    idx)
+        return ("k.index_select(0, parent), v.index_select(0, parent)", make_reorder,
+                lambda k, v, idx: (k.index_select(0, idx), v.index_select(0, idx)))
     if kernel in ("topk", "beam_topk", "topk_sampling", "topp_sampling", "topp_sampling_sorted", "update_logits"):
         return decoding(kernel, variant, shape, dt)
     if kernel == "masked_softmax":
