@@ -106,6 +106,7 @@ static __global__ void __launch_bounds__(256, 2) ft_attn_decode_h128_fp16_g1(ft_
     __shared__ __align__(16) float kv_new[2][D];
     __shared__ __align__(16) float logits[GQ * SUB];
     __shared__ float scratch[2][NW][GQ];
+    __shared__ int dbeam[SUB]; /* cache indirection: the sub-chunk's steps as beam offsets from b's row */
 
     ft_pdl_trigger(); /* the combine kernel (split-KV) may be scheduled now; it waits for this grid's end */
     const int tid = threadIdx.x;
@@ -215,6 +216,11 @@ static __global__ void __launch_bounds__(256, 2) ft_attn_decode_h128_fp16_g1(ft_
     for (int c0 = s0; c0 < s1; c0 += SUB) {
         const int c1 = min(s1, c0 + SUB), ce = min(c1, cache_end);
         const int has_new = new_pos >= c0 && new_pos < c1;
+        if (a.indir) { /* the table's entries once per block, not once per load (uniform branch) */
+            for (int i = tid; i < ce - c0; i += NT)
+                dbeam[i] = min(max(__ldg(a.indir + (int64_t)b * a.L + c0 + i), 0), a.beam - 1) - b % a.beam;
+            __syncthreads();
+        }
 
         /* phase 1: logits of this sub-chunk, and their max per head */
         float mx[GQ];
@@ -227,7 +233,7 @@ static __global__ void __launch_bounds__(256, 2) ft_attn_decode_h128_fp16_g1(ft_
             for (int u = 0; u < KU; u++) {
                 const int t = t0 + u * KL;
                 if (t < ce) {
-                    const __half *kr = kc + ft_attn_step_h128_fp16(&a, b, t, kvstride);
+                    const __half *kr = kc + t * kvstride + (a.indir ? dbeam[t - c0] * a.seq_stride : 0);
 #pragma unroll
                     for (int c = 0; c < CPT; c++)
                         kw[u][c] = *(const ft_word_fp16x8 *)(kr + (j + c * TPK) * VEC);
@@ -334,7 +340,8 @@ static __global__ void __launch_bounds__(256, 2) ft_attn_decode_h128_fp16_g1(ft_
                 for (int u = 0; u < VU; u++) {
                     const int t = t0 + u * PL;
                     if (t < ce)
-                        vw[u] = *(const ft_word_fp16x8 *)(vc + ft_attn_step_h128_fp16(&a, b, t, kvstride) + j3 * VEC);
+                        vw[u] = *(const ft_word_fp16x8 *)(vc + t * kvstride + (a.indir ? dbeam[t - c0] * a.seq_stride : 0) +
+                                                      j3 * VEC);
                 }
 #pragma unroll
                 for (int u = 0; u < VU; u++) {
@@ -405,6 +412,7 @@ static __global__ void __launch_bounds__(256, 1) ft_attn_decode_h128_fp16_g4(ft_
     __shared__ __align__(16) float kv_new[2][D];
     __shared__ __align__(16) float logits[GQ * SUB];
     __shared__ float scratch[2][NW][GQ];
+    __shared__ int dbeam[SUB]; /* cache indirection: the sub-chunk's steps as beam offsets from b's row */
 
     ft_pdl_trigger(); /* the combine kernel (split-KV) may be scheduled now; it waits for this grid's end */
     const int tid = threadIdx.x;
@@ -514,6 +522,11 @@ static __global__ void __launch_bounds__(256, 1) ft_attn_decode_h128_fp16_g4(ft_
     for (int c0 = s0; c0 < s1; c0 += SUB) {
         const int c1 = min(s1, c0 + SUB), ce = min(c1, cache_end);
         const int has_new = new_pos >= c0 && new_pos < c1;
+        if (a.indir) { /* the table's entries once per block, not once per load (uniform branch) */
+            for (int i = tid; i < ce - c0; i += NT)
+                dbeam[i] = min(max(__ldg(a.indir + (int64_t)b * a.L + c0 + i), 0), a.beam - 1) - b % a.beam;
+            __syncthreads();
+        }
 
         /* phase 1: logits of this sub-chunk, and their max per head */
         float mx[GQ];
@@ -526,7 +539,7 @@ static __global__ void __launch_bounds__(256, 1) ft_attn_decode_h128_fp16_g4(ft_
             for (int u = 0; u < KU; u++) {
                 const int t = t0 + u * KL;
                 if (t < ce) {
-                    const __half *kr = kc + ft_attn_step_h128_fp16(&a, b, t, kvstride);
+                    const __half *kr = kc + t * kvstride + (a.indir ? dbeam[t - c0] * a.seq_stride : 0);
 #pragma unroll
                     for (int c = 0; c < CPT; c++)
                         kw[u][c] = *(const ft_word_fp16x8 *)(kr + (j + c * TPK) * VEC);
@@ -633,7 +646,8 @@ static __global__ void __launch_bounds__(256, 1) ft_attn_decode_h128_fp16_g4(ft_
                 for (int u = 0; u < VU; u++) {
                     const int t = t0 + u * PL;
                     if (t < ce)
-                        vw[u] = *(const ft_word_fp16x8 *)(vc + ft_attn_step_h128_fp16(&a, b, t, kvstride) + j3 * VEC);
+                        vw[u] = *(const ft_word_fp16x8 *)(vc + t * kvstride + (a.indir ? dbeam[t - c0] * a.seq_stride : 0) +
+                                                      j3 * VEC);
                 }
 #pragma unroll
                 for (int u = 0; u < VU; u++) {
