@@ -11,11 +11,13 @@
 #   FT_TESTS="test_decoding test_layers" ...   only these test programs (and no ctest pass)
 #   FT_SUITE_GREP='topk|topp' ...               only the suite lines matching the regex
 #   FT_SANITIZE_ONLY='test_decoding' ...        only the sanitizer specs of these programs
+#   FT_JOBS=8 ...               run up to 8 test programs and sanitizer runs at once
 #   FT_BUILD_TARGETS='ftbench test_decoding' ... build only these targets (default: all)
 #   FT_PREBUILT=1 ...           no build and no ctest: run the programs already in build/gpu
 #                               (built on another x86-64 machine with the same CUDA major
 #                               by `bash bench/prebuild.sh`, carried to the GPU machine)
-# (the full run takes about ten minutes on an H100; the filters split it across calls)
+# (test_decoding alone takes about six minutes on the H100 machine: FT_JOBS or the filters
+# keep a call within its time)
 set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:-build/gpu-out}
@@ -51,24 +53,31 @@ else
   : >"$LOG/ctest.log"
 fi
 
-# The harness programs again, directly, for their per-test lines and counts.
+# The harness programs again, directly, for their per-test lines and counts, then the
+# sanitizer specs: FT_JOBS of them at a time (default 1, one after the other; the test
+# programs are CPU-bound in their references and test_decoding alone takes ~6 minutes on
+# the H100 machine, so FT_JOBS=8 lets one call run them all). Results are collected in a
+# fixed order once all have ended.
+jobs_max=${FT_JOBS:-1}
+slot() {
+  while [ "$(jobs -rp | wc -l)" -ge "$jobs_max" ]; do wait -n 2>/dev/null || true; done
+}
 : >"$LOG/tests.txt"
+names=()
 for t in build/gpu/tests/test_*; do
   [ -x "$t" ] || continue
   name=$(basename "$t")
   if [ -n "${FT_TESTS:-}" ] && ! printf ' %s ' "$FT_TESTS" | grep -q " $name "; then
     continue
   fi
-  "$t" >"$LOG/$name.log" 2>&1
-  rc=$?
-  grep -E '^FAIL' -A3 "$LOG/$name.log"
-  printf '%-26s %s (exit %d)\n' "$name" "$(tail -1 "$LOG/$name.log")" "$rc" >>"$LOG/tests.txt"
-  [ "$rc" -eq 0 ] || status=1
+  names+=("$name")
+  slot
+  ( "$t" >"$LOG/$name.log" 2>&1; echo $? >"$LOG/$name.rc" ) &
 done
 
+sans=()
 if [ -z "${FT_SKIP_SANITIZER:-}" ] && command -v compute-sanitizer >/dev/null; then
   echo "== compute-sanitizer (memcheck, racecheck) on the GPU tests"
-  : >"$LOG/sanitizer.txt"
   n=0
   # a subset of each program (its test-name filters) keeps the sanitizer's run time bounded
   for spec in "test_norm layernorm_fp16 add_bias_act_fp16" "test_attention_fp16 h128" \
@@ -83,13 +92,30 @@ if [ -z "${FT_SKIP_SANITIZER:-}" ] && command -v compute-sanitizer >/dev/null; t
       continue
     fi
     for tool in memcheck racecheck; do
-      timeout 150 compute-sanitizer --tool "$tool" --error-exitcode 3 "build/gpu/tests/$t" "$@" \
-        >"$LOG/sanitizer_${n}_${t}_$tool.log" 2>&1
-      rc=$?
-      printf '%-20s %-10s exit %d: %s\n' "$t" "$tool" "$rc" \
-        "$(grep -E 'ERROR SUMMARY|passed,' "$LOG/sanitizer_${n}_${t}_$tool.log" | tr '\n' ' ')" >>"$LOG/sanitizer.txt"
-      [ "$rc" -eq 0 ] || status=1
+      key="${n}_${t}_$tool"
+      sans+=("$key $t $tool")
+      slot
+      ( timeout 150 compute-sanitizer --tool "$tool" --error-exitcode 3 "build/gpu/tests/$t" "$@" \
+          >"$LOG/sanitizer_$key.log" 2>&1; echo $? >"$LOG/sanitizer_$key.rc" ) &
     done
+  done
+fi
+wait
+
+for name in "${names[@]}"; do
+  rc=$(cat "$LOG/$name.rc" 2>/dev/null || echo 99)
+  grep -E '^FAIL' -A3 "$LOG/$name.log"
+  printf '%-26s %s (exit %d)\n' "$name" "$(tail -1 "$LOG/$name.log")" "$rc" >>"$LOG/tests.txt"
+  [ "$rc" -eq 0 ] || status=1
+done
+if [ ${#sans[@]} -gt 0 ]; then
+  : >"$LOG/sanitizer.txt"
+  for entry in "${sans[@]}"; do
+    set -- $entry
+    rc=$(cat "$LOG/sanitizer_$1.rc" 2>/dev/null || echo 99)
+    printf '%-20s %-10s exit %d: %s\n' "$2" "$3" "$rc" \
+      "$(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY|passed,' "$LOG/sanitizer_$1.log" | tr '\n' ' ')" >>"$LOG/sanitizer.txt"
+    [ "$rc" -eq 0 ] || status=1
   done
 fi
 
