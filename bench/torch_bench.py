@@ -20,6 +20,11 @@ DT = {"fp32": torch.float32, "fp16": torch.float16, "bf16": torch.bfloat16}
 ACT = {"gelu": lambda t: F.gelu(t, approximate="tanh"), "relu": F.relu, "silu": F.silu, "identity": lambda t: t}
 
 
+def parent_rows(B, W):
+    """[B] row indices: each row's parent, a random beam of its own item (W rows an item)."""
+    return torch.arange(B, device="cuda") // W * W + torch.randint(0, W, (B,), device="cuda")
+
+
 def attention(kernel, variant, shape, dt):
     """SDPA over the same cache (always [B, Hkv, L, D]; PyTorch has no appending form).
     With a cache indirection table (variant "... table W=n"), PyTorch's beam search form:
@@ -31,9 +36,8 @@ def attention(kernel, variant, shape, dt):
         W = int(variant.split(" table W=")[1].split()[0])
 
         def make_beam():
-            idx = torch.arange(B, device="cuda") // W * W + torch.randint(0, W, (B,), device="cuda")
             return (torch.randn(B, H, 1, D, device="cuda", dtype=dt), torch.randn(B, Hkv, L, D, device="cuda", dtype=dt),
-                    torch.randn(B, Hkv, L, D, device="cuda", dtype=dt), idx)
+                    torch.randn(B, Hkv, L, D, device="cuda", dtype=dt), parent_rows(B, W))
 
         def fn_beam(q, k, v, idx):
             return F.scaled_dot_product_attention(q, k.index_select(0, idx), v.index_select(0, idx), enable_gqa=gqa)
@@ -211,9 +215,8 @@ def expression(kernel, variant, shape, dt):
         W = int(variant.split("beam=")[1].split()[0])
 
         def make_reorder():
-            idx = torch.arange(B, device="cuda") // W * W + torch.randint(0, W, (B,), device="cuda")
             return (torch.randn(B, Hkv, L, D, device="cuda", dtype=dt), torch.randn(B, Hkv, L, D, device="cuda", dtype=dt),
-                    idx)
+                    parent_rows(B, W))
         return ("k.index_select(0, parent), v.index_select(0, parent)", make_reorder,
                 lambda k, v, idx: (k.index_select(0, idx), v.index_select(0, idx)))
     if kernel in ("topk", "beam_topk", "topk_sampling", "topp_sampling", "topp_sampling_sorted", "update_logits"):

@@ -72,17 +72,19 @@ static __device__ __forceinline__ int ft_attn_row_h48_bf16(const ft_attn_kargs_h
     return len > 0 && len <= a->L;
 }
 
+/* With a cache indirection table: how many sequences away from b the row holding cached
+ * step t is (the beam of b's item the table names, less b's own). */
+static __device__ __forceinline__ int ft_attn_beam_shift_h48_bf16(const ft_attn_kargs_h48_bf16 *a, int b, int t)
+{
+    return ft_beam_clamp(__ldg(a->indir + (int64_t)b * a->L + t), a->beam) - b % a->beam;
+}
+
 /* Offset of cached step t (t < lengths[b]) from sequence b's first element: b's own row,
  * or with a cache indirection table the row of the beam of b's item it names. */
 static __device__ __forceinline__ int64_t ft_attn_step_h48_bf16(const ft_attn_kargs_h48_bf16 *a, int b, int t,
                                                               int64_t kvstride)
 {
-    int64_t off = (int64_t)t * kvstride;
-    if (a->indir) {
-        const int beam = min(max(__ldg(a->indir + (int64_t)b * a->L + t), 0), a->beam - 1);
-        off += (int64_t)(beam - b % a->beam) * a->seq_stride;
-    }
-    return off;
+    return (int64_t)t * kvstride + (a->indir ? ft_attn_beam_shift_h48_bf16(a, b, t) * a->seq_stride : 0);
 }
 
 /* Output of a row that cannot be computed: zeros for an empty slot, NaN past capacity. */
@@ -218,7 +220,7 @@ static __global__ void __launch_bounds__(256, 2) ft_attn_decode_h48_bf16_g1(ft_a
         const int has_new = new_pos >= c0 && new_pos < c1;
         if (a.indir) { /* the table's entries once per block, not once per load (uniform branch) */
             for (int i = tid; i < ce - c0; i += NT)
-                dbeam[i] = min(max(__ldg(a.indir + (int64_t)b * a.L + c0 + i), 0), a.beam - 1) - b % a.beam;
+                dbeam[i] = ft_attn_beam_shift_h48_bf16(&a, b, c0 + i);
             __syncthreads();
         }
 
@@ -524,7 +526,7 @@ static __global__ void __launch_bounds__(256, 1) ft_attn_decode_h48_bf16_g2(ft_a
         const int has_new = new_pos >= c0 && new_pos < c1;
         if (a.indir) { /* the table's entries once per block, not once per load (uniform branch) */
             for (int i = tid; i < ce - c0; i += NT)
-                dbeam[i] = min(max(__ldg(a.indir + (int64_t)b * a.L + c0 + i), 0), a.beam - 1) - b % a.beam;
+                dbeam[i] = ft_attn_beam_shift_h48_bf16(&a, b, c0 + i);
             __syncthreads();
         }
 

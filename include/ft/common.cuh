@@ -412,6 +412,13 @@ static __device__ __forceinline__ int ft_head_to_16(const void *p, unsigned esiz
     return min((int)(((16u - ((unsigned)(uintptr_t)p & 15u)) & 15u) / esize), n);
 }
 
+/* A beam index read from device data (parent ids, a cache indirection table), clamped to
+ * [0, beam): a bad entry reads a wrong beam of the same item, never another item's row. */
+static __device__ __forceinline__ int ft_beam_clamp(int v, int beam)
+{
+    return min(max(v, 0), beam - 1);
+}
+
 /* ---------------------------------------------------------------- vector packs
  *
  * A pack is N elements in one machine word of N*sizeof(T) bytes (WORD: 2 to 16 bytes):

@@ -373,7 +373,7 @@ static __global__ void ft_beam_update_kernel(const float *cand_values, const int
     float v = 0.0f;
     if (i < beam) {
         const int c = cand_ids[(int64_t)b * cand_ld + i];
-        parent = min(max(c / vocab, 0), beam - 1);
+        parent = ft_beam_clamp(c / vocab, beam);
         word = c - (c / vocab) * vocab;
         v = cand_values[(int64_t)b * cand_ld + i];
         len = lengths ? lengths[row0 + parent] : 0;
@@ -459,7 +459,7 @@ static inline ft_status ft_beam_update(const float *cand_values, const int *cand
                 r = (int)(seg / heads);                                                                  \
                 h = (int)(seg - (int64_t)r * heads);                                                     \
             }                                                                                            \
-            const int pr = r - r % beam + min(max(parent_ids[r], 0), beam - 1);                          \
+            const int pr = r - r % beam + ft_beam_clamp(parent_ids[r], beam);                             \
             const int64_t base = (int64_t)t * step_stride + (int64_t)h * head_stride + off;              \
             d0[base + (int64_t)r * row_stride] = s0[base + (int64_t)pr * row_stride];                    \
         }                                                                                                \
@@ -547,7 +547,7 @@ static __global__ void __launch_bounds__(256) ft_cache_indirection_kernel(const 
     const int64_t n = (int64_t)rows * (step + 1);
     for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n; i += (int64_t)gridDim.x * blockDim.x) {
         const int r = (int)(i / (step + 1)), t = (int)(i - (int64_t)r * (step + 1));
-        const int p = min(max(parent_ids[r], 0), beam - 1);
+        const int p = ft_beam_clamp(parent_ids[r], beam);
         /* the parent's row read step t where src says; its own token (step) from its own row */
         dst[(int64_t)r * lmax + t] = t < step && src ? src[(int64_t)(r - r % beam + p) * lmax + t] : p;
     }
@@ -605,7 +605,7 @@ static __global__ void ft_beam_gather_tree_kernel(const int *step_ids, const int
     int cur = r;
     for (int t = steps - 1; t >= 0; t--) {
         out[(int64_t)r * steps + t] = step_ids[(int64_t)t * rows + cur];
-        cur = first + min(max(parent_ids[(int64_t)t * rows + cur], 0), beam - 1);
+        cur = first + ft_beam_clamp(parent_ids[(int64_t)t * rows + cur], beam);
     }
 }
 
