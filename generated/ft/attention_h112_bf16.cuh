@@ -87,6 +87,14 @@ static __device__ __forceinline__ int64_t ft_attn_step_h112_bf16(const ft_attn_k
     return (int64_t)t * kvstride + (a->indir ? ft_attn_beam_shift_h112_bf16(a, b, t) * a->seq_stride : 0);
 }
 
+/* The register kernel's offset of cached step t in sub-chunk c0 (the table's beam offsets
+ * of its steps in dbeam, when there is a table). */
+static __device__ __forceinline__ int64_t ft_attn_sub_step_h112_bf16(const ft_attn_kargs_h112_bf16 *a, const int *dbeam,
+                                                                  int t, int c0, int64_t kvstride)
+{
+    return t * kvstride + (a->indir ? dbeam[t - c0] * a->seq_stride : 0);
+}
+
 /* Output of a row that cannot be computed: zeros for an empty slot, NaN past capacity. */
 static __device__ __forceinline__ float ft_attn_invalid_value_h112_bf16(const ft_attn_kargs_h112_bf16 *a, int b)
 {
@@ -235,7 +243,7 @@ static __global__ void __launch_bounds__(256, 2) ft_attn_decode_h112_bf16_g1(ft_
             for (int u = 0; u < KU; u++) {
                 const int t = t0 + u * KL;
                 if (t < ce) {
-                    const __nv_bfloat16 *kr = kc + t * kvstride + (a.indir ? dbeam[t - c0] * a.seq_stride : 0);
+                    const __nv_bfloat16 *kr = kc + ft_attn_sub_step_h112_bf16(&a, dbeam, t, c0, kvstride);
 #pragma unroll
                     for (int c = 0; c < CPT; c++)
                         kw[u][c] = *(const ft_word_bf16x8 *)(kr + (j + c * TPK) * VEC);
@@ -342,8 +350,7 @@ static __global__ void __launch_bounds__(256, 2) ft_attn_decode_h112_bf16_g1(ft_
                 for (int u = 0; u < VU; u++) {
                     const int t = t0 + u * PL;
                     if (t < ce)
-                        vw[u] = *(const ft_word_bf16x8 *)(vc + t * kvstride + (a.indir ? dbeam[t - c0] * a.seq_stride : 0) +
-                                                      j3 * VEC);
+                        vw[u] = *(const ft_word_bf16x8 *)(vc + ft_attn_sub_step_h112_bf16(&a, dbeam, t, c0, kvstride) + j3 * VEC);
                 }
 #pragma unroll
                 for (int u = 0; u < VU; u++) {
