@@ -249,15 +249,9 @@ static inline ft_status ft_attn_check_scale(const char *fn, float scale, int D, 
 
 /* ---------------------------------------------------------------- device helpers */
 
-/* Elements between the same step of consecutive sequences (cache indirection). */
-static inline int64_t ft_kv_seq_stride(int layout, int Hkv, int L, int D)
-{
-    return layout == FT_KV_BHLD ? (int64_t)Hkv * L * D : layout == FT_KV_LBHD ? (int64_t)Hkv * D : (int64_t)L * Hkv * D;
-}
-
 /* First element of (sequence b, kv head h) and the distance between its steps. */
-static __device__ __forceinline__ void ft_kv_base(int layout, int b, int h, int B, int Hkv, int L, int D,
-                                                  int64_t *base, int64_t *stride)
+static __host__ __device__ __forceinline__ void ft_kv_base(int layout, int b, int h, int B, int Hkv, int L, int D,
+                                                           int64_t *base, int64_t *stride)
 {
     if (layout == FT_KV_BHLD) {
         *base = ((int64_t)b * Hkv + h) * L * D;
@@ -269,6 +263,15 @@ static __device__ __forceinline__ void ft_kv_base(int layout, int b, int h, int 
         *base = (int64_t)b * L * Hkv * D + (int64_t)h * D;
         *stride = (int64_t)Hkv * D;
     }
+}
+
+/* Elements between the same step of consecutive sequences (cache indirection): where
+ * sequence 1 starts. */
+static inline int64_t ft_kv_seq_stride(int layout, int Hkv, int L, int D)
+{
+    int64_t base, stride;
+    ft_kv_base(layout, 1, 0, 2, Hkv, L, D, &base, &stride);
+    return base;
 }
 
 /* Rotates element d of a head vector in smem `x` (float[D], already biased) at position
