@@ -197,6 +197,7 @@ typedef struct buf_spec {
     int is_int; /* int32 instead of the kernel's dtype */
     int rotate; /* one per buffer set (streamed data) or one shared (small inputs, outputs) */
     int fill;
+    int range;  /* FILL_BEAMS: values uniform in [0, range) */
 } buf_spec;
 
 #define MAX_BUFS 16
@@ -303,6 +304,7 @@ static int attn_buffers(const bench_opts *o, buf_spec *sp)
         sp[8].is_int = 1;
         sp[8].rotate = 0;
         sp[8].fill = FILL_BEAMS;
+        sp[8].range = o->indir;
         return 9;
     }
     return 8;
@@ -427,6 +429,7 @@ static int reorder_buffers(const bench_opts *o, buf_spec *sp)
         sp[i].is_int = i == 6;
         sp[i].rotate = i < 2;
         sp[i].fill = i == 6 ? FILL_BEAMS : i == 0 ? FILL_RANDOM : FILL_NONE;
+        sp[i].range = o->beam;
     }
     return 7;
 }
@@ -881,6 +884,7 @@ static void bench_one(const bench_env *env, const bench_opts *o)
 {
     const kernel_desc *k = find_kernel(o->kernel);
     buf_spec sp[MAX_BUFS];
+    memset(sp, 0, sizeof sp);
     const int nb = k->buffers(o, sp);
     const size_t es = ft_dtype_size(o->dt);
     double rot_bytes = 0, max_count = 0;
@@ -930,8 +934,8 @@ static void bench_one(const bench_env *env, const bench_opts *o)
                 FT_CHECK_CUDA(cudaMemcpy(p, offs, bytes, cudaMemcpyHostToDevice));
             else if (sp[i].fill == FILL_ZERO)
                 FT_CHECK_CUDA(cudaMemset(p, 0, bytes));
-            else if (sp[i].fill == FILL_BEAMS) { /* beam indices, uniform in [0, W) */
-                const int w = strcmp(o->kernel, "kv_reorder") == 0 ? o->beam : o->indir;
+            else if (sp[i].fill == FILL_BEAMS) { /* beam indices, uniform in [0, range) */
+                const int w = sp[i].range;
                 int *hb = (int *)malloc(bytes);
                 for (size_t j = 0; j < sp[i].count; j++)
                     hb[j] = (int)(ref_rng_u64(&rng) % (uint64_t)w);
