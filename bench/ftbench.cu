@@ -284,6 +284,13 @@ static ft_status run_add_bias_residual(const bench_opts *o, void **b, cudaStream
     return ft_add_bias_residual(o->dt, b[0], b[1], b[2], b[5], o->m, o->n, s);
 }
 
+/* Whether a self_attention run reads through a random cache indirection table (the
+ * attention buffers also serve kv_read and cross_attention, which take none). */
+static int attn_table(const bench_opts *o)
+{
+    return o->indir > 0 && strcmp(o->kernel, "self_attention") == 0;
+}
+
 /* attention: slots 0 k cache, 1 v cache, 2 q, 3 k, 4 v, 5 out, 6 lengths, 7 workspace.
  * Every sequence holds len-1 cached steps and appends one: len steps are attended. */
 static int attn_buffers(const bench_opts *o, buf_spec *sp)
@@ -299,7 +306,7 @@ static int attn_buffers(const bench_opts *o, buf_spec *sp)
         sp[i].rotate = i < 2;
         sp[i].fill = i == 6 ? FILL_LENGTHS : i == 7 ? FILL_NONE : FILL_RANDOM;
     }
-    if (o->indir > 0 && strcmp(o->kernel, "self_attention") == 0) { /* 8: the table [B, L] */
+    if (attn_table(o)) { /* 8: the table [B, L] */
         sp[8].count = (size_t)o->batch * o->len;
         sp[8].is_int = 1;
         sp[8].rotate = 0;
@@ -323,7 +330,7 @@ static void attn_describe(const bench_opts *o, char *variant, char *shape, size_
     const char *layout = o->layout == FT_KV_LBHD ? "LBHD" : o->layout == FT_KV_BLHD ? "BLHD" : "BHLD";
     const char *impl = o->impl == FT_ATTN_IMPL_REGISTER ? " register" : o->impl == FT_ATTN_IMPL_ASYNC ? " async" : "";
     char table[32] = "";
-    if (o->indir > 0 && strcmp(o->kernel, "self_attention") == 0)
+    if (attn_table(o))
         snprintf(table, sizeof table, " table W=%d", o->indir);
     if (o->splits)
         snprintf(variant, len, "%s splits=%d%s%s", layout, o->splits, impl, table);
@@ -353,7 +360,7 @@ static ft_status run_self_attention(const bench_opts *o, void **b, cudaStream_t 
     a.layout = (ft_kv_layout)o->layout;
     a.splits = o->splits;
     a.impl = (ft_attn_impl)o->impl;
-    if (o->indir > 0) {
+    if (attn_table(o)) {
         a.cache_indirection = (const int *)b[8];
         a.beam_width = o->indir;
     }
