@@ -5,8 +5,8 @@
 #   bash bench/attn_tune.sh "KU=4,VU=4" "KU=8,VU=8,MINB=2" ...
 # Knobs (gen/ftgen.py, AttentionFamily.context): register kernel KU, VU (cache vectors in
 # flight per thread), MINB, GQMINB (blocks per SM in __launch_bounds__); sm_90 kernel ANW,
-# AGQNW (consumer warps for one head / a head group), ATK (steps per stage), ANS (stages),
-# AMINB, AGQMINB. "" is the shipped plan.
+# AGQNW (consumer warps for one head / a head group), ATK (steps per stage), ANS (stages;
+# AGQNS for a head group alone), AMINB, AGQMINB. "" is the shipped plan.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 # the shipped manifest with the attention family cut down to the tuned variants

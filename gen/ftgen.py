@@ -285,7 +285,8 @@ class AttentionFamily(Family):
             if 2 * tk * row > 32 * 1024:  # wide lane groups and odd rows: a warp's keys fill part of its slots
                 tk = nw * max(1, (16384 // row) // nw)
             tk = tune.get("ATK", tk)
-            ns = tune.get("ANS", max(2, min(4, (96 * 1024) // (2 * tk * row))))
+            ns = max(2, min(4, (96 * 1024) // (2 * tk * row)))
+            ns = tune.get("ANS", ns) if gq == 1 else tune.get("AGQNS", tune.get("ANS", ns))
             if (nw + 1) * gq * D * 4 > ns * 2 * tk * row:  # the merge buffers reuse the stages
                 raise VariantError(f"attention: the merge buffer of {nw} warps x {gq} heads does not fit the stages")
             aplan[gq] = {"NW": nw, "NT": (nw + 1) * 32, "TK": tk, "NS": ns, "IT": (tk // nw + kpi - 1) // kpi,

@@ -561,20 +561,17 @@ static __global__ void __launch_bounds__(288, 2) ft_attn_async_h80_fp16_g1(ft_at
     const int h0 = kvh * a.G + pass * GQ;
     const int ng = min(GQ, a.G - pass * GQ);
 
-    int steps, new_pos;
-    if (!ft_attn_row_h80_fp16(&a, b, &steps, &new_pos)) { /* the whole cluster, if any, leaves here */
-        if (a.splits == 1 || (a.cmerge && split == 0)) /* otherwise the combine kernel writes the row */
-            for (int i = tid; i < ng * D; i += blockDim.x)
-                a.out[((int64_t)b * a.H + h0) * D + i] = ft_from_float_fp16(ft_attn_invalid_value_h80_fp16(&a, b));
-        return;
-    }
     const int s0 = split * a.chunk;
-    const int s1 = split == a.splits - 1 ? steps : min(steps, s0 + a.chunk);
-    const int owner = new_pos >= s0 && new_pos < s1; /* this block holds the new token */
     int64_t kvbase, kvstride;
     ft_kv_base(a.layout, b, kvh, a.B, a.Hkv, a.L, D, &kvbase, &kvstride);
-    const int cache_end = new_pos >= 0 ? min(s1, new_pos) : s1; /* the new token comes from kv_row */
-    const int ntiles = cache_end > s0 ? (cache_end - s0 + TK - 1) / TK : 0;
+    const __half *kc = a.k_cache + kvbase, *vc = a.v_cache + kvbase;
+    /* Contiguous steps (one bulk copy a tile): the first tile is requested before the
+     * sequence's length is known, whose load is a DRAM round trip at the kernel's start — as
+     * many steps from s0 as the split can hold (at most TK, within the capacity); steps past
+     * the sequence's end land in the stage and are never used. Each key/value head read by
+     * one block only (one pass) streams past the L2 (evict first). */
+    const int contiguous = kvstride == D && !a.indir, stream = contiguous && passes == 1;
+    const int spec = contiguous && s0 < a.L ? min(min(TK, a.L - s0), split == a.splits - 1 ? TK : a.chunk) : 0;
     float *red = (float *)ft_attn_stages; /* after the stages: [NW][GQ][D] partials, then [GQ][D] */
 
     if (tid == 0) {
@@ -586,11 +583,37 @@ static __global__ void __launch_bounds__(288, 2) ft_attn_async_h80_fp16_g1(ft_at
         ft_mbar_init_fence();
     }
     __syncthreads();
+    if (warp == NW && lane == 0 && spec > 0) {
+        __half *ks = (__half *)ft_attn_stages;
+        ft_mbar_expect_tx(&full[0], 2u * (unsigned)spec * ROW);
+        if (stream) {
+            ft_bulk_load_stream(ks, kc + (int64_t)s0 * D, (unsigned)spec * ROW, &full[0]);
+            ft_bulk_load_stream(ks + TK * D, vc + (int64_t)s0 * D, (unsigned)spec * ROW, &full[0]);
+        } else {
+            ft_bulk_load(ks, kc + (int64_t)s0 * D, (unsigned)spec * ROW, &full[0]);
+            ft_bulk_load(ks + TK * D, vc + (int64_t)s0 * D, (unsigned)spec * ROW, &full[0]);
+        }
+    }
+
+    int steps, new_pos;
+    if (!ft_attn_row_h80_fp16(&a, b, &steps, &new_pos)) { /* the whole cluster, if any, leaves here */
+        if (spec > 0)
+            ft_mbar_wait(&full[0], 0); /* no block leaves with a copy into its shared memory in flight */
+        if (a.splits == 1 || (a.cmerge && split == 0)) /* otherwise the combine kernel writes the row */
+            for (int i = tid; i < ng * D; i += blockDim.x)
+                a.out[((int64_t)b * a.H + h0) * D + i] = ft_from_float_fp16(ft_attn_invalid_value_h80_fp16(&a, b));
+        return;
+    }
+    const int s1 = split == a.splits - 1 ? steps : min(steps, s0 + a.chunk);
+    const int owner = new_pos >= s0 && new_pos < s1; /* this block holds the new token */
+    const int cache_end = new_pos >= 0 ? min(s1, new_pos) : s1; /* the new token comes from kv_row */
+    /* tile 0, if any, has at most min(TK, chunk) steps (the last split's: TK), all below the
+     * capacity (cache_end <= steps <= L for a row that can be computed): within spec */
+    const int ntiles = cache_end > s0 ? (cache_end - s0 + TK - 1) / TK : 0;
 
     if (warp == NW) {
         /* ---- producer: stage s = i % NS is refilled once the consumers released its previous use */
-        const __half *kc = a.k_cache + kvbase, *vc = a.v_cache + kvbase;
-        for (int i = 0; i < ntiles; i++) {
+        for (int i = spec > 0 ? 1 : 0; i < ntiles; i++) {
             const int s = i % NS, t0 = s0 + i * TK, n = min(TK, cache_end - t0);
             __half *ks = (__half *)(ft_attn_stages + (size_t)s * 2 * TK * ROW), *vs = ks + TK * D;
             if (i >= NS)
@@ -598,8 +621,11 @@ static __global__ void __launch_bounds__(288, 2) ft_attn_async_h80_fp16_g1(ft_at
             if (lane == 0)
                 ft_mbar_expect_tx(&full[s], 2u * (unsigned)n * ROW);
             __syncwarp(); /* the bytes are expected before any copy can complete */
-            if (kvstride == D && !a.indir) {
-                if (lane == 0) {
+            if (contiguous) {
+                if (lane == 0 && stream) {
+                    ft_bulk_load_stream(ks, kc + (int64_t)t0 * D, (unsigned)n * ROW, &full[s]);
+                    ft_bulk_load_stream(vs, vc + (int64_t)t0 * D, (unsigned)n * ROW, &full[s]);
+                } else if (lane == 0) {
                     ft_bulk_load(ks, kc + (int64_t)t0 * D, (unsigned)n * ROW, &full[s]);
                     ft_bulk_load(vs, vc + (int64_t)t0 * D, (unsigned)n * ROW, &full[s]);
                 }
@@ -702,6 +728,8 @@ static __global__ void __launch_bounds__(288, 2) ft_attn_async_h80_fp16_g1(ft_at
             if (lane == 0)
                 ft_mbar_arrive(&empty[s]);
         }
+        if (spec > 0 && ntiles == 0)
+            ft_mbar_wait(&full[0], 0); /* an unused first tile has landed before the stages hold partials */
 
         /* ---- the warp's slots summed, then the warps merged through the (now free) stages */
 #pragma unroll

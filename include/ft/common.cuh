@@ -166,7 +166,8 @@ static __device__ __forceinline__ void ft_pdl_trigger(void)
  *   ft_mbar_wait(bar, parity)     until the phase of that parity has completed (phases
  *                                 alternate 0, 1, 0, ...; their writes are visible after)
  *   ft_bulk_load(dst, src, n, bar) n bytes (a multiple of 16, both addresses 16-aligned)
- *                                 from global to this block's shared memory, counted on bar */
+ *                                 from global to this block's shared memory, counted on bar
+ *   ft_bulk_load_stream(...)      the same for data read once (leaves the L2 first) */
 static __device__ __forceinline__ unsigned ft_smem_addr(const void *p)
 {
     return (unsigned)__cvta_generic_to_shared(p);
@@ -222,6 +223,21 @@ static __device__ __forceinline__ void ft_bulk_load(void *dst, const void *src, 
     asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];" ::"r"(
                      ft_smem_addr(dst)),
                  "l"(src), "r"(bytes), "r"(ft_smem_addr(bar))
+                 : "memory");
+#endif
+}
+
+/* ft_bulk_load for data read once: the lines are marked to leave the L2 first, so that a
+ * stream of them does not push out what is read again (code, lengths, small operands). */
+static __device__ __forceinline__ void ft_bulk_load_stream(void *dst, const void *src, unsigned bytes,
+                                                           unsigned long long *bar)
+{
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    unsigned long long policy;
+    asm volatile("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;" : "=l"(policy));
+    asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes.L2::cache_hint [%0], [%1], %2, [%3], "
+                 "%4;" ::"r"(ft_smem_addr(dst)),
+                 "l"(src), "r"(bytes), "r"(ft_smem_addr(bar)), "l"(policy)
                  : "memory");
 #endif
 }
