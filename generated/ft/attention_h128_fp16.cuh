@@ -759,6 +759,20 @@ static __global__ void __launch_bounds__(128) ft_attn_combine_h128_fp16(ft_attn_
 #define FT_ATTN_H128_FP16_ACPT 1
 #define FT_ATTN_H128_FP16_ACLUSTER_MAX 8
 
+/* One bulk copy of `bytes` of contiguous K rows and one of as many V rows into a stage,
+ * counted on bar; `stream`: rows no other block reads (they leave the L2 first). */
+static __device__ __forceinline__ void ft_attn_tile_copy_h128_fp16(__half *ks, __half *vs, const __half *k, const __half *v,
+                                                             unsigned bytes, unsigned long long *bar, int stream)
+{
+    if (stream) {
+        ft_bulk_load_stream(ks, k, bytes, bar);
+        ft_bulk_load_stream(vs, v, bytes, bar);
+    } else {
+        ft_bulk_load(ks, k, bytes, bar);
+        ft_bulk_load(vs, v, bytes, bar);
+    }
+}
+
 
 /* 1 head(s) a block: 8 consumer warps, 3 stages of 64 steps (98304 bytes). */
 #define FT_ATTN_H128_FP16_G1_ATHREADS 288
@@ -892,13 +906,8 @@ static __global__ void __launch_bounds__(288, 2) ft_attn_async_h128_fp16_g1(ft_a
     if (warp == NW && lane == 0 && spec > 0) {
         __half *ks = (__half *)ft_attn_stages;
         ft_mbar_expect_tx(&full[0], 2u * (unsigned)spec * ROW);
-        if (stream) {
-            ft_bulk_load_stream(ks, kc + (int64_t)s0 * D, (unsigned)spec * ROW, &full[0]);
-            ft_bulk_load_stream(ks + TK * D, vc + (int64_t)s0 * D, (unsigned)spec * ROW, &full[0]);
-        } else {
-            ft_bulk_load(ks, kc + (int64_t)s0 * D, (unsigned)spec * ROW, &full[0]);
-            ft_bulk_load(ks + TK * D, vc + (int64_t)s0 * D, (unsigned)spec * ROW, &full[0]);
-        }
+        ft_attn_tile_copy_h128_fp16(ks, ks + TK * D, kc + (int64_t)s0 * D, vc + (int64_t)s0 * D, (unsigned)spec * ROW,
+                                   &full[0], stream);
     }
 
     int steps, new_pos;
@@ -928,13 +937,9 @@ static __global__ void __launch_bounds__(288, 2) ft_attn_async_h128_fp16_g1(ft_a
                 ft_mbar_expect_tx(&full[s], 2u * (unsigned)n * ROW);
             __syncwarp(); /* the bytes are expected before any copy can complete */
             if (contiguous) {
-                if (lane == 0 && stream) {
-                    ft_bulk_load_stream(ks, kc + (int64_t)t0 * D, (unsigned)n * ROW, &full[s]);
-                    ft_bulk_load_stream(vs, vc + (int64_t)t0 * D, (unsigned)n * ROW, &full[s]);
-                } else if (lane == 0) {
-                    ft_bulk_load(ks, kc + (int64_t)t0 * D, (unsigned)n * ROW, &full[s]);
-                    ft_bulk_load(vs, vc + (int64_t)t0 * D, (unsigned)n * ROW, &full[s]);
-                }
+                if (lane == 0)
+                    ft_attn_tile_copy_h128_fp16(ks, vs, kc + (int64_t)t0 * D, vc + (int64_t)t0 * D, (unsigned)n * ROW,
+                                               &full[s], stream);
             } else { /* row by row: strided steps, or rows named by the indirection table */
                 for (int r = lane; r < n; r += 32) {
                     const int64_t off = ft_attn_step_h128_fp16(&a, b, t0 + r, kvstride);
@@ -1254,13 +1259,8 @@ static __global__ void __launch_bounds__(512, 1) ft_attn_async_h128_fp16_g4(ft_a
     if (warp == NW && lane == 0 && spec > 0) {
         __half *ks = (__half *)ft_attn_stages;
         ft_mbar_expect_tx(&full[0], 2u * (unsigned)spec * ROW);
-        if (stream) {
-            ft_bulk_load_stream(ks, kc + (int64_t)s0 * D, (unsigned)spec * ROW, &full[0]);
-            ft_bulk_load_stream(ks + TK * D, vc + (int64_t)s0 * D, (unsigned)spec * ROW, &full[0]);
-        } else {
-            ft_bulk_load(ks, kc + (int64_t)s0 * D, (unsigned)spec * ROW, &full[0]);
-            ft_bulk_load(ks + TK * D, vc + (int64_t)s0 * D, (unsigned)spec * ROW, &full[0]);
-        }
+        ft_attn_tile_copy_h128_fp16(ks, ks + TK * D, kc + (int64_t)s0 * D, vc + (int64_t)s0 * D, (unsigned)spec * ROW,
+                                   &full[0], stream);
     }
 
     int steps, new_pos;
@@ -1290,13 +1290,9 @@ static __global__ void __launch_bounds__(512, 1) ft_attn_async_h128_fp16_g4(ft_a
                 ft_mbar_expect_tx(&full[s], 2u * (unsigned)n * ROW);
             __syncwarp(); /* the bytes are expected before any copy can complete */
             if (contiguous) {
-                if (lane == 0 && stream) {
-                    ft_bulk_load_stream(ks, kc + (int64_t)t0 * D, (unsigned)n * ROW, &full[s]);
-                    ft_bulk_load_stream(vs, vc + (int64_t)t0 * D, (unsigned)n * ROW, &full[s]);
-                } else if (lane == 0) {
-                    ft_bulk_load(ks, kc + (int64_t)t0 * D, (unsigned)n * ROW, &full[s]);
-                    ft_bulk_load(vs, vc + (int64_t)t0 * D, (unsigned)n * ROW, &full[s]);
-                }
+                if (lane == 0)
+                    ft_attn_tile_copy_h128_fp16(ks, vs, kc + (int64_t)t0 * D, vc + (int64_t)t0 * D, (unsigned)n * ROW,
+                                               &full[s], stream);
             } else { /* row by row: strided steps, or rows named by the indirection table */
                 for (int r = lane; r < n; r += 32) {
                     const int64_t off = ft_attn_step_h128_fp16(&a, b, t0 + r, kvstride);
