@@ -302,6 +302,12 @@ static void attention_test(ft_test *t)
         const int l10[] = {2500, 2500, 2500, 2500};
         cases[n] = self_case(4, 2, 1, 3000, FT_KV_BHLD, FT_ROPE_HALF, 0, 0, l10);
         cases[n++].beam = 4;
+        /* head groups on tensor cores (16-bit types): the new token alone in a stage (128 cached
+         * steps) or last in one, and a group of 24 heads (two blocks per key/value head) */
+        const int l11[] = {128, 255, 0};
+        cases[n++] = self_case(3, 8, 2, 384, FT_KV_BHLD, FT_ROPE_NONE, 0, 1, l11);
+        const int l12[] = {399, 37};
+        cases[n++] = self_case(2, 24, 1, 400, FT_KV_BHLD, FT_ROPE_HALF, 0, 0, l12);
     }
     {
         attn_case c;

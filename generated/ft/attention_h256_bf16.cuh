@@ -1591,7 +1591,7 @@ static inline ft_status ft_attn_plan_grid_h256_bf16(const char *fn, ft_attn_plan
         return st;
     p->gq = ft_attn_heads_per_block_h256_bf16(p->G);
     p->passes = (p->G + p->gq - 1) / p->gq;
-    const int64_t blocks = (int64_t)p->B * p->Hkv * p->passes;
+    int64_t blocks = (int64_t)p->B * p->Hkv * p->passes;
     if (blocks > INT32_MAX)
         return ft_fail(FT_ERR_UNSUPPORTED, "%s: %lld blocks exceed the grid; split the batch", fn, (long long)blocks);
     if ((st = ft_attn_check_splits(fn, p, splits, max_seq, 256, ws_bytes, ws)) != FT_OK)
@@ -1609,6 +1609,7 @@ static inline ft_status ft_attn_plan_grid_h256_bf16(const char *fn, ft_attn_plan
             slots = sms * per_sm;
         }
     }
+    blocks = (int64_t)p->B * p->Hkv * p->passes; /* the tensor-core kernel's groups are larger */
     if (impl == FT_ATTN_IMPL_ASYNC && !p->async)
         return ft_fail(FT_ERR_UNSUPPORTED,
                        "%s: the shared-memory kernel needs compute capability 9.0", fn);
