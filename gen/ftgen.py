@@ -295,29 +295,34 @@ class AttentionFamily(Family):
         # The tensor-core head-group kernel (sm_90, 16-bit types, head sizes of whole k-steps
         # of 16 up to 128): 16 query heads of one key/value head a block as the rows of
         # mma.sync m16n8k16. Shared memory holds each stage's rows in copies of MR rows padded
-        # by 16 bytes, so the 8 rows of an ldmatrix come from 8 copies and hit distinct banks.
-        # MNW consumer warps take 8*MR steps of a stage each; stages as deep as 96 KB allow
-        # with two blocks per SM, or as 200 KB allow with one.
-        mplan = None
+        # by 16 bytes, so that rows of different copies hit different banks. MNW consumer
+        # warps take 32 steps of a stage each; stages as deep as 96 KB allow with two blocks
+        # per SM, or as 200 KB allow with one.
+        mplans = []
         if self.has_packed(params) and W == 16:
-            mnw, mr = tune.get("MNW", 4), tune.get("MR", 4)
-            mkw = 32  # steps of a warp in a stage: 4 key n-tiles
-            if mr not in (4, 8, 16, 32):
-                raise VariantError(f"attention: rows per copy must be 4, 8, 16 or 32, got {mr}")
-            cs = mr * row + 16  # bytes of one padded copy
-            stage = 2 * (mnw * mkw // mr) * cs
-            static = 16 * D * 4 + 2 * D * 4 + 2 * row + 16 * (mnw + 1) * 8 + 256
-            mns = max(2, min(4, (96 * 1024) // stage))
-            mminb = 2 if 2 * (mns * stage + static + 1024) <= 228 * 1024 else 1
-            if mminb == 1:
-                mns = max(2, min(4, (200 * 1024) // stage))
-            mns, mminb = tune.get("MNS", mns), tune.get("MMINB", mminb)
-            if (mnw + 1) * 16 * D * 4 > mns * stage:
-                raise VariantError(f"attention: the merge buffer of {mnw} warps x 16 heads does not fit the stages")
-            mplan = {"NW": mnw, "NT": (mnw + 1) * 32, "R": mr, "KW": mkw, "TK": mnw * mkw, "NS": mns, "CS": cs,
-                     "HALF": stage // 2, "STAGE": stage, "SMEM": mns * stage, "MINB": mminb}
+            # rows per copy: 4 (conflict-free), and 8 for the wide form taken when one block
+            # per row block fills the device (larger copies feed a block faster, at two-way
+            # bank conflicts); FTGEN_ATTN_TUNE's MR / MRW override them
+            for name, mr in (("r4", tune.get("MR", 4)), ("r8", tune.get("MRW", 8))):
+                mnw = tune.get("MNW", 4)
+                mkw = 32  # steps of a warp in a stage: 4 key n-tiles
+                if mr not in (4, 8, 16, 32):
+                    raise VariantError(f"attention: rows per copy must be 4, 8, 16 or 32, got {mr}")
+                cs = mr * row + 16  # bytes of one padded copy
+                stage = 2 * (mnw * mkw // mr) * cs
+                static = 16 * D * 4 + 2 * D * 4 + 2 * row + 16 * (mnw + 1) * 8 + 256
+                mns = max(2, min(4, (96 * 1024) // stage))
+                mminb = 2 if 2 * (mns * stage + static + 1024) <= 228 * 1024 else 1
+                if mminb == 1:
+                    mns = max(2, min(4, (200 * 1024) // stage))
+                mns, mminb = tune.get("MNS", mns), tune.get("MMINB", mminb)
+                if (mnw + 1) * 16 * D * 4 > mns * stage:
+                    raise VariantError(f"attention: the merge buffer of {mnw} warps x 16 heads does not fit the stages")
+                mplans.append({"name": name, "NW": mnw, "NT": (mnw + 1) * 32, "R": mr, "KW": mkw, "TK": mnw * mkw,
+                               "NS": mns, "CS": cs, "HALF": stage // 2, "STAGE": stage, "SMEM": mns * stage,
+                               "MINB": mminb})
         return {
-            "packed": self.has_packed(params), "mplan": mplan,
+            "packed": self.has_packed(params), "mplans": mplans,
             "async": W == 16, "AVEC": a_vec, "ATPK": a_tpk, "ACPT": a_cpt, "aword": f"ft_word_{dt}x{a_vec}",
             "aunpack": f"ft_unpack_{dt}x{a_vec}", "KPI": kpi, "aplan": aplan,
             "dtype": dt, "T": DTYPES[dt]["T"], "esize": es, "D": D, "W": W,

@@ -1482,15 +1482,15 @@ static __global__ void __launch_bounds__(512, 1) ft_attn_async_h112_fp32_g2(ft_a
 
 /* The sm_90 kernel for `gq` heads per block, its index among the generated ones, threads
  * and dynamic shared memory; NULL where none was generated. */
-static inline const void *ft_attn_async_kernel_h112_fp32(int gq, int *index, int *threads, int *smem)
+static inline const void *ft_attn_async_kernel_h112_fp32(int gq, int wide, int *index, int *threads, int *smem)
 {
-    if (gq == 1) {
+    if (gq == 1 && !wide) {
         *index = 0;
         *threads = FT_ATTN_H112_FP32_G1_ATHREADS;
         *smem = FT_ATTN_H112_FP32_G1_ASMEM;
         return (const void *)ft_attn_async_h112_fp32_g1;
     }
-    if (gq == 2) {
+    if (gq == 2 && !wide) {
         *index = 1;
         *threads = FT_ATTN_H112_FP32_G2_ATHREADS;
         *smem = FT_ATTN_H112_FP32_G2_ASMEM;
@@ -1503,11 +1503,11 @@ static inline const void *ft_attn_async_kernel_h112_fp32(int gq, int *index, int
 
 /* Blocks of the sm_90 kernel for `gq` heads that fit on one multiprocessor, looked up once
  * per device (after raising the kernel's dynamic shared-memory limit to its stages). */
-static inline ft_status ft_attn_async_occupancy_h112_fp32(const char *fn, int gq, int *blocks)
+static inline ft_status ft_attn_async_occupancy_h112_fp32(const char *fn, int gq, int wide, int *blocks)
 {
     static int cache[2][64];
     int gi, threads, smem;
-    const void *kernel = ft_attn_async_kernel_h112_fp32(gq, &gi, &threads, &smem);
+    const void *kernel = ft_attn_async_kernel_h112_fp32(gq, wide, &gi, &threads, &smem);
     if (kernel == NULL)
         return ft_fail(FT_ERR_UNSUPPORTED, "%s: no shared-memory kernel for %d heads per block", fn, gq);
     int dev = 0, n = 0;
@@ -1539,7 +1539,7 @@ static inline ft_status ft_attn_async_clusters_h112_fp32(const char *fn, int gq,
 {
     static int cache[2][FT_ATTN_CLUSTER_SPLITS + 1][64];
     int gi, threads, smem;
-    const void *kernel = ft_attn_async_kernel_h112_fp32(gq, &gi, &threads, &smem);
+    const void *kernel = ft_attn_async_kernel_h112_fp32(gq, 0, &gi, &threads, &smem);
     if (kernel == NULL || size < 1 || size > FT_ATTN_CLUSTER_SPLITS)
         return ft_fail(FT_ERR_UNSUPPORTED, "%s: no cluster of %d blocks for %d heads per block", fn, size, gq);
     return ft_cluster_capacity(fn, kernel, threads, smem, size, cache[gi][size], clusters);
@@ -1603,7 +1603,7 @@ static inline ft_status ft_attn_plan_grid_h112_fp32(const char *fn, ft_attn_plan
         if ((st = ft_cc_major(fn, &major)) != FT_OK)
             return st;
         if (major >= 9) {
-            if ((st = ft_sm_count(fn, &sms)) != FT_OK || (st = ft_attn_async_occupancy_h112_fp32(fn, p->gq, &per_sm)) != FT_OK)
+            if ((st = ft_sm_count(fn, &sms)) != FT_OK || (st = ft_attn_async_occupancy_h112_fp32(fn, p->gq, 0, &per_sm)) != FT_OK)
                 return st;
             p->async = 1;
             slots = sms * per_sm;
@@ -1616,6 +1616,7 @@ static inline ft_status ft_attn_plan_grid_h112_fp32(const char *fn, ft_attn_plan
     if ((st = ft_attn_plan_splits(fn, p, splits, (int)blocks, 112, slots, p->async ? FT_ATTN_CLUSTER_SPLITS : 1,
                                   ws_bytes, ws)) != FT_OK)
         return st;
+    p->wide = 0;
     p->cmerge = 0;
     if (p->async && p->splits > 1 && p->splits <= FT_ATTN_CLUSTER_SPLITS) {
         /* clusters must fit on the device at once, or the last ones run as a second wave
@@ -1655,7 +1656,7 @@ static inline ft_status ft_attn_launch_h112_fp32(const char *fn, ft_attn_kargs_h
         const unsigned nblocks = (unsigned)(p->B * p->Hkv * p->passes) * (unsigned)p->splits;
         const unsigned cluster = p->cmerge ? (unsigned)p->splits : 1u;
         int gi, threads, smem;
-        const void *kernel = ft_attn_async_kernel_h112_fp32(p->gq, &gi, &threads, &smem);
+        const void *kernel = ft_attn_async_kernel_h112_fp32(p->gq, p->wide, &gi, &threads, &smem);
         st = kernel == NULL ? ft_fail(FT_ERR_UNSUPPORTED, "%s: no shared-memory kernel for %d heads per block", fn, p->gq)
                             : ft_launch_ex(fn, kernel, dim3(nblocks), dim3((unsigned)threads), (size_t)smem, stream,
                                            args, cluster, 0);

@@ -13,7 +13,7 @@
  *
  * Structs, layouts and rotary styles are in ft/attention_common.cuh. Grouped-query and
  * multi-query attention: one block serves 4 query heads of one key/value head, so the
- * cache is read once per group (on sm_90, 16 heads on tensor cores: ft_attn_mma_h64_bf16). Split-KV: a sequence's steps are spread over several
+ * cache is read once per group (on sm_90, 16 heads on tensor cores: ft_attn_mma_r4/r8_h64_bf16). Split-KV: a sequence's steps are spread over several
  * blocks whose partial results (running max, sum, unnormalised output) are merged by a
  * second kernel; the launcher picks the split from the multiprocessor count. No limit on
  * the cache length: each block walks its steps in sub-chunks of 4096 logits
@@ -1485,24 +1485,27 @@ static __global__ void __launch_bounds__(512, 1) ft_attn_async_h64_bf16_g4(ft_at
 /* Grouped- and multi-query attention: the FT_ATTN_H64_BF16_MGQ = 16 query heads of a block (one key/value
  * head, ceil(G / 16) blocks per key/value head) are the 16 rows of mma.sync m16n8k16, so
  * Q.K^T and P.V cost a few tensor-core instructions a step and the group reads the cache
- * at the rate of one head. The producer warp streams stages of 128 steps as bulk copies
- * of 4 rows, each copy padded by 16 bytes (528-byte pitch), so that rows of different
- * copies fall on different bank groups. Column p of key n-tile q (of a warp's 4) is row
- * q * J + p % J of the warp's copy p / J, J = 8 * 4 / 32 rows of a copy among an
- * ldmatrix's 8 (J = 1: conflict-free); the accumulators of n-tiles 2c and 2c+1 are the A
- * fragment of P for k-step c of P.V, whose V fragments ldmatrix.trans reads in the same
- * order. Larger copies feed one block faster (64 blocks of B8 H32 Hkv8 D128 L4096 fp16 on
- * the H100: 83 us with 4 rows a copy, 51 with 8) but conflict two ways and were slower
- * where a block has few steps (B1: 18.0 us against 15.2; Hkv1: 22.9 against 21.1). Rows of a stage past the block's steps have their V zeroed
- * (a zero weight times a stale NaN would still be NaN); the new token's k, v go into its
- * row of the stage as stored. 4 consumer warps, 2 stages (67584 bytes). */
+ * at the rate of one head. The producer warp streams stages of 32 steps per consumer warp
+ * as bulk copies of R rows, each copy padded by 16 bytes, so that rows of different copies
+ * fall on different bank groups. Column p of key n-tile q (of a warp's 4) is row
+ * q * J + p % J of the warp's copy p / J, J = R / 4 rows of a copy among an ldmatrix's 8
+ * (J = 1: conflict-free); the accumulators of n-tiles 2c and 2c+1 are the A fragment of P
+ * for k-step c of P.V, whose V fragments ldmatrix.trans reads in the same order. Rows of a
+ * stage past the block's steps have their V zeroed (a zero weight times a stale NaN would
+ * still be NaN); the new token's k, v go into its row of the stage as stored.
+ * Two forms: r4 (R = 4, conflict-free) and r8 (R = 8, two-way conflicts), taken unsplit when
+ * one block per row block fills the device. Larger copies feed one block faster (64 blocks
+ * of B8 H32 Hkv8 D128 L4096 fp16 on the H100: 83 us with 4 rows a copy, 51 with 8) but were
+ * slower where a block has few steps (B1: 18.0 us against 15.2; Hkv1: 22.9 against 21.1). */
 #define FT_ATTN_H64_BF16_MGQ 16
-#define FT_ATTN_H64_BF16_MTHREADS 160
-#define FT_ATTN_H64_BF16_MSMEM 67584
+
+/* r4: 4 rows a copy (528-byte pitch), 4 consumer warps, 2 stages of 128 steps (67584 bytes). */
+#define FT_ATTN_H64_BF16_M4_THREADS 160
+#define FT_ATTN_H64_BF16_M4_SMEM 67584
 
 /* Rows [0, n) of a stage from steps t0.. (n > 0): one bulk copy per 4 rows when the steps
  * are contiguous, one per row otherwise; the lanes of the producer warp share the copies. */
-static __device__ __forceinline__ void ft_attn_mma_copy_h64_bf16(unsigned char *st, int n, int t0, int lane,
+static __device__ __forceinline__ void ft_attn_mma_copy_r4_h64_bf16(unsigned char *st, int n, int t0, int lane,
                                                               const __nv_bfloat16 *kc, const __nv_bfloat16 *vc,
                                                               const ft_attn_kargs_h64_bf16 *a, int b,
                                                               int64_t kvstride, int contiguous, int stream,
@@ -1526,7 +1529,7 @@ static __device__ __forceinline__ void ft_attn_mma_copy_h64_bf16(unsigned char *
 }
 
 /* Grid and clusters as ft_attn_async_h64_bf16_g*; rows of 16 heads (pass = which 16). */
-static __global__ void __launch_bounds__(160, 2) ft_attn_mma_h64_bf16(ft_attn_kargs_h64_bf16 a)
+static __global__ void __launch_bounds__(160, 2) ft_attn_mma_r4_h64_bf16(ft_attn_kargs_h64_bf16 a)
 {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
     enum {
@@ -1574,7 +1577,7 @@ static __global__ void __launch_bounds__(160, 2) ft_attn_mma_h64_bf16(ft_attn_ka
         if (lane == 0)
             ft_mbar_expect_tx(&full[0], 2u * (unsigned)spec * ROW);
         __syncwarp(); /* the bytes are expected before any copy can complete */
-        ft_attn_mma_copy_h64_bf16(ft_attn_stages, spec, s0, lane, kc, vc, &a, b, kvstride, 1, stream, &full[0]);
+        ft_attn_mma_copy_r4_h64_bf16(ft_attn_stages, spec, s0, lane, kc, vc, &a, b, kvstride, 1, stream, &full[0]);
     }
 
     int steps, new_pos;
@@ -1603,7 +1606,376 @@ static __global__ void __launch_bounds__(160, 2) ft_attn_mma_h64_bf16(ft_attn_ka
                 ft_mbar_expect_tx(&full[s], 2u * (unsigned)nc * ROW); /* a tile of the new token alone: an arrival */
             __syncwarp();
             if (nc > 0)
-                ft_attn_mma_copy_h64_bf16(ft_attn_stages + (size_t)s * STAGE, nc, t0, lane, kc, vc, &a, b, kvstride,
+                ft_attn_mma_copy_r4_h64_bf16(ft_attn_stages + (size_t)s * STAGE, nc, t0, lane, kc, vc, &a, b, kvstride,
+                                          contiguous, stream, &full[s]);
+        }
+    } else {
+        /* ---- consumers (warps 0..NW-1, barrier 1 among them) */
+    /* ---- prologue: q (+bias, rotary, scale) and the new k, v (+bias, rotary, rounded) */
+        for (int i = tid; i < ng * D; i += NTC) {
+            const int64_t qi = ((int64_t)b * a.H + h0) * D + i;
+            q_s[i / D][i % D] = ft_to_float_bf16(a.q[qi]) + (a.q_bias ? ft_to_float_bf16(a.q_bias[(int64_t)h0 * D + i]) : 0.0f);
+        }
+        if (owner) {
+            for (int i = tid; i < 2 * D; i += NTC) {
+                const int which = i / D, d = i % D;
+                const int64_t ki = ((int64_t)b * a.Hkv + kvh) * D + d;
+                const __nv_bfloat16 *src = which ? a.v_new : a.k_new;
+                const __nv_bfloat16 *bias = which ? a.v_bias : a.k_bias;
+                kv_new[which][d] = ft_to_float_bf16(src[ki]) + (bias ? ft_to_float_bf16(bias[(int64_t)kvh * D + d]) : 0.0f);
+            }
+        }
+        ft_named_sync(1, NTC);
+        {
+            /* rotary reads pairs, so every thread computes its values before any is written */
+            float rq[(GQ * D + NTC - 1) / NTC], rk[(D + NTC - 1) / NTC];
+    #pragma unroll
+            for (int r = 0; r < (GQ * D + NTC - 1) / NTC; r++) {
+                const int i = tid + r * NTC;
+                if (i < ng * D)
+                    rq[r] = ft_rope_elem(q_s[i / D], i % D, new_pos, a.rope, a.rotary_dim, a.log2_base) * a.qk_scale;
+            }
+    #pragma unroll
+            for (int r = 0; r < (D + NTC - 1) / NTC; r++) {
+                const int d = tid + r * NTC;
+                if (owner && d < D)
+                    rk[r] = ft_rope_elem(kv_new[0], d, new_pos, a.rope, a.rotary_dim, a.log2_base);
+            }
+            ft_named_sync(1, NTC);
+    #pragma unroll
+            for (int r = 0; r < (GQ * D + NTC - 1) / NTC; r++) {
+                const int i = tid + r * NTC;
+                if (i < ng * D)
+                    q_s[i / D][i % D] = rq[r];
+            }
+    #pragma unroll
+            for (int r = 0; r < (D + NTC - 1) / NTC; r++) {
+                const int d = tid + r * NTC;
+                if (owner && d < D) {
+                    /* attend to the new k, v exactly as stored, as every later step will */
+                    const __nv_bfloat16 kq = ft_from_float_bf16(rk[r]), vq = ft_from_float_bf16(kv_new[1][d]);
+                    kv_new[0][d] = ft_to_float_bf16(kq);
+                    kv_new[1][d] = ft_to_float_bf16(vq);
+                    if (pass == 0) {
+                        a.k_cache[kvbase + (int64_t)new_pos * kvstride + d] = kq;
+                        a.v_cache[kvbase + (int64_t)new_pos * kvstride + d] = vq;
+                    }
+                }
+            }
+            ft_named_sync(1, NTC);
+        }
+
+        if (owner) {
+            for (int i = tid; i < 2 * D; i += NTC)
+                kv_row[i / D][i % D] = ft_from_float_bf16(kv_new[i / D][i % D]);
+            ft_named_sync(1, NTC);
+        }
+        const int g = lane >> 2, tq = lane & 3;
+        /* Q as A fragments (rows g, g + 8; heads past the group are zero) */
+        unsigned qf[D / 16][4];
+#pragma unroll
+        for (int kk = 0; kk < D / 16; kk++)
+#pragma unroll
+            for (int e = 0; e < 4; e++) {
+                const int r = g + (e & 1) * 8, c = kk * 16 + 2 * tq + (e >> 1) * 8;
+                float f[2] = {0.0f, 0.0f};
+                if (r < ng) {
+                    f[0] = q_s[r][c];
+                    f[1] = q_s[r][c + 1];
+                }
+                qf[kk][e] = ft_pack_bf16x2(f);
+            }
+        float o[D / 8][4], m[2] = {-INFINITY, -INFINITY}, l[2] = {0.0f, 0.0f};
+#pragma unroll
+        for (int j = 0; j < D / 8; j++)
+            o[j][0] = o[j][1] = o[j][2] = o[j][3] = 0.0f;
+        /* ldmatrix row addresses of this lane within the warp's copies: K (matrix lane/8 =
+         * n-tile pair half, k half) and V transposed (matrix lane/8 = k half, n half) */
+        const int lrow = (lane & 7) / J * CS + (lane & 7) % J * ROW;
+        const int koff = lrow + (lane >> 4) * J * ROW + ((lane >> 3) & 1) * 16;
+        const int voff = lrow + ((lane >> 3) & 1) * J * ROW + (lane >> 4) * 16;
+        const int r0 = warp * KW;
+
+        for (int i = 0; i < ntiles; i++) {
+            const int s = i % NS, t0 = s0 + i * TK, n = min(TK, s1 - t0), nc = max(0, min(TK, cache_end - t0));
+            unsigned char *kb = ft_attn_stages + (size_t)s * STAGE + warp * (KW / R) * CS, *vb = kb + HALF;
+            ft_mbar_wait(&full[s], (i / NS) & 1);
+            if (r0 < n) {
+                if (nc < r0 + KW) {
+                    /* rows from nc on: the new token (as stored) at nc if it is this tile's, then zeros in V */
+                    for (int r = max(nc, r0); r < r0 + KW; r++) {
+                        uint4 *kd = (uint4 *)(kb + ((r - r0) / R) * CS + ((r - r0) % R) * ROW), *vd = (uint4 *)((unsigned char *)kd + HALF);
+                        for (int c = lane; c < ROW / 16; c += 32) {
+                            if (r < n) {
+                                kd[c] = ((const uint4 *)kv_row[0])[c];
+                                vd[c] = ((const uint4 *)kv_row[1])[c];
+                            } else {
+                                vd[c] = make_uint4(0u, 0u, 0u, 0u);
+                            }
+                        }
+                    }
+                    __syncwarp();
+                }
+                /* S = Q K^T over the warp's KW steps: column p of n-tile q is row q * J + p % J of
+                 * copy p / J */
+                float sc[4][4];
+#pragma unroll
+                for (int q = 0; q < 4; q++)
+                    sc[q][0] = sc[q][1] = sc[q][2] = sc[q][3] = 0.0f;
+#pragma unroll
+                for (int kk = 0; kk < D / 16; kk++)
+#pragma unroll
+                    for (int qp = 0; qp < 2; qp++) {
+                        unsigned r[4];
+                        ft_ldsm_x4(r, kb + koff + qp * 2 * J * ROW + kk * 32);
+                        ft_mma_bf16(sc[2 * qp], qf[kk], r[0], r[1]);
+                        ft_mma_bf16(sc[2 * qp + 1], qf[kk], r[2], r[3]);
+                    }
+                if (r0 + KW > n)
+#pragma unroll
+                    for (int q = 0; q < 4; q++)
+#pragma unroll
+                        for (int e = 0; e < 4; e++)
+                            if (r0 + (2 * tq + (e & 1)) / J * R + q * J + (2 * tq + (e & 1)) % J >= n)
+                                sc[q][e] = -INFINITY;
+                /* online softmax in the exp2 domain (q carries scale * log2 e); the four lanes of
+                 * a row hold its KW steps between them */
+#pragma unroll
+                for (int h = 0; h < 2; h++) {
+                    float mx = fmaxf(sc[0][2 * h], sc[0][2 * h + 1]);
+#pragma unroll
+                    for (int q = 1; q < 4; q++)
+                        mx = fmaxf(mx, fmaxf(sc[q][2 * h], sc[q][2 * h + 1]));
+                    mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
+                    mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
+                    const float mnew = fmaxf(m[h], mx); /* finite: the warp has a step in this tile */
+                    const float alpha = ft_exp2_approx(m[h] - mnew);
+                    m[h] = mnew;
+                    float sum = 0.0f;
+#pragma unroll
+                    for (int q = 0; q < 4; q++) {
+                        sc[q][2 * h] = ft_exp2_approx(sc[q][2 * h] - mnew);
+                        sc[q][2 * h + 1] = ft_exp2_approx(sc[q][2 * h + 1] - mnew);
+                        sum += sc[q][2 * h] + sc[q][2 * h + 1];
+                    }
+                    l[h] = l[h] * alpha + sum;
+#pragma unroll
+                    for (int j = 0; j < D / 8; j++) {
+                        o[j][2 * h] *= alpha;
+                        o[j][2 * h + 1] *= alpha;
+                    }
+                }
+                /* O += P V: k-step c takes n-tiles 2c (k 0..7) and 2c + 1 (k 8..15) */
+#pragma unroll
+                for (int c = 0; c < 2; c++) {
+                    unsigned pa[4];
+                    pa[0] = ft_pack_bf16x2(&sc[2 * c][0]);
+                    pa[1] = ft_pack_bf16x2(&sc[2 * c][2]);
+                    pa[2] = ft_pack_bf16x2(&sc[2 * c + 1][0]);
+                    pa[3] = ft_pack_bf16x2(&sc[2 * c + 1][2]);
+#pragma unroll
+                    for (int dp = 0; dp < D / 16; dp++) {
+                        unsigned r[4];
+                        ft_ldsm_x4_trans(r, vb + voff + c * 2 * J * ROW + dp * 32);
+                        ft_mma_bf16(o[2 * dp], pa, r[0], r[1]);
+                        ft_mma_bf16(o[2 * dp + 1], pa, r[2], r[3]);
+                    }
+                }
+            }
+            ft_fence_proxy_async(); /* these reads and writes before the bulk copy that refills the stage */
+            __syncwarp();
+            if (lane == 0)
+                ft_mbar_arrive(&empty[s]);
+        }
+        if (spec > 0 && ntiles == 0)
+            ft_mbar_wait(&full[0], 0); /* an unused first tile has landed before the stages hold partials */
+
+        /* ---- the warp's partials (row sums over the quad), then the warps merged */
+#pragma unroll
+        for (int h = 0; h < 2; h++) {
+            l[h] += __shfl_xor_sync(0xffffffffu, l[h], 1);
+            l[h] += __shfl_xor_sync(0xffffffffu, l[h], 2);
+        }
+        ft_named_sync(1, NTC); /* every consumer is past its last stage */
+#pragma unroll
+        for (int j = 0; j < D / 8; j++)
+#pragma unroll
+            for (int h = 0; h < 2; h++)
+                *(float2 *)&red[(warp * GQ + g + 8 * h) * D + j * 8 + 2 * tq] = make_float2(o[j][2 * h], o[j][2 * h + 1]);
+        if (tq == 0)
+#pragma unroll
+            for (int h = 0; h < 2; h++)
+                ml_s[warp][g + 8 * h] = make_float2(m[h], l[h]);
+        ft_named_sync(1, NTC);
+        for (int i = tid; i < ng * D; i += NTC) {
+            const int g = i / D, d = i % D;
+            float M = -INFINITY;
+#pragma unroll
+            for (int w = 0; w < NW; w++)
+                if (ml_s[w][g].y > 0.0f)
+                    M = fmaxf(M, ml_s[w][g].x);
+            float num = 0.0f, den = 0.0f;
+#pragma unroll
+            for (int w = 0; w < NW; w++) {
+                const float2 ml = ml_s[w][g];
+                if (ml.y > 0.0f) { /* a warp without rows drops out */
+                    const float wt = ft_exp2_approx(ml.x - M);
+                    num += red[(w * GQ + g) * D + d] * wt;
+                    den += ml.y * wt;
+                }
+            }
+            const int64_t row = (int64_t)b * a.H + h0 + g;
+            if (a.splits == 1) {
+                a.out[row * D + d] = ft_from_float_bf16(num / den);
+            } else if (a.cmerge) {
+                red[NW * GQ * D + i] = num; /* read by the cluster's blocks below */
+                if (d == 0)
+                    blk_ml[g] = make_float2(M, den);
+            } else {
+                a.ws[((int64_t)split * a.B * a.H + row) * D + d] = num;
+                if (d == 0) /* an empty split leaves (-inf, 0): the combine kernel drops it */
+                    a.ws_ml[(int64_t)split * a.B * a.H + row] = make_float2(M, den);
+            }
+        }
+    }
+    if (!a.cmerge)
+        return;
+
+    /* ---- cluster merge: block `split` finishes every splits-th element of the group's output */
+    cooperative_groups::cluster_group cluster = cooperative_groups::this_cluster();
+    cluster.sync(); /* every block's partials are in its shared memory */
+    const int cs = a.splits;
+    for (int i = split * NTC + tid; tid < NTC && i < ng * D; i += cs * NTC) {
+        const int g = i / D;
+        float M = -INFINITY;
+        for (int r = 0; r < cs; r++) {
+            const float2 ml = *cluster.map_shared_rank(&blk_ml[g], (unsigned)r);
+            if (ml.y > 0.0f)
+                M = fmaxf(M, ml.x);
+        }
+        float num = 0.0f, den = 0.0f;
+        for (int r = 0; r < cs; r++) {
+            const float2 ml = *cluster.map_shared_rank(&blk_ml[g], (unsigned)r);
+            if (ml.y > 0.0f) { /* an empty split drops out */
+                const float wt = ft_exp2_approx(ml.x - M);
+                num += *cluster.map_shared_rank(&red[NW * GQ * D + i], (unsigned)r) * wt;
+                den += ml.y * wt;
+            }
+        }
+        a.out[((int64_t)b * a.H + h0) * D + i] = ft_from_float_bf16(num / den);
+    }
+    cluster.sync(); /* no block leaves while its shared memory is read */
+#endif
+}
+
+/* r8: 8 rows a copy (1040-byte pitch), 4 consumer warps, 2 stages of 128 steps (66560 bytes). */
+#define FT_ATTN_H64_BF16_M8_THREADS 160
+#define FT_ATTN_H64_BF16_M8_SMEM 66560
+
+/* Rows [0, n) of a stage from steps t0.. (n > 0): one bulk copy per 8 rows when the steps
+ * are contiguous, one per row otherwise; the lanes of the producer warp share the copies. */
+static __device__ __forceinline__ void ft_attn_mma_copy_r8_h64_bf16(unsigned char *st, int n, int t0, int lane,
+                                                              const __nv_bfloat16 *kc, const __nv_bfloat16 *vc,
+                                                              const ft_attn_kargs_h64_bf16 *a, int b,
+                                                              int64_t kvstride, int contiguous, int stream,
+                                                              unsigned long long *bar)
+{
+    enum { D = FT_ATTN_H64_BF16_D, R = 8, ROW = D * 2, CS = 1040, HALF = 16640 };
+    if (contiguous) {
+        for (int c = lane; c * R < n; c += 32) {
+            const int64_t off = (int64_t)(t0 + c * R) * D;
+            ft_attn_tile_copy_h64_bf16((__nv_bfloat16 *)(st + c * CS), (__nv_bfloat16 *)(st + HALF + c * CS), kc + off, vc + off,
+                                       (unsigned)min(R, n - c * R) * ROW, bar, stream);
+        }
+    } else {
+        for (int r = lane; r < n; r += 32) {
+            const int64_t off = ft_attn_step_h64_bf16(a, b, t0 + r, kvstride);
+            unsigned char *dst = st + (r / R) * CS + (r % R) * ROW;
+            ft_bulk_load(dst, kc + off, ROW, bar);
+            ft_bulk_load(dst + HALF, vc + off, ROW, bar);
+        }
+    }
+}
+
+/* Grid and clusters as ft_attn_async_h64_bf16_g*; rows of 16 heads (pass = which 16). */
+static __global__ void __launch_bounds__(160, 2) ft_attn_mma_r8_h64_bf16(ft_attn_kargs_h64_bf16 a)
+{
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    enum {
+        D = FT_ATTN_H64_BF16_D, NW = 4, NTC = NW * 32, R = 8, KW = 32, TK = 128, NS = 2,
+        GQ = FT_ATTN_H64_BF16_MGQ, ROW = D * 2, CS = 1040, HALF = 16640, STAGE = 33280,
+        J = 8 * R / KW /* rows of one copy among the 8 of an ldmatrix */
+    };
+    extern __shared__ __align__(128) unsigned char ft_attn_stages[]; /* NS x (K copies, V copies) */
+    __shared__ __align__(8) unsigned long long full[NS], empty[NS];
+    __shared__ __align__(16) float q_s[GQ][D];
+    __shared__ __align__(16) float kv_new[2][D];
+    __shared__ __align__(16) __nv_bfloat16 kv_row[2][D];
+    __shared__ float2 ml_s[NW][GQ];
+    __shared__ float2 blk_ml[GQ]; /* cluster merge: this block's (max, sum) per head */
+
+    ft_pdl_trigger(); /* the combine kernel (split-KV) may be scheduled now; it waits for this grid's end */
+    const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
+    const int split = blockIdx.x % a.splits, rb = blockIdx.x / a.splits;
+    const int passes = (a.G + GQ - 1) / GQ;
+    const int pass = rb % passes;
+    const int kvh = (rb / passes) % a.Hkv;
+    const int b = rb / passes / a.Hkv;
+    const int h0 = kvh * a.G + pass * GQ;
+    const int ng = min(GQ, a.G - pass * GQ);
+
+    const int s0 = split * a.chunk;
+    int64_t kvbase, kvstride;
+    ft_kv_base(a.layout, b, kvh, a.B, a.Hkv, a.L, D, &kvbase, &kvstride);
+    const __nv_bfloat16 *kc = a.k_cache + kvbase, *vc = a.v_cache + kvbase;
+    /* the first tile before the length is known, and the L2 policy: as in the one-head kernel */
+    const int contiguous = kvstride == D && !a.indir, stream = contiguous && passes == 1;
+    const int spec = contiguous && s0 < a.L ? min(min(TK, a.L - s0), split == a.splits - 1 ? TK : a.chunk) : 0;
+    float *red = (float *)ft_attn_stages; /* after the stages: [NW][GQ][D] partials, then [GQ][D] */
+
+    if (tid == 0) {
+#pragma unroll
+        for (int s = 0; s < NS; s++) {
+            ft_mbar_init(&full[s], 1);
+            ft_mbar_init(&empty[s], NW);
+        }
+        ft_mbar_init_fence();
+    }
+    __syncthreads();
+    if (warp == NW && spec > 0) {
+        if (lane == 0)
+            ft_mbar_expect_tx(&full[0], 2u * (unsigned)spec * ROW);
+        __syncwarp(); /* the bytes are expected before any copy can complete */
+        ft_attn_mma_copy_r8_h64_bf16(ft_attn_stages, spec, s0, lane, kc, vc, &a, b, kvstride, 1, stream, &full[0]);
+    }
+
+    int steps, new_pos;
+    if (!ft_attn_row_h64_bf16(&a, b, &steps, &new_pos)) { /* the whole cluster, if any, leaves here */
+        if (spec > 0)
+            ft_mbar_wait(&full[0], 0); /* no block leaves with a copy into its shared memory in flight */
+        if (a.splits == 1 || (a.cmerge && split == 0)) /* otherwise the combine kernel writes the row */
+            for (int i = tid; i < ng * D; i += blockDim.x)
+                a.out[((int64_t)b * a.H + h0) * D + i] = ft_from_float_bf16(ft_attn_invalid_value_h64_bf16(&a, b));
+        return;
+    }
+    const int s1 = split == a.splits - 1 ? steps : min(steps, s0 + a.chunk);
+    const int owner = new_pos >= s0 && new_pos < s1; /* this block holds the new token (its last step) */
+    const int cache_end = new_pos >= 0 ? min(s1, new_pos) : s1; /* steps read from the cache */
+    /* the stages cover [s0, s1), the new token included; tile 0 copies at most min(TK,
+     * chunk) cached steps (the last split's: TK), all below the capacity: within spec */
+    const int ntiles = s1 > s0 ? (s1 - s0 + TK - 1) / TK : 0;
+
+    if (warp == NW) {
+        /* ---- producer: stage s = i % NS is refilled once the consumers released its previous use */
+        for (int i = spec > 0 ? 1 : 0; i < ntiles; i++) {
+            const int s = i % NS, t0 = s0 + i * TK, nc = max(0, min(TK, cache_end - t0));
+            if (i >= NS)
+                ft_mbar_wait(&empty[s], ((i / NS) & 1) ^ 1);
+            if (lane == 0)
+                ft_mbar_expect_tx(&full[s], 2u * (unsigned)nc * ROW); /* a tile of the new token alone: an arrival */
+            __syncwarp();
+            if (nc > 0)
+                ft_attn_mma_copy_r8_h64_bf16(ft_attn_stages + (size_t)s * STAGE, nc, t0, lane, kc, vc, &a, b, kvstride,
                                           contiguous, stream, &full[s]);
         }
     } else {
@@ -1867,25 +2239,31 @@ static __global__ void __launch_bounds__(160, 2) ft_attn_mma_h64_bf16(ft_attn_ka
 
 /* The sm_90 kernel for `gq` heads per block, its index among the generated ones, threads
  * and dynamic shared memory; NULL where none was generated. */
-static inline const void *ft_attn_async_kernel_h64_bf16(int gq, int *index, int *threads, int *smem)
+static inline const void *ft_attn_async_kernel_h64_bf16(int gq, int wide, int *index, int *threads, int *smem)
 {
-    if (gq == 1) {
+    if (gq == 1 && !wide) {
         *index = 0;
         *threads = FT_ATTN_H64_BF16_G1_ATHREADS;
         *smem = FT_ATTN_H64_BF16_G1_ASMEM;
         return (const void *)ft_attn_async_h64_bf16_g1;
     }
-    if (gq == 4) {
+    if (gq == 4 && !wide) {
         *index = 1;
         *threads = FT_ATTN_H64_BF16_G4_ATHREADS;
         *smem = FT_ATTN_H64_BF16_G4_ASMEM;
         return (const void *)ft_attn_async_h64_bf16_g4;
     }
-    if (gq == FT_ATTN_H64_BF16_MGQ) {
+    if (gq == FT_ATTN_H64_BF16_MGQ && wide == 0) {
         *index = 2;
-        *threads = FT_ATTN_H64_BF16_MTHREADS;
-        *smem = FT_ATTN_H64_BF16_MSMEM;
-        return (const void *)ft_attn_mma_h64_bf16;
+        *threads = FT_ATTN_H64_BF16_M4_THREADS;
+        *smem = FT_ATTN_H64_BF16_M4_SMEM;
+        return (const void *)ft_attn_mma_r4_h64_bf16;
+    }
+    if (gq == FT_ATTN_H64_BF16_MGQ && wide == 1) {
+        *index = 3;
+        *threads = FT_ATTN_H64_BF16_M8_THREADS;
+        *smem = FT_ATTN_H64_BF16_M8_SMEM;
+        return (const void *)ft_attn_mma_r8_h64_bf16;
     }
     *index = -1;
     *threads = *smem = 0;
@@ -1894,11 +2272,11 @@ static inline const void *ft_attn_async_kernel_h64_bf16(int gq, int *index, int 
 
 /* Blocks of the sm_90 kernel for `gq` heads that fit on one multiprocessor, looked up once
  * per device (after raising the kernel's dynamic shared-memory limit to its stages). */
-static inline ft_status ft_attn_async_occupancy_h64_bf16(const char *fn, int gq, int *blocks)
+static inline ft_status ft_attn_async_occupancy_h64_bf16(const char *fn, int gq, int wide, int *blocks)
 {
-    static int cache[3][64];
+    static int cache[4][64];
     int gi, threads, smem;
-    const void *kernel = ft_attn_async_kernel_h64_bf16(gq, &gi, &threads, &smem);
+    const void *kernel = ft_attn_async_kernel_h64_bf16(gq, wide, &gi, &threads, &smem);
     if (kernel == NULL)
         return ft_fail(FT_ERR_UNSUPPORTED, "%s: no shared-memory kernel for %d heads per block", fn, gq);
     int dev = 0, n = 0;
@@ -1928,9 +2306,9 @@ static inline ft_status ft_attn_async_occupancy_h64_bf16(const char *fn, int gq,
  * looked up once per device and size. */
 static inline ft_status ft_attn_async_clusters_h64_bf16(const char *fn, int gq, int size, int *clusters)
 {
-    static int cache[3][FT_ATTN_CLUSTER_SPLITS + 1][64];
+    static int cache[4][FT_ATTN_CLUSTER_SPLITS + 1][64];
     int gi, threads, smem;
-    const void *kernel = ft_attn_async_kernel_h64_bf16(gq, &gi, &threads, &smem);
+    const void *kernel = ft_attn_async_kernel_h64_bf16(gq, 0, &gi, &threads, &smem);
     if (kernel == NULL || size < 1 || size > FT_ATTN_CLUSTER_SPLITS)
         return ft_fail(FT_ERR_UNSUPPORTED, "%s: no cluster of %d blocks for %d heads per block", fn, size, gq);
     return ft_cluster_capacity(fn, kernel, threads, smem, size, cache[gi][size], clusters);
@@ -1987,7 +2365,7 @@ static inline ft_status ft_attn_plan_grid_h64_bf16(const char *fn, ft_attn_plan 
         return ft_fail(FT_ERR_UNSUPPORTED, "%s: %lld blocks exceed the grid; split the batch", fn, (long long)blocks);
     if ((st = ft_attn_check_splits(fn, p, splits, max_seq, 64, ws_bytes, ws)) != FT_OK)
         return st; /* before the device is asked anything */
-    int slots = 0;
+    int slots = 0, one_per_sm = 0;
     p->async = 0;
     if (impl == FT_ATTN_IMPL_ASYNC || (impl == FT_ATTN_IMPL_AUTO && layout == FT_KV_BHLD && !indirect)) {
         int major = 0, sms = 0, per_sm = 0;
@@ -2001,10 +2379,11 @@ static inline ft_status ft_attn_plan_grid_h64_bf16(const char *fn, ft_attn_plan 
                 p->gq = FT_ATTN_H64_BF16_MGQ;
                 p->passes = (p->G + p->gq - 1) / p->gq;
             }
-            if ((st = ft_sm_count(fn, &sms)) != FT_OK || (st = ft_attn_async_occupancy_h64_bf16(fn, p->gq, &per_sm)) != FT_OK)
+            if ((st = ft_sm_count(fn, &sms)) != FT_OK || (st = ft_attn_async_occupancy_h64_bf16(fn, p->gq, 0, &per_sm)) != FT_OK)
                 return st;
             p->async = 1;
             slots = sms * per_sm;
+            one_per_sm = per_sm == 1;
         }
     }
     blocks = (int64_t)p->B * p->Hkv * p->passes; /* the tensor-core kernel's groups are larger */
@@ -2014,6 +2393,19 @@ static inline ft_status ft_attn_plan_grid_h64_bf16(const char *fn, ft_attn_plan 
     if ((st = ft_attn_plan_splits(fn, p, splits, (int)blocks, 64, slots, p->async ? FT_ATTN_CLUSTER_SPLITS : 1,
                                   ws_bytes, ws)) != FT_OK)
         return st;
+    p->wide = 0;
+    if (p->async && p->gq == FT_ATTN_H64_BF16_MGQ && one_per_sm && p->splits <= 2 && splits <= 1) {
+        /* one block per row block (automatic splits of 1 or 2, or 1 asked for) and one block
+         * per SM: the form with larger copies, unsplit (B8 H32 Hkv8 D128 L4096 fp16 on the
+         * H100: 51 us so against 54-55 in two splits of either form; where two blocks share
+         * an SM, B64 H12 Hkv4 D64 L1024, it was 28.2 against 27.5) */
+        int per_sm = 0; /* also raises the form's shared-memory limit before its launch */
+        if ((st = ft_attn_async_occupancy_h64_bf16(fn, p->gq, 1, &per_sm)) != FT_OK)
+            return st;
+        p->wide = 1;
+        p->splits = 1;
+        p->chunk = p->max_seq;
+    }
     p->cmerge = 0;
     if (p->async && p->splits > 1 && p->splits <= FT_ATTN_CLUSTER_SPLITS) {
         /* clusters must fit on the device at once, or the last ones run as a second wave
@@ -2053,7 +2445,7 @@ static inline ft_status ft_attn_launch_h64_bf16(const char *fn, ft_attn_kargs_h6
         const unsigned nblocks = (unsigned)(p->B * p->Hkv * p->passes) * (unsigned)p->splits;
         const unsigned cluster = p->cmerge ? (unsigned)p->splits : 1u;
         int gi, threads, smem;
-        const void *kernel = ft_attn_async_kernel_h64_bf16(p->gq, &gi, &threads, &smem);
+        const void *kernel = ft_attn_async_kernel_h64_bf16(p->gq, p->wide, &gi, &threads, &smem);
         st = kernel == NULL ? ft_fail(FT_ERR_UNSUPPORTED, "%s: no shared-memory kernel for %d heads per block", fn, p->gq)
                             : ft_launch_ex(fn, kernel, dim3(nblocks), dim3((unsigned)threads), (size_t)smem, stream,
                                            args, cluster, 0);

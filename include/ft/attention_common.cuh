@@ -137,6 +137,7 @@ typedef struct ft_attn_plan {
     int chunk;          /* steps per split */
     int async;          /* the sm_90 shared-memory kernel */
     int cmerge;         /* its splits merge inside a cluster (2..FT_ATTN_CLUSTER_SPLITS splits) */
+    int wide;           /* the tensor-core kernel's form with larger copies (one split) */
     float qk_scale;     /* scale * log2(e): logits live in the exp2 domain */
 } ft_attn_plan;
 
