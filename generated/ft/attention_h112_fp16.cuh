@@ -579,7 +579,7 @@ static __global__ void __launch_bounds__(288, 2) ft_attn_async_h112_fp16_g1(ft_a
     int64_t kvbase, kvstride;
     ft_kv_base(a.layout, b, kvh, a.B, a.Hkv, a.L, D, &kvbase, &kvstride);
     const __half *kc = a.k_cache + kvbase, *vc = a.v_cache + kvbase;
-    /* Contiguous steps (one bulk copy a tile): the first tile is requested before the
+    /* Contiguous steps (bulk copies of a tile's rows): the first tile is requested before the
      * sequence's length is known, whose load is a DRAM round trip at the kernel's start — as
      * many steps from s0 as the split can hold (at most TK, within the capacity). Steps from
      * the new token's position on land in the stage and are never used (the new token's own
@@ -901,7 +901,12 @@ static __global__ void __launch_bounds__(160, 1) ft_attn_mma_r4_h112_fp16(ft_att
     int64_t kvbase, kvstride;
     ft_kv_base(a.layout, b, kvh, a.B, a.Hkv, a.L, D, &kvbase, &kvstride);
     const __half *kc = a.k_cache + kvbase, *vc = a.v_cache + kvbase;
-    /* the first tile before the length is known, and the L2 policy: as in the one-head kernel */
+    /* Contiguous steps (bulk copies of a tile's rows): the first tile is requested before the
+     * sequence's length is known, whose load is a DRAM round trip at the kernel's start — as
+     * many steps from s0 as the split can hold (at most TK, within the capacity). Steps from
+     * the new token's position on land in the stage and are never used (the new token's own
+     * row, which this call writes, is read from kv_row). Each key/value head read by one
+     * block only (one pass) streams past the L2 (evict first). */
     const int contiguous = kvstride == D && !a.indir, stream = contiguous && passes == 1;
     const int spec = contiguous && s0 < a.L ? min(min(TK, a.L - s0), split == a.splits - 1 ? TK : a.chunk) : 0;
     float *red = (float *)ft_attn_stages; /* after the stages: [NW][GQ][D] partials, then [GQ][D] */
@@ -1270,7 +1275,12 @@ static __global__ void __launch_bounds__(160, 1) ft_attn_mma_r8_h112_fp16(ft_att
     int64_t kvbase, kvstride;
     ft_kv_base(a.layout, b, kvh, a.B, a.Hkv, a.L, D, &kvbase, &kvstride);
     const __half *kc = a.k_cache + kvbase, *vc = a.v_cache + kvbase;
-    /* the first tile before the length is known, and the L2 policy: as in the one-head kernel */
+    /* Contiguous steps (bulk copies of a tile's rows): the first tile is requested before the
+     * sequence's length is known, whose load is a DRAM round trip at the kernel's start — as
+     * many steps from s0 as the split can hold (at most TK, within the capacity). Steps from
+     * the new token's position on land in the stage and are never used (the new token's own
+     * row, which this call writes, is read from kv_row). Each key/value head read by one
+     * block only (one pass) streams past the L2 (evict first). */
     const int contiguous = kvstride == D && !a.indir, stream = contiguous && passes == 1;
     const int spec = contiguous && s0 < a.L ? min(min(TK, a.L - s0), split == a.splits - 1 ? TK : a.chunk) : 0;
     float *red = (float *)ft_attn_stages; /* after the stages: [NW][GQ][D] partials, then [GQ][D] */

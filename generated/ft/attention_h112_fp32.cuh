@@ -884,7 +884,7 @@ static __global__ void __launch_bounds__(288, 2) ft_attn_async_h112_fp32_g1(ft_a
     int64_t kvbase, kvstride;
     ft_kv_base(a.layout, b, kvh, a.B, a.Hkv, a.L, D, &kvbase, &kvstride);
     const float *kc = a.k_cache + kvbase, *vc = a.v_cache + kvbase;
-    /* Contiguous steps (one bulk copy a tile): the first tile is requested before the
+    /* Contiguous steps (bulk copies of a tile's rows): the first tile is requested before the
      * sequence's length is known, whose load is a DRAM round trip at the kernel's start — as
      * many steps from s0 as the split can hold (at most TK, within the capacity). Steps from
      * the new token's position on land in the stage and are never used (the new token's own
@@ -1237,7 +1237,7 @@ static __global__ void __launch_bounds__(512, 1) ft_attn_async_h112_fp32_g2(ft_a
     int64_t kvbase, kvstride;
     ft_kv_base(a.layout, b, kvh, a.B, a.Hkv, a.L, D, &kvbase, &kvstride);
     const float *kc = a.k_cache + kvbase, *vc = a.v_cache + kvbase;
-    /* Contiguous steps (one bulk copy a tile): the first tile is requested before the
+    /* Contiguous steps (bulk copies of a tile's rows): the first tile is requested before the
      * sequence's length is known, whose load is a DRAM round trip at the kernel's start — as
      * many steps from s0 as the split can hold (at most TK, within the capacity). Steps from
      * the new token's position on land in the stage and are never used (the new token's own
