@@ -308,6 +308,10 @@ static void attention_test(ft_test *t)
         cases[n++] = self_case(3, 8, 2, 384, FT_KV_BHLD, FT_ROPE_NONE, 0, 1, l11);
         const int l12[] = {399, 37};
         cases[n++] = self_case(2, 24, 1, 400, FT_KV_BHLD, FT_ROPE_HALF, 0, 0, l12);
+        /* a head group read through a cache indirection table (rows copied one by one) */
+        const int l13[] = {700, 700, 33, 33};
+        cases[n] = self_case(4, 8, 2, 800, FT_KV_BHLD, FT_ROPE_INTERLEAVED, 0, 0, l13);
+        cases[n++].beam = 2;
     }
     {
         attn_case c;
