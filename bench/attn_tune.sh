@@ -6,7 +6,9 @@
 # Knobs (gen/ftgen.py, AttentionFamily.context): register kernel KU, VU (cache vectors in
 # flight per thread), MINB, GQMINB (blocks per SM in __launch_bounds__); sm_90 kernel ANW,
 # AGQNW (consumer warps for one head / a head group), ATK (steps per stage), ANS (stages;
-# AGQNS for a head group alone), AMINB, AGQMINB. "" is the shipped plan.
+# AGQNS for a head group alone), AMINB, AGQMINB; tensor-core head-group kernel MNW (consumer
+# warps), MR / MRW (rows per copy of the r4 / r8 forms), MNS (stages), MMINB. "" is the
+# shipped plan.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 # the shipped manifest with the attention family cut down to the tuned variants
@@ -29,7 +31,8 @@ wait
 i=0
 for cfg in "$@"; do
   i=$((i + 1))
-  for k in ft_attn_decode_h128_fp16_g1 ft_attn_async_h128_fp16_g1 ft_attn_async_h128_fp16_g4; do
+  for k in ft_attn_decode_h128_fp16_g1 ft_attn_async_h128_fp16_g1 ft_attn_async_h128_fp16_g4 ft_attn_mma_r4_h128_fp16 \
+           ft_attn_mma_r8_h128_fp16; do
     echo "### $cfg $k: $(grep -A2 "$k" build/tune/$i/build.log | grep -oE 'Used [0-9]+ registers|[0-9]+ bytes spill stores' | tr '\n' ' ')"
   done
   while read -r args; do
