@@ -300,12 +300,13 @@ class AttentionFamily(Family):
         # per SM, or as 200 KB allow with one.
         mplans = []
         if self.has_packed(params) and W == 16:
-            # rows per copy: 4 (conflict-free), and 8 for the wide form taken when one block
-            # per row block fills the device (larger copies feed a block faster, at two-way
-            # bank conflicts); FTGEN_ATTN_TUNE's MR / MRW override them
+            # rows per copy: 4 (conflict-free), and 8 for the wide form, taken unsplit where the
+            # kernel runs one block per SM and a row block would be split at most in two
+            # (larger copies feed a block faster, at two-way bank conflicts); FTGEN_ATTN_TUNE's
+            # MR / MRW override them
+            mnw = tune.get("MNW", 4)
+            mkw = 32  # steps of a warp in a stage: 4 key n-tiles
             for name, mr in (("r4", tune.get("MR", 4)), ("r8", tune.get("MRW", 8))):
-                mnw = tune.get("MNW", 4)
-                mkw = 32  # steps of a warp in a stage: 4 key n-tiles
                 if mr not in (4, 8, 16, 32):
                     raise VariantError(f"attention: rows per copy must be 4, 8, 16 or 32, got {mr}")
                 cs = mr * row + 16  # bytes of one padded copy

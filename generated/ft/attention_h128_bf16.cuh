@@ -1505,11 +1505,9 @@ static __global__ void __launch_bounds__(512, 1) ft_attn_async_h128_bf16_g4(ft_a
 
 /* Rows [0, n) of a stage from steps t0.. (n > 0): one bulk copy per 4 rows when the steps
  * are contiguous, one per row otherwise; the lanes of the producer warp share the copies. */
-static __device__ __forceinline__ void ft_attn_mma_copy_r4_h128_bf16(unsigned char *st, int n, int t0, int lane,
-                                                              const __nv_bfloat16 *kc, const __nv_bfloat16 *vc,
-                                                              const ft_attn_kargs_h128_bf16 *a, int b,
-                                                              int64_t kvstride, int contiguous, int stream,
-                                                              unsigned long long *bar)
+static __device__ __forceinline__ void ft_attn_mma_copy_r4_h128_bf16(
+    unsigned char *st, int n, int t0, int lane, const __nv_bfloat16 *kc, const __nv_bfloat16 *vc, const ft_attn_kargs_h128_bf16 *a,
+    int b, int64_t kvstride, int contiguous, int stream, unsigned long long *bar)
 {
     enum { D = FT_ATTN_H128_BF16_D, R = 4, ROW = D * 2, CS = 1040, HALF = 33280 };
     if (contiguous) {
@@ -1582,7 +1580,8 @@ static __global__ void __launch_bounds__(160, 1) ft_attn_mma_r4_h128_bf16(ft_att
         if (lane == 0)
             ft_mbar_expect_tx(&full[0], 2u * (unsigned)spec * ROW);
         __syncwarp(); /* the bytes are expected before any copy can complete */
-        ft_attn_mma_copy_r4_h128_bf16(ft_attn_stages, spec, s0, lane, kc, vc, &a, b, kvstride, 1, stream, &full[0]);
+        ft_attn_mma_copy_r4_h128_bf16(ft_attn_stages, spec, s0, lane, kc, vc, &a, b, kvstride, 1, stream,
+                                                    &full[0]);
     }
 
     int steps, new_pos;
@@ -1611,8 +1610,8 @@ static __global__ void __launch_bounds__(160, 1) ft_attn_mma_r4_h128_bf16(ft_att
                 ft_mbar_expect_tx(&full[s], 2u * (unsigned)nc * ROW); /* a tile of the new token alone: an arrival */
             __syncwarp();
             if (nc > 0)
-                ft_attn_mma_copy_r4_h128_bf16(ft_attn_stages + (size_t)s * STAGE, nc, t0, lane, kc, vc, &a, b, kvstride,
-                                          contiguous, stream, &full[s]);
+                ft_attn_mma_copy_r4_h128_bf16(ft_attn_stages + (size_t)s * STAGE, nc, t0, lane, kc, vc, &a, b,
+                                                        kvstride, contiguous, stream, &full[s]);
         }
     } else {
         /* ---- consumers (warps 0..NW-1, barrier 1 among them) */
@@ -1709,7 +1708,8 @@ static __global__ void __launch_bounds__(160, 1) ft_attn_mma_r4_h128_bf16(ft_att
                 if (nc < r0 + KW) {
                     /* rows from nc on: the new token (as stored) at nc if it is this tile's, then zeros in V */
                     for (int r = max(nc, r0); r < r0 + KW; r++) {
-                        uint4 *kd = (uint4 *)(kb + ((r - r0) / R) * CS + ((r - r0) % R) * ROW), *vd = (uint4 *)((unsigned char *)kd + HALF);
+                        uint4 *kd = (uint4 *)(kb + ((r - r0) / R) * CS + ((r - r0) % R) * ROW);
+                        uint4 *vd = (uint4 *)((unsigned char *)kd + HALF);
                         for (int c = lane; c < ROW / 16; c += 32) {
                             if (r < n) {
                                 kd[c] = ((const uint4 *)kv_row[0])[c];
@@ -1879,11 +1879,9 @@ static __global__ void __launch_bounds__(160, 1) ft_attn_mma_r4_h128_bf16(ft_att
 
 /* Rows [0, n) of a stage from steps t0.. (n > 0): one bulk copy per 8 rows when the steps
  * are contiguous, one per row otherwise; the lanes of the producer warp share the copies. */
-static __device__ __forceinline__ void ft_attn_mma_copy_r8_h128_bf16(unsigned char *st, int n, int t0, int lane,
-                                                              const __nv_bfloat16 *kc, const __nv_bfloat16 *vc,
-                                                              const ft_attn_kargs_h128_bf16 *a, int b,
-                                                              int64_t kvstride, int contiguous, int stream,
-                                                              unsigned long long *bar)
+static __device__ __forceinline__ void ft_attn_mma_copy_r8_h128_bf16(
+    unsigned char *st, int n, int t0, int lane, const __nv_bfloat16 *kc, const __nv_bfloat16 *vc, const ft_attn_kargs_h128_bf16 *a,
+    int b, int64_t kvstride, int contiguous, int stream, unsigned long long *bar)
 {
     enum { D = FT_ATTN_H128_BF16_D, R = 8, ROW = D * 2, CS = 2064, HALF = 33024 };
     if (contiguous) {
@@ -1956,7 +1954,8 @@ static __global__ void __launch_bounds__(160, 1) ft_attn_mma_r8_h128_bf16(ft_att
         if (lane == 0)
             ft_mbar_expect_tx(&full[0], 2u * (unsigned)spec * ROW);
         __syncwarp(); /* the bytes are expected before any copy can complete */
-        ft_attn_mma_copy_r8_h128_bf16(ft_attn_stages, spec, s0, lane, kc, vc, &a, b, kvstride, 1, stream, &full[0]);
+        ft_attn_mma_copy_r8_h128_bf16(ft_attn_stages, spec, s0, lane, kc, vc, &a, b, kvstride, 1, stream,
+                                                    &full[0]);
     }
 
     int steps, new_pos;
@@ -1985,8 +1984,8 @@ static __global__ void __launch_bounds__(160, 1) ft_attn_mma_r8_h128_bf16(ft_att
                 ft_mbar_expect_tx(&full[s], 2u * (unsigned)nc * ROW); /* a tile of the new token alone: an arrival */
             __syncwarp();
             if (nc > 0)
-                ft_attn_mma_copy_r8_h128_bf16(ft_attn_stages + (size_t)s * STAGE, nc, t0, lane, kc, vc, &a, b, kvstride,
-                                          contiguous, stream, &full[s]);
+                ft_attn_mma_copy_r8_h128_bf16(ft_attn_stages + (size_t)s * STAGE, nc, t0, lane, kc, vc, &a, b,
+                                                        kvstride, contiguous, stream, &full[s]);
         }
     } else {
         /* ---- consumers (warps 0..NW-1, barrier 1 among them) */
@@ -2083,7 +2082,8 @@ static __global__ void __launch_bounds__(160, 1) ft_attn_mma_r8_h128_bf16(ft_att
                 if (nc < r0 + KW) {
                     /* rows from nc on: the new token (as stored) at nc if it is this tile's, then zeros in V */
                     for (int r = max(nc, r0); r < r0 + KW; r++) {
-                        uint4 *kd = (uint4 *)(kb + ((r - r0) / R) * CS + ((r - r0) % R) * ROW), *vd = (uint4 *)((unsigned char *)kd + HALF);
+                        uint4 *kd = (uint4 *)(kb + ((r - r0) / R) * CS + ((r - r0) % R) * ROW);
+                        uint4 *vd = (uint4 *)((unsigned char *)kd + HALF);
                         for (int c = lane; c < ROW / 16; c += 32) {
                             if (r < n) {
                                 kd[c] = ((const uint4 *)kv_row[0])[c];

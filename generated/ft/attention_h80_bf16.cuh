@@ -847,11 +847,9 @@ static __global__ void __launch_bounds__(288, 2) ft_attn_async_h80_bf16_g1(ft_at
 
 /* Rows [0, n) of a stage from steps t0.. (n > 0): one bulk copy per 4 rows when the steps
  * are contiguous, one per row otherwise; the lanes of the producer warp share the copies. */
-static __device__ __forceinline__ void ft_attn_mma_copy_r4_h80_bf16(unsigned char *st, int n, int t0, int lane,
-                                                              const __nv_bfloat16 *kc, const __nv_bfloat16 *vc,
-                                                              const ft_attn_kargs_h80_bf16 *a, int b,
-                                                              int64_t kvstride, int contiguous, int stream,
-                                                              unsigned long long *bar)
+static __device__ __forceinline__ void ft_attn_mma_copy_r4_h80_bf16(
+    unsigned char *st, int n, int t0, int lane, const __nv_bfloat16 *kc, const __nv_bfloat16 *vc, const ft_attn_kargs_h80_bf16 *a,
+    int b, int64_t kvstride, int contiguous, int stream, unsigned long long *bar)
 {
     enum { D = FT_ATTN_H80_BF16_D, R = 4, ROW = D * 2, CS = 656, HALF = 20992 };
     if (contiguous) {
@@ -924,7 +922,8 @@ static __global__ void __launch_bounds__(160, 2) ft_attn_mma_r4_h80_bf16(ft_attn
         if (lane == 0)
             ft_mbar_expect_tx(&full[0], 2u * (unsigned)spec * ROW);
         __syncwarp(); /* the bytes are expected before any copy can complete */
-        ft_attn_mma_copy_r4_h80_bf16(ft_attn_stages, spec, s0, lane, kc, vc, &a, b, kvstride, 1, stream, &full[0]);
+        ft_attn_mma_copy_r4_h80_bf16(ft_attn_stages, spec, s0, lane, kc, vc, &a, b, kvstride, 1, stream,
+                                                    &full[0]);
     }
 
     int steps, new_pos;
@@ -953,8 +952,8 @@ static __global__ void __launch_bounds__(160, 2) ft_attn_mma_r4_h80_bf16(ft_attn
                 ft_mbar_expect_tx(&full[s], 2u * (unsigned)nc * ROW); /* a tile of the new token alone: an arrival */
             __syncwarp();
             if (nc > 0)
-                ft_attn_mma_copy_r4_h80_bf16(ft_attn_stages + (size_t)s * STAGE, nc, t0, lane, kc, vc, &a, b, kvstride,
-                                          contiguous, stream, &full[s]);
+                ft_attn_mma_copy_r4_h80_bf16(ft_attn_stages + (size_t)s * STAGE, nc, t0, lane, kc, vc, &a, b,
+                                                        kvstride, contiguous, stream, &full[s]);
         }
     } else {
         /* ---- consumers (warps 0..NW-1, barrier 1 among them) */
@@ -1051,7 +1050,8 @@ static __global__ void __launch_bounds__(160, 2) ft_attn_mma_r4_h80_bf16(ft_attn
                 if (nc < r0 + KW) {
                     /* rows from nc on: the new token (as stored) at nc if it is this tile's, then zeros in V */
                     for (int r = max(nc, r0); r < r0 + KW; r++) {
-                        uint4 *kd = (uint4 *)(kb + ((r - r0) / R) * CS + ((r - r0) % R) * ROW), *vd = (uint4 *)((unsigned char *)kd + HALF);
+                        uint4 *kd = (uint4 *)(kb + ((r - r0) / R) * CS + ((r - r0) % R) * ROW);
+                        uint4 *vd = (uint4 *)((unsigned char *)kd + HALF);
                         for (int c = lane; c < ROW / 16; c += 32) {
                             if (r < n) {
                                 kd[c] = ((const uint4 *)kv_row[0])[c];
@@ -1221,11 +1221,9 @@ static __global__ void __launch_bounds__(160, 2) ft_attn_mma_r4_h80_bf16(ft_attn
 
 /* Rows [0, n) of a stage from steps t0.. (n > 0): one bulk copy per 8 rows when the steps
  * are contiguous, one per row otherwise; the lanes of the producer warp share the copies. */
-static __device__ __forceinline__ void ft_attn_mma_copy_r8_h80_bf16(unsigned char *st, int n, int t0, int lane,
-                                                              const __nv_bfloat16 *kc, const __nv_bfloat16 *vc,
-                                                              const ft_attn_kargs_h80_bf16 *a, int b,
-                                                              int64_t kvstride, int contiguous, int stream,
-                                                              unsigned long long *bar)
+static __device__ __forceinline__ void ft_attn_mma_copy_r8_h80_bf16(
+    unsigned char *st, int n, int t0, int lane, const __nv_bfloat16 *kc, const __nv_bfloat16 *vc, const ft_attn_kargs_h80_bf16 *a,
+    int b, int64_t kvstride, int contiguous, int stream, unsigned long long *bar)
 {
     enum { D = FT_ATTN_H80_BF16_D, R = 8, ROW = D * 2, CS = 1296, HALF = 20736 };
     if (contiguous) {
@@ -1298,7 +1296,8 @@ static __global__ void __launch_bounds__(160, 2) ft_attn_mma_r8_h80_bf16(ft_attn
         if (lane == 0)
             ft_mbar_expect_tx(&full[0], 2u * (unsigned)spec * ROW);
         __syncwarp(); /* the bytes are expected before any copy can complete */
-        ft_attn_mma_copy_r8_h80_bf16(ft_attn_stages, spec, s0, lane, kc, vc, &a, b, kvstride, 1, stream, &full[0]);
+        ft_attn_mma_copy_r8_h80_bf16(ft_attn_stages, spec, s0, lane, kc, vc, &a, b, kvstride, 1, stream,
+                                                    &full[0]);
     }
 
     int steps, new_pos;
@@ -1327,8 +1326,8 @@ static __global__ void __launch_bounds__(160, 2) ft_attn_mma_r8_h80_bf16(ft_attn
                 ft_mbar_expect_tx(&full[s], 2u * (unsigned)nc * ROW); /* a tile of the new token alone: an arrival */
             __syncwarp();
             if (nc > 0)
-                ft_attn_mma_copy_r8_h80_bf16(ft_attn_stages + (size_t)s * STAGE, nc, t0, lane, kc, vc, &a, b, kvstride,
-                                          contiguous, stream, &full[s]);
+                ft_attn_mma_copy_r8_h80_bf16(ft_attn_stages + (size_t)s * STAGE, nc, t0, lane, kc, vc, &a, b,
+                                                        kvstride, contiguous, stream, &full[s]);
         }
     } else {
         /* ---- consumers (warps 0..NW-1, barrier 1 among them) */
@@ -1425,7 +1424,8 @@ static __global__ void __launch_bounds__(160, 2) ft_attn_mma_r8_h80_bf16(ft_attn
                 if (nc < r0 + KW) {
                     /* rows from nc on: the new token (as stored) at nc if it is this tile's, then zeros in V */
                     for (int r = max(nc, r0); r < r0 + KW; r++) {
-                        uint4 *kd = (uint4 *)(kb + ((r - r0) / R) * CS + ((r - r0) % R) * ROW), *vd = (uint4 *)((unsigned char *)kd + HALF);
+                        uint4 *kd = (uint4 *)(kb + ((r - r0) / R) * CS + ((r - r0) % R) * ROW);
+                        uint4 *vd = (uint4 *)((unsigned char *)kd + HALF);
                         for (int c = lane; c < ROW / 16; c += 32) {
                             if (r < n) {
                                 kd[c] = ((const uint4 *)kv_row[0])[c];
