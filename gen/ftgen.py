@@ -319,11 +319,21 @@ class AttentionFamily(Family):
                 mns, mminb = tune.get("MNS", mns), tune.get("MMINB", mminb)
                 if (mnw + 1) * 16 * D * 4 > mns * stage:
                     raise VariantError(f"attention: the merge buffer of {mnw} warps x 16 heads does not fit the stages")
+                # shared memory asked for so that no more than MINB blocks share an SM: where the
+                # registers and stages would let a third in (D32, D64), the blocks of a
+                # dependent launch crowd onto the SMs that free up first (B64 H12 Hkv4 D64
+                # L1024 fp16 on the H100: 29.2 us, 23.9 held to two; MOCC=0 for tuning runs)
+                smem = mns * stage
+                if tune.get("MOCC", 1):
+                    smem = max(smem, 233472 // (mminb + 1) - 1024 + 16)
                 mplans.append({"name": name, "NW": mnw, "NT": (mnw + 1) * 32, "R": mr, "KW": mkw, "TK": mnw * mkw,
-                               "NS": mns, "CS": cs, "HALF": stage // 2, "STAGE": stage, "SMEM": mns * stage,
+                               "NS": mns, "CS": cs, "HALF": stage // 2, "STAGE": stage, "SMEM": smem,
                                "MINB": mminb})
+        # sm_90 kernels, launched as programmatic dependents: a split's first tile prefetched
+        # into the L2 while the kernel before them ends (APF=0: not, for tuning runs)
+        apf = tune.get("APF", 1)
         return {
-            "packed": self.has_packed(params), "mplans": mplans,
+            "packed": self.has_packed(params), "mplans": mplans, "APF": apf,
             "async": W == 16, "AVEC": a_vec, "ATPK": a_tpk, "ACPT": a_cpt, "aword": f"ft_word_{dt}x{a_vec}",
             "aunpack": f"ft_unpack_{dt}x{a_vec}", "KPI": kpi, "aplan": aplan,
             "dtype": dt, "T": DTYPES[dt]["T"], "esize": es, "D": D, "W": W,

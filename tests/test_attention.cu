@@ -7,7 +7,8 @@
  * 0, 1, the last slot, past one sub-chunk; empty slots and over-capacity rows; cross-
  * attention with memory bias and per-sequence lengths) and random ones, each through the
  * register kernel and (compute capability 9.0+) the shared-memory one. Outputs and the
- * whole cache are compared after every launch; outputs are poisoned before it. */
+ * whole cache are compared after every launch; outputs are poisoned before it, and the
+ * inputs arrive through a kernel queued just before it (restore_inputs). */
 #include "ft/variants.h"
 
 #include "cuda_util.h"
@@ -39,6 +40,47 @@ typedef struct attn_case {
     int beam;             /* self: > 0 reads through a random cache indirection table of this beam width */
     int lengths[16];
 } attn_case;
+
+/* The inputs of a launch reach their buffers through a kernel just before it: the test
+ * uploads them to staging copies, poisons the buffers the launcher is given, and queues
+ * restore_inputs, which lets a dependent launch be scheduled at once, waits 20 us, then
+ * copies. A kernel launched as a programmatic dependent (sm_90) that touched an input before
+ * its ft_pdl_wait() would read the poison (NaN, length -1); its early L2 prefetch of the
+ * cache must not return stale lines either. */
+typedef struct staged_inputs {
+    void *dst[12];
+    void *src[12];
+    size_t bytes[12];
+    int n;
+} staged_inputs;
+
+static __global__ void restore_inputs(staged_inputs s)
+{
+    ft_pdl_trigger();
+    if (threadIdx.x == 0) {
+        unsigned long long t0, t;
+        asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t0));
+        do
+            asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+        while (t - t0 < 20000ull);
+    }
+    __syncthreads();
+    for (int i = 0; i < s.n; i++)
+        for (size_t j = (size_t)blockIdx.x * blockDim.x + threadIdx.x; j < s.bytes[i]; j += (size_t)gridDim.x * blockDim.x)
+            ((unsigned char *)s.dst[i])[j] = ((const unsigned char *)s.src[i])[j];
+}
+
+static void stage_input(staged_inputs *s, void *buf, size_t bytes)
+{
+    if (buf == NULL || bytes == 0)
+        return;
+    void *copy = dev_alloc(bytes);
+    FT_CHECK_CUDA(cudaMemcpy(copy, buf, bytes, cudaMemcpyDeviceToDevice));
+    FT_CHECK_CUDA(cudaMemset(buf, 0xff, bytes));
+    s->dst[s->n] = buf;
+    s->src[s->n] = copy;
+    s->bytes[s->n++] = bytes;
+}
 
 static ref_tol attn_tolerance(ft_dtype dt)
 {
@@ -95,6 +137,16 @@ static void run_case(ft_test *t, ft_dtype dt, int D, const attn_case *c, ref_rng
             indir[i] = (int)ref_rng_range(rng, 0, c->beam - 1);
         dindir = dev_upload_ints(indir, B * L);
     }
+
+    staged_inputs staged;
+    memset(&staged, 0, sizeof staged);
+    void *inputs[] = {dq, dkn, dvn, dqb, dkb, dvb, dkc, dvc, dlen, dindir};
+    const size_t input_bytes[] = {nq * es, nkv * es, nkv * es, (size_t)H * D * es, (size_t)Hkv * D * es,
+                                  (size_t)Hkv * D * es, ncache * es, ncache * es, sizeof(int) * B,
+                                  (size_t)B * L * sizeof(int)};
+    for (int i = 0; i < 10; i++)
+        stage_input(&staged, inputs[i], input_bytes[i]);
+    restore_inputs<<<64, 256>>>(staged);
 
     char what[256];
     snprintf(what, sizeof what,
@@ -231,6 +283,8 @@ static void run_case(ft_test *t, ft_dtype dt, int D, const attn_case *c, ref_rng
     void *bufs[] = {dq, dkn, dvn, dqb, dkb, dvb, dkc, dvc, dout, dlen, ws, dindir};
     for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++)
         FT_CHECK_CUDA(cudaFree(bufs[i]));
+    for (int i = 0; i < staged.n; i++)
+        FT_CHECK_CUDA(cudaFree(staged.src[i]));
     free(indir);
     free(q);
     free(kn);

@@ -242,6 +242,16 @@ static __device__ __forceinline__ void ft_bulk_load_stream(void *dst, const void
 #endif
 }
 
+/* A hint: `bytes` (a multiple of 16, from a 16-aligned address) fetched into the L2 without
+ * waiting for them. Safe before ft_pdl_wait(): every SM's writes land in the L2, so a line
+ * fetched early is updated by a later write and never read stale. */
+static __device__ __forceinline__ void ft_bulk_prefetch_l2(const void *src, unsigned bytes)
+{
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;" ::"l"(src), "r"(bytes) : "memory");
+#endif
+}
+
 /* Orders this thread's earlier generic-proxy accesses to shared memory before later
  * asynchronous-proxy operations on it: each thread that read a buffer calls it before the
  * barrier or mbarrier arrival after which a bulk copy refills the buffer. */
