@@ -24,7 +24,10 @@
  * have it (compute capability 9.0+, 16-byte copies: every shipped variant) and the cache
  * layout keeps a sequence's steps contiguous (FT_KV_BHLD), else the register one.
  * REGISTER: loads into registers, any device. ASYNC: bulk asynchronous copies into shared
- * memory, any layout (FT_ERR_UNSUPPORTED where unavailable). */
+ * memory, any layout (FT_ERR_UNSUPPORTED where unavailable). The ASYNC kernels are launched
+ * as programmatic dependents: they may start while the kernel before them in the stream
+ * ends (their set-up, an L2 prefetch of their first tile) and touch none of their inputs
+ * or outputs before it has finished, so no ordering changes for the caller. */
 typedef enum ft_attn_impl {
     FT_ATTN_IMPL_AUTO = 0,
     FT_ATTN_IMPL_REGISTER = 1,
