@@ -144,7 +144,7 @@ static void run_case(ft_test *t, ft_dtype dt, int D, const attn_case *c, ref_rng
     const size_t input_bytes[] = {nq * es, nkv * es, nkv * es, (size_t)H * D * es, (size_t)Hkv * D * es,
                                   (size_t)Hkv * D * es, ncache * es, ncache * es, sizeof(int) * B,
                                   (size_t)B * L * sizeof(int)};
-    for (int i = 0; i < 10; i++)
+    for (size_t i = 0; i < sizeof inputs / sizeof inputs[0]; i++)
         stage_input(&staged, inputs[i], input_bytes[i]);
     restore_inputs<<<64, 256>>>(staged);
 
