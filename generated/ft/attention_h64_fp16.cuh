@@ -891,8 +891,9 @@ static __global__ void __launch_bounds__(288, 2) ft_attn_async_h64_fp16_g1(ft_at
      * the new token's position on land in the stage and are never used (the new token's own
      * row, which this call writes, is read from kv_row). Each key/value head read by one
      * block only (one pass) streams past the L2 (evict first). */
+    const int first = s0 < a.L ? min(min(TK, a.L - s0), split == a.splits - 1 ? TK : a.chunk) : 0; /* steps of tile 0 */
     const int contiguous = kvstride == D && !a.indir, stream = contiguous && passes == 1;
-    const int spec = contiguous && s0 < a.L ? min(min(TK, a.L - s0), split == a.splits - 1 ? TK : a.chunk) : 0;
+    const int spec = contiguous ? first : 0;
     float *red = (float *)ft_attn_stages; /* after the stages: [NW][GQ][D] partials, then [GQ][D] */
 
     if (tid == 0) {
@@ -906,22 +907,21 @@ static __global__ void __launch_bounds__(288, 2) ft_attn_async_h64_fp16_g1(ft_at
     __syncthreads();
     /* Launched as a programmatic dependent (sm_90): the set-up above overlaps the end of the
      * kernel before this one in the stream, and so does an L2 prefetch of the split's first
-     * tile (as many steps as `spec` would take; row by row for strided steps, none through
-     * an indirection table, whose entries that kernel may write). Every SM's writes land in
+     * tile (`first` steps; row by row for strided steps, none through an indirection table,
+     * whose entries that kernel may write). Every SM's writes land in
      * the L2, so no line fetched early is read stale; nothing the kernel reads or writes is
      * touched before the wait. A consumer warp issues it, so the producer's first copy
      * waits for nothing. (Prefetching 3 or 6 tiles, bounded by a relaxed read of the length,
      * was slower on the H100: B1 H32 D128 L4096 fp16 26.9 and 26.3 us against 25.8, B64 H12
      * D64 L1024 70.7 and 71.8 against 64.6.) */
-    if (warp == NW - 1 && !a.indir && s0 < a.L) {
-        const int pfn = min(min(TK, a.L - s0), split == a.splits - 1 ? TK : a.chunk);
-        if (kvstride == D) {
+    if (warp == NW - 1 && !a.indir && first > 0) {
+        if (contiguous) {
             if (lane == 0) {
-                ft_bulk_prefetch_l2(kc + (int64_t)s0 * D, (unsigned)pfn * ROW);
-                ft_bulk_prefetch_l2(vc + (int64_t)s0 * D, (unsigned)pfn * ROW);
+                ft_bulk_prefetch_l2(kc + (int64_t)s0 * D, (unsigned)first * ROW);
+                ft_bulk_prefetch_l2(vc + (int64_t)s0 * D, (unsigned)first * ROW);
             }
         } else {
-            for (int r = lane; r < pfn; r += 32) {
+            for (int r = lane; r < first; r += 32) {
                 ft_bulk_prefetch_l2(kc + (int64_t)(s0 + r) * kvstride, ROW);
                 ft_bulk_prefetch_l2(vc + (int64_t)(s0 + r) * kvstride, ROW);
             }
@@ -1268,8 +1268,9 @@ static __global__ void __launch_bounds__(512, 1) ft_attn_async_h64_fp16_g4(ft_at
      * the new token's position on land in the stage and are never used (the new token's own
      * row, which this call writes, is read from kv_row). Each key/value head read by one
      * block only (one pass) streams past the L2 (evict first). */
+    const int first = s0 < a.L ? min(min(TK, a.L - s0), split == a.splits - 1 ? TK : a.chunk) : 0; /* steps of tile 0 */
     const int contiguous = kvstride == D && !a.indir, stream = contiguous && passes == 1;
-    const int spec = contiguous && s0 < a.L ? min(min(TK, a.L - s0), split == a.splits - 1 ? TK : a.chunk) : 0;
+    const int spec = contiguous ? first : 0;
     float *red = (float *)ft_attn_stages; /* after the stages: [NW][GQ][D] partials, then [GQ][D] */
 
     if (tid == 0) {
@@ -1283,22 +1284,21 @@ static __global__ void __launch_bounds__(512, 1) ft_attn_async_h64_fp16_g4(ft_at
     __syncthreads();
     /* Launched as a programmatic dependent (sm_90): the set-up above overlaps the end of the
      * kernel before this one in the stream, and so does an L2 prefetch of the split's first
-     * tile (as many steps as `spec` would take; row by row for strided steps, none through
-     * an indirection table, whose entries that kernel may write). Every SM's writes land in
+     * tile (`first` steps; row by row for strided steps, none through an indirection table,
+     * whose entries that kernel may write). Every SM's writes land in
      * the L2, so no line fetched early is read stale; nothing the kernel reads or writes is
      * touched before the wait. A consumer warp issues it, so the producer's first copy
      * waits for nothing. (Prefetching 3 or 6 tiles, bounded by a relaxed read of the length,
      * was slower on the H100: B1 H32 D128 L4096 fp16 26.9 and 26.3 us against 25.8, B64 H12
      * D64 L1024 70.7 and 71.8 against 64.6.) */
-    if (warp == NW - 1 && !a.indir && s0 < a.L) {
-        const int pfn = min(min(TK, a.L - s0), split == a.splits - 1 ? TK : a.chunk);
-        if (kvstride == D) {
+    if (warp == NW - 1 && !a.indir && first > 0) {
+        if (contiguous) {
             if (lane == 0) {
-                ft_bulk_prefetch_l2(kc + (int64_t)s0 * D, (unsigned)pfn * ROW);
-                ft_bulk_prefetch_l2(vc + (int64_t)s0 * D, (unsigned)pfn * ROW);
+                ft_bulk_prefetch_l2(kc + (int64_t)s0 * D, (unsigned)first * ROW);
+                ft_bulk_prefetch_l2(vc + (int64_t)s0 * D, (unsigned)first * ROW);
             }
         } else {
-            for (int r = lane; r < pfn; r += 32) {
+            for (int r = lane; r < first; r += 32) {
                 ft_bulk_prefetch_l2(kc + (int64_t)(s0 + r) * kvstride, ROW);
                 ft_bulk_prefetch_l2(vc + (int64_t)(s0 + r) * kvstride, ROW);
             }
@@ -1612,8 +1612,9 @@ static __global__ void __launch_bounds__(160, 2) ft_attn_mma_r4_h64_fp16(ft_attn
      * the new token's position on land in the stage and are never used (the new token's own
      * row, which this call writes, is read from kv_row). Each key/value head read by one
      * block only (one pass) streams past the L2 (evict first). */
+    const int first = s0 < a.L ? min(min(TK, a.L - s0), split == a.splits - 1 ? TK : a.chunk) : 0; /* steps of tile 0 */
     const int contiguous = kvstride == D && !a.indir, stream = contiguous && passes == 1;
-    const int spec = contiguous && s0 < a.L ? min(min(TK, a.L - s0), split == a.splits - 1 ? TK : a.chunk) : 0;
+    const int spec = contiguous ? first : 0;
     float *red = (float *)ft_attn_stages; /* after the stages: [NW][GQ][D] partials, then [GQ][D] */
 
     if (tid == 0) {
@@ -1627,22 +1628,21 @@ static __global__ void __launch_bounds__(160, 2) ft_attn_mma_r4_h64_fp16(ft_attn
     __syncthreads();
     /* Launched as a programmatic dependent (sm_90): the set-up above overlaps the end of the
      * kernel before this one in the stream, and so does an L2 prefetch of the split's first
-     * tile (as many steps as `spec` would take; row by row for strided steps, none through
-     * an indirection table, whose entries that kernel may write). Every SM's writes land in
+     * tile (`first` steps; row by row for strided steps, none through an indirection table,
+     * whose entries that kernel may write). Every SM's writes land in
      * the L2, so no line fetched early is read stale; nothing the kernel reads or writes is
      * touched before the wait. A consumer warp issues it, so the producer's first copy
      * waits for nothing. (Prefetching 3 or 6 tiles, bounded by a relaxed read of the length,
      * was slower on the H100: B1 H32 D128 L4096 fp16 26.9 and 26.3 us against 25.8, B64 H12
      * D64 L1024 70.7 and 71.8 against 64.6.) */
-    if (warp == NW - 1 && !a.indir && s0 < a.L) {
-        const int pfn = min(min(TK, a.L - s0), split == a.splits - 1 ? TK : a.chunk);
-        if (kvstride == D) {
+    if (warp == NW - 1 && !a.indir && first > 0) {
+        if (contiguous) {
             if (lane == 0) {
-                ft_bulk_prefetch_l2(kc + (int64_t)s0 * D, (unsigned)pfn * ROW);
-                ft_bulk_prefetch_l2(vc + (int64_t)s0 * D, (unsigned)pfn * ROW);
+                ft_bulk_prefetch_l2(kc + (int64_t)s0 * D, (unsigned)first * ROW);
+                ft_bulk_prefetch_l2(vc + (int64_t)s0 * D, (unsigned)first * ROW);
             }
         } else {
-            for (int r = lane; r < pfn; r += 32) {
+            for (int r = lane; r < first; r += 32) {
                 ft_bulk_prefetch_l2(kc + (int64_t)(s0 + r) * kvstride, ROW);
                 ft_bulk_prefetch_l2(vc + (int64_t)(s0 + r) * kvstride, ROW);
             }
@@ -2010,8 +2010,9 @@ static __global__ void __launch_bounds__(160, 2) ft_attn_mma_r8_h64_fp16(ft_attn
      * the new token's position on land in the stage and are never used (the new token's own
      * row, which this call writes, is read from kv_row). Each key/value head read by one
      * block only (one pass) streams past the L2 (evict first). */
+    const int first = s0 < a.L ? min(min(TK, a.L - s0), split == a.splits - 1 ? TK : a.chunk) : 0; /* steps of tile 0 */
     const int contiguous = kvstride == D && !a.indir, stream = contiguous && passes == 1;
-    const int spec = contiguous && s0 < a.L ? min(min(TK, a.L - s0), split == a.splits - 1 ? TK : a.chunk) : 0;
+    const int spec = contiguous ? first : 0;
     float *red = (float *)ft_attn_stages; /* after the stages: [NW][GQ][D] partials, then [GQ][D] */
 
     if (tid == 0) {
@@ -2025,22 +2026,21 @@ static __global__ void __launch_bounds__(160, 2) ft_attn_mma_r8_h64_fp16(ft_attn
     __syncthreads();
     /* Launched as a programmatic dependent (sm_90): the set-up above overlaps the end of the
      * kernel before this one in the stream, and so does an L2 prefetch of the split's first
-     * tile (as many steps as `spec` would take; row by row for strided steps, none through
-     * an indirection table, whose entries that kernel may write). Every SM's writes land in
+     * tile (`first` steps; row by row for strided steps, none through an indirection table,
+     * whose entries that kernel may write). Every SM's writes land in
      * the L2, so no line fetched early is read stale; nothing the kernel reads or writes is
      * touched before the wait. A consumer warp issues it, so the producer's first copy
      * waits for nothing. (Prefetching 3 or 6 tiles, bounded by a relaxed read of the length,
      * was slower on the H100: B1 H32 D128 L4096 fp16 26.9 and 26.3 us against 25.8, B64 H12
      * D64 L1024 70.7 and 71.8 against 64.6.) */
-    if (warp == NW - 1 && !a.indir && s0 < a.L) {
-        const int pfn = min(min(TK, a.L - s0), split == a.splits - 1 ? TK : a.chunk);
-        if (kvstride == D) {
+    if (warp == NW - 1 && !a.indir && first > 0) {
+        if (contiguous) {
             if (lane == 0) {
-                ft_bulk_prefetch_l2(kc + (int64_t)s0 * D, (unsigned)pfn * ROW);
-                ft_bulk_prefetch_l2(vc + (int64_t)s0 * D, (unsigned)pfn * ROW);
+                ft_bulk_prefetch_l2(kc + (int64_t)s0 * D, (unsigned)first * ROW);
+                ft_bulk_prefetch_l2(vc + (int64_t)s0 * D, (unsigned)first * ROW);
             }
         } else {
-            for (int r = lane; r < pfn; r += 32) {
+            for (int r = lane; r < first; r += 32) {
                 ft_bulk_prefetch_l2(kc + (int64_t)(s0 + r) * kvstride, ROW);
                 ft_bulk_prefetch_l2(vc + (int64_t)(s0 + r) * kvstride, ROW);
             }
