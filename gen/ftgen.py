@@ -333,7 +333,7 @@ class AttentionFamily(Family):
         # into the L2 while the kernel before them ends (APF=0: not, for tuning runs)
         apf = tune.get("APF", 1)
         return {
-            "packed": self.has_packed(params), "mplans": mplans, "APF": apf,
+            "packed": self.has_packed(params), "mplans": mplans, "APF": apf, "STAMP": tune.get("STAMP", 0),
             "async": W == 16, "AVEC": a_vec, "ATPK": a_tpk, "ACPT": a_cpt, "aword": f"ft_word_{dt}x{a_vec}",
             "aunpack": f"ft_unpack_{dt}x{a_vec}", "KPI": kpi, "aplan": aplan,
             "dtype": dt, "T": DTYPES[dt]["T"], "esize": es, "D": D, "W": W,
