@@ -9,7 +9,8 @@
 # AGQNS for a head group alone), AMINB, AGQMINB; tensor-core head-group kernel MNW (consumer
 # warps), MR / MRW (rows per copy of the r4 / r8 forms), MNS (stages), MMINB, MOCC (0: no
 # shared-memory padding that holds the forms to MMINB blocks per SM); APF (0: no L2
-# prefetch of a split's first tile before the dependent-launch wait). "" is the shipped plan.
+# prefetch of a split's first tile before the dependent-launch wait); STAMP=1 (per-block
+# timestamps, for bench/attn_stamps.sh). "" is the shipped plan.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 # the shipped manifest with the attention family cut down to the tuned variants

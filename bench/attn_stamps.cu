@@ -1,0 +1,155 @@
+/* Per-block timelines of the sm_90 decode-attention kernels, from %globaltimer stamps that a
+ * tuning build writes (FTGEN_ATTN_TUNE="STAMP=1"; bench/attn_stamps.sh builds this program
+ * against such headers). Runs `reps` back-to-back calls of one self-attention shape (the
+ * caches rotate over four buffer sets, larger than the L2 together), prints the device time
+ * per call, then the stamps of the last call's blocks, in microseconds from the moment the
+ * first block's dependent-launch wait returned:
+ *   entry (before the wait; negative: the block started while the kernel before it ran),
+ *   wait released, prologue done (consumers), first tile landed (consumer 0 past the first
+ *   stage's barrier), loop done (consumers merged), end (after the cluster merge, if any).
+ *
+ *   bash bench/attn_stamps.sh 128 fp16 && build/stamps/attn_stamps 8 32 8 4096 [splits] [-v]
+ *   (B, H, Hkv, L; splits 0 = automatic; -v prints every block with its SM) */
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <vector>
+
+#define ST_CAT3(a, b, c) a##b##c
+#define ST_CAT(a, b, c) ST_CAT3(a, b, c)
+#define ST_STR2(x) #x
+#define ST_STR(x) ST_STR2(x)
+#if !defined(STAMP_D) || !defined(STAMP_DT) || !defined(STAMP_HEADER)
+#error "build with bench/attn_stamps.sh: it sets STAMP_D, STAMP_DT and STAMP_HEADER"
+#endif
+#define ST_SUFFIX ST_CAT(h, STAMP_D, ST_CAT(_, STAMP_DT, ))
+#include STAMP_HEADER /* "ft/attention_h<D>_<dtype>.cuh", from bench/attn_stamps.sh */
+
+#define CK(x)                                                                                  \
+    do {                                                                                       \
+        cudaError_t e_ = (x);                                                                  \
+        if (e_ != cudaSuccess) {                                                               \
+            fprintf(stderr, "%s: %s\n", #x, cudaGetErrorString(e_));                           \
+            exit(1);                                                                           \
+        }                                                                                      \
+    } while (0)
+
+static void summary(const char *name, std::vector<double> v)
+{
+    if (v.empty())
+        return;
+    std::sort(v.begin(), v.end());
+    const size_t n = v.size();
+    printf("  %-20s min %8.2f  p10 %8.2f  median %8.2f  p90 %8.2f  max %8.2f\n", name, v[0], v[n / 10], v[n / 2],
+           v[n * 9 / 10], v[n - 1]);
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 5) {
+        fprintf(stderr, "usage: %s B H Hkv L [splits] [-v]\n", argv[0]);
+        return 2;
+    }
+    const int B = atoi(argv[1]), H = atoi(argv[2]), Hkv = atoi(argv[3]), L = atoi(argv[4]);
+    const int splits = argc > 5 && strcmp(argv[5], "-v") ? atoi(argv[5]) : 0;
+    const int verbose = !strcmp(argv[argc - 1], "-v");
+    const int D = STAMP_D, reps = 40, sets = 4;
+    const size_t esize = !strcmp(ST_STR(STAMP_DT), "fp32") ? 4 : 2;
+    const size_t cache = (size_t)B * Hkv * L * D * esize;
+    std::vector<void *> kc(sets), vc(sets);
+    for (int i = 0; i < sets; i++) {
+        CK(cudaMalloc(&kc[i], cache));
+        CK(cudaMalloc(&vc[i], cache));
+        CK(cudaMemset(kc[i], 0x11, cache)); /* small finite values in every dtype */
+        CK(cudaMemset(vc[i], 0x11, cache));
+    }
+    void *q, *k, *v, *out, *ws;
+    int *len;
+    CK(cudaMalloc(&q, (size_t)B * H * D * esize));
+    CK(cudaMemset(q, 0x11, (size_t)B * H * D * esize));
+    CK(cudaMalloc(&k, (size_t)B * Hkv * D * esize));
+    CK(cudaMemset(k, 0x11, (size_t)B * Hkv * D * esize));
+    CK(cudaMalloc(&v, (size_t)B * Hkv * D * esize));
+    CK(cudaMemset(v, 0x11, (size_t)B * Hkv * D * esize));
+    CK(cudaMalloc(&out, (size_t)B * H * D * esize));
+    const size_t wsb = ft_attention_workspace_bytes(B, H, D, FT_ATTN_MAX_SPLITS);
+    CK(cudaMalloc(&ws, wsb + 16));
+    CK(cudaMalloc(&len, B * sizeof(int)));
+    std::vector<int> hl(B, L - 1);
+    CK(cudaMemcpy(len, hl.data(), B * sizeof(int), cudaMemcpyHostToDevice));
+    cudaStream_t s;
+    CK(cudaStreamCreate(&s));
+    cudaEvent_t e0, e1;
+    CK(cudaEventCreate(&e0));
+    CK(cudaEventCreate(&e1));
+    ft_self_attention_args a;
+    memset(&a, 0, sizeof a);
+    a.batch = B;
+    a.num_heads = H;
+    a.num_kv_heads = Hkv;
+    a.max_len = L;
+    a.max_seq_len = L;
+    a.q = q;
+    a.k = k;
+    a.v = v;
+    a.out = out;
+    a.lengths = len;
+    a.workspace = ws;
+    a.workspace_bytes = wsb;
+    a.layout = FT_KV_BHLD;
+    a.splits = splits;
+    for (int r = 0; r < reps + 5; r++) {
+        if (r == 5)
+            CK(cudaEventRecord(e0, s));
+        a.k_cache = kc[r % sets];
+        a.v_cache = vc[r % sets];
+        if (ST_CAT(ft_masked_self_attention_decode_, ST_SUFFIX, )(&a, s) != FT_OK) {
+            fprintf(stderr, "launch failed: %s\n", ft_last_error());
+            return 1;
+        }
+    }
+    CK(cudaEventRecord(e1, s));
+    CK(cudaStreamSynchronize(s));
+    float ms = 0;
+    CK(cudaEventElapsedTime(&ms, e0, e1));
+    printf("B%d H%d Hkv%d D%d L%d %s splits %d: %.2f us a call (%d back to back)\n", B, H, Hkv, D, L,
+           ST_STR(STAMP_DT), splits, ms * 1000 / reps, reps);
+
+    std::vector<unsigned long long> st(1 << 16);
+    CK(cudaMemcpyFromSymbol(st.data(), ST_CAT(ft_attn_stamps_, ST_SUFFIX, ), st.size() * sizeof(st[0])));
+    int nb = 0;
+    while (nb < (1 << 13) && st[nb * 8 + 1] != 0)
+        nb++;
+    if (nb == 0) {
+        printf("  no stamps: not a STAMP=1 build, or not the sm_90 kernel\n");
+        return 0;
+    }
+    unsigned long long t1 = ~0ull;
+    for (int i = 0; i < nb; i++)
+        t1 = std::min(t1, st[i * 8 + 1]);
+    auto us = [&](int i, int slot) { return (double)(long long)(st[i * 8 + slot] - t1) / 1000.0; };
+    std::vector<double> entry, wait, pro, first, done, end;
+    for (int i = 0; i < nb; i++) {
+        entry.push_back(us(i, 0));
+        wait.push_back(us(i, 1));
+        if (st[i * 8 + 5])
+            pro.push_back(us(i, 5));
+        if (st[i * 8 + 2])
+            first.push_back(us(i, 2));
+        done.push_back(us(i, 3));
+        end.push_back(st[i * 8 + 4] ? us(i, 4) : us(i, 3));
+    }
+    printf("  %d blocks (us from the first release; block 0 had %llu tiles)\n", nb, st[7]);
+    summary("entry", entry);
+    summary("wait released", wait);
+    summary("prologue done", pro);
+    summary("first tile landed", first);
+    summary("loop done", done);
+    summary("end", end);
+    if (verbose)
+        for (int i = 0; i < nb; i++)
+            printf("    block %4d  SM %3llu  %8.2f %8.2f %8.2f %8.2f %8.2f\n", i, st[i * 8 + 6], wait[i],
+                   st[i * 8 + 5] ? us(i, 5) : 0.0, st[i * 8 + 2] ? us(i, 2) : 0.0, done[i], end[i]);
+    return 0;
+}
