@@ -5,8 +5,10 @@
  * per call, then the stamps of the last call's blocks, in microseconds from the moment the
  * first block's dependent-launch wait returned:
  *   entry (before the wait; negative: the block started while the kernel before it ran),
- *   wait released, prologue done (consumers), first tile landed (consumer 0 past the first
- *   stage's barrier), loop done (consumers merged), end (after the cluster merge, if any).
+ *   wait released; the producer's first tile requested and its length read; consumer 0's
+ *   length read, q, k, v loaded (the prologue's first barrier), rotary done (its second),
+ *   prologue done, first tile landed (past the first stage's barrier), loop done
+ *   (consumers merged), end (after the cluster merge, if any).
  *
  *   bash bench/attn_stamps.sh 128 fp16 && build/stamps/attn_stamps 8 32 8 4096 [splits] [-v]
  *   (B, H, Hkv, L; splits 0 = automatic; -v prints every block with its SM) */
@@ -41,7 +43,7 @@ static void summary(const char *name, std::vector<double> v)
         return;
     std::sort(v.begin(), v.end());
     const size_t n = v.size();
-    printf("  %-20s min %8.2f  p10 %8.2f  median %8.2f  p90 %8.2f  max %8.2f\n", name, v[0], v[n / 10], v[n / 2],
+    printf("  %-24s min %8.2f  p10 %8.2f  median %8.2f  p90 %8.2f  max %8.2f\n", name, v[0], v[n / 10], v[n / 2],
            v[n * 9 / 10], v[n - 1]);
 }
 
@@ -116,10 +118,10 @@ int main(int argc, char **argv)
     printf("B%d H%d Hkv%d D%d L%d %s splits %d: %.2f us a call (%d back to back)\n", B, H, Hkv, D, L,
            ST_STR(STAMP_DT), splits, ms * 1000 / reps, reps);
 
-    std::vector<unsigned long long> st(1 << 16);
+    std::vector<unsigned long long> st(1 << 17); /* 16 slots a block */
     CK(cudaMemcpyFromSymbol(st.data(), ST_CAT(ft_attn_stamps_, ST_SUFFIX, ), st.size() * sizeof(st[0])));
     int nb = 0;
-    while (nb < (1 << 13) && st[nb * 8 + 1] != 0)
+    while (nb < (1 << 13) && st[nb * 16 + 1] != 0)
         nb++;
     if (nb == 0) {
         printf("  no stamps: not a STAMP=1 build, or not the sm_90 kernel\n");
@@ -127,29 +129,31 @@ int main(int argc, char **argv)
     }
     unsigned long long t1 = ~0ull;
     for (int i = 0; i < nb; i++)
-        t1 = std::min(t1, st[i * 8 + 1]);
-    auto us = [&](int i, int slot) { return (double)(long long)(st[i * 8 + slot] - t1) / 1000.0; };
-    std::vector<double> entry, wait, pro, first, done, end;
-    for (int i = 0; i < nb; i++) {
-        entry.push_back(us(i, 0));
-        wait.push_back(us(i, 1));
-        if (st[i * 8 + 5])
-            pro.push_back(us(i, 5));
-        if (st[i * 8 + 2])
-            first.push_back(us(i, 2));
-        done.push_back(us(i, 3));
-        end.push_back(st[i * 8 + 4] ? us(i, 4) : us(i, 3));
-    }
+        t1 = std::min(t1, st[i * 16 + 1]);
+    auto us = [&](int i, int slot) { return (double)(long long)(st[i * 16 + slot] - t1) / 1000.0; };
+    auto has = [&](int i, int slot) { return st[i * 16 + slot] != 0; };
+    /* slot: 0 entry, 1 wait released, 2 first tile landed, 3 loop done, 4 end (cluster merge),
+     * 5 prologue done, 6 SM, 7 tiles, 8 consumer 0 has the length, 9 q, k, v loaded, 10 rotary
+     * done, 11 producer's first tile requested, 12 producer has the length */
+    static const struct { int slot; const char *name; } rows[] = {
+        {0, "entry"}, {1, "wait released"}, {11, "producer: tile 0 asked"}, {12, "producer: length"},
+        {8, "consumer: length"}, {9, "q, k, v loaded"}, {10, "rotary done"}, {5, "prologue done"},
+        {2, "first tile landed"}, {3, "loop done"}, {4, "end"}};
     printf("  %d blocks (us from the first release; block 0 had %llu tiles)\n", nb, st[7]);
-    summary("entry", entry);
-    summary("wait released", wait);
-    summary("prologue done", pro);
-    summary("first tile landed", first);
-    summary("loop done", done);
-    summary("end", end);
-    if (verbose)
+    for (const auto &r : rows) {
+        std::vector<double> v;
         for (int i = 0; i < nb; i++)
-            printf("    block %4d  SM %3llu  %8.2f %8.2f %8.2f %8.2f %8.2f\n", i, st[i * 8 + 6], wait[i],
-                   st[i * 8 + 5] ? us(i, 5) : 0.0, st[i * 8 + 2] ? us(i, 2) : 0.0, done[i], end[i]);
+            if (has(i, r.slot))
+                v.push_back(us(i, r.slot));
+        summary(r.name, v);
+    }
+    if (verbose)
+        for (int i = 0; i < nb; i++) {
+            printf("    block %4d  SM %3llu", i, st[i * 16 + 6]);
+            for (const auto &r : rows)
+                if (r.slot != 0)
+                    printf(" %8.2f", has(i, r.slot) ? us(i, r.slot) : 0.0);
+            printf("\n");
+        }
     return 0;
 }

@@ -156,7 +156,7 @@ static __global__ void __launch_bounds__(256, 2) ft_attn_decode_h96_bf16_g1(ft_a
         }
     }
     __syncthreads();
-    {
+    if (a.rope != FT_ROPE_NONE) { /* uniform: a kernel argument */
         /* rotary reads pairs, so every thread computes its values before any is written */
         float rq[(GQ * D + NT - 1) / NT], rk[(D + NT - 1) / NT];
 #pragma unroll
@@ -181,19 +181,30 @@ static __global__ void __launch_bounds__(256, 2) ft_attn_decode_h96_bf16_g1(ft_a
 #pragma unroll
         for (int r = 0; r < (D + NT - 1) / NT; r++) {
             const int d = tid + r * NT;
-            if (owner && d < D) {
-                /* attend to the new k, v exactly as stored, as every later step will */
-                const __nv_bfloat16 kq = ft_from_float_bf16(rk[r]), vq = ft_from_float_bf16(kv_new[1][d]);
-                kv_new[0][d] = ft_to_float_bf16(kq);
-                kv_new[1][d] = ft_to_float_bf16(vq);
-                if (pass == 0) {
-                    a.k_cache[kvbase + (int64_t)new_pos * kvstride + d] = kq;
-                    a.v_cache[kvbase + (int64_t)new_pos * kvstride + d] = vq;
-                }
+            if (owner && d < D)
+                kv_new[0][d] = rk[r];
+        }
+    } else {
+        /* without rotary each thread scales the q elements it loaded: no pairs, no barrier,
+         * and none of the rotary code on the path (the tensor-core kernel on the H100, B8
+         * H32 Hkv8 D128 L4096 fp16: this part of the prologue took 1.2 us through the
+         * rotary loops, 0.2 us so; the step 49.7 us, 48.6 so) */
+        for (int i = tid; i < ng * D; i += NT)
+            q_s[i / D][i % D] *= a.qk_scale;
+    }
+    /* the new k, v rounded as stored; each thread the elements it loaded (and rotated) */
+    for (int d = tid; d < D; d += NT)
+        if (owner) {
+            /* attend to the new k, v exactly as stored, as every later step will */
+            const __nv_bfloat16 kq = ft_from_float_bf16(kv_new[0][d]), vq = ft_from_float_bf16(kv_new[1][d]);
+            kv_new[0][d] = ft_to_float_bf16(kq);
+            kv_new[1][d] = ft_to_float_bf16(vq);
+            if (pass == 0) {
+                a.k_cache[kvbase + (int64_t)new_pos * kvstride + d] = kq;
+                a.v_cache[kvbase + (int64_t)new_pos * kvstride + d] = vq;
             }
         }
-        __syncthreads();
-    }
+    __syncthreads();
 
     /* ---- this thread's slice of each query head for QK^T: key lane kl, part j */
     const int kl = tid / TPK, j = tid % TPK;
@@ -461,7 +472,7 @@ static __global__ void __launch_bounds__(256, 1) ft_attn_decode_h96_bf16_g2(ft_a
         }
     }
     __syncthreads();
-    {
+    if (a.rope != FT_ROPE_NONE) { /* uniform: a kernel argument */
         /* rotary reads pairs, so every thread computes its values before any is written */
         float rq[(GQ * D + NT - 1) / NT], rk[(D + NT - 1) / NT];
 #pragma unroll
@@ -486,19 +497,30 @@ static __global__ void __launch_bounds__(256, 1) ft_attn_decode_h96_bf16_g2(ft_a
 #pragma unroll
         for (int r = 0; r < (D + NT - 1) / NT; r++) {
             const int d = tid + r * NT;
-            if (owner && d < D) {
-                /* attend to the new k, v exactly as stored, as every later step will */
-                const __nv_bfloat16 kq = ft_from_float_bf16(rk[r]), vq = ft_from_float_bf16(kv_new[1][d]);
-                kv_new[0][d] = ft_to_float_bf16(kq);
-                kv_new[1][d] = ft_to_float_bf16(vq);
-                if (pass == 0) {
-                    a.k_cache[kvbase + (int64_t)new_pos * kvstride + d] = kq;
-                    a.v_cache[kvbase + (int64_t)new_pos * kvstride + d] = vq;
-                }
+            if (owner && d < D)
+                kv_new[0][d] = rk[r];
+        }
+    } else {
+        /* without rotary each thread scales the q elements it loaded: no pairs, no barrier,
+         * and none of the rotary code on the path (the tensor-core kernel on the H100, B8
+         * H32 Hkv8 D128 L4096 fp16: this part of the prologue took 1.2 us through the
+         * rotary loops, 0.2 us so; the step 49.7 us, 48.6 so) */
+        for (int i = tid; i < ng * D; i += NT)
+            q_s[i / D][i % D] *= a.qk_scale;
+    }
+    /* the new k, v rounded as stored; each thread the elements it loaded (and rotated) */
+    for (int d = tid; d < D; d += NT)
+        if (owner) {
+            /* attend to the new k, v exactly as stored, as every later step will */
+            const __nv_bfloat16 kq = ft_from_float_bf16(kv_new[0][d]), vq = ft_from_float_bf16(kv_new[1][d]);
+            kv_new[0][d] = ft_to_float_bf16(kq);
+            kv_new[1][d] = ft_to_float_bf16(vq);
+            if (pass == 0) {
+                a.k_cache[kvbase + (int64_t)new_pos * kvstride + d] = kq;
+                a.v_cache[kvbase + (int64_t)new_pos * kvstride + d] = vq;
             }
         }
-        __syncthreads();
-    }
+    __syncthreads();
 
     /* ---- this thread's slice of each query head for QK^T: key lane kl, part j */
     const int kl = tid / TPK, j = tid % TPK;
@@ -993,7 +1015,7 @@ static __global__ void __launch_bounds__(288, 2) ft_attn_async_h96_bf16_g1(ft_at
             }
         }
         ft_named_sync(1, NTC);
-        {
+        if (a.rope != FT_ROPE_NONE) { /* uniform: a kernel argument */
             /* rotary reads pairs, so every thread computes its values before any is written */
             float rq[(GQ * D + NTC - 1) / NTC], rk[(D + NTC - 1) / NTC];
     #pragma unroll
@@ -1018,19 +1040,30 @@ static __global__ void __launch_bounds__(288, 2) ft_attn_async_h96_bf16_g1(ft_at
     #pragma unroll
             for (int r = 0; r < (D + NTC - 1) / NTC; r++) {
                 const int d = tid + r * NTC;
-                if (owner && d < D) {
-                    /* attend to the new k, v exactly as stored, as every later step will */
-                    const __nv_bfloat16 kq = ft_from_float_bf16(rk[r]), vq = ft_from_float_bf16(kv_new[1][d]);
-                    kv_new[0][d] = ft_to_float_bf16(kq);
-                    kv_new[1][d] = ft_to_float_bf16(vq);
-                    if (pass == 0) {
-                        a.k_cache[kvbase + (int64_t)new_pos * kvstride + d] = kq;
-                        a.v_cache[kvbase + (int64_t)new_pos * kvstride + d] = vq;
-                    }
+                if (owner && d < D)
+                    kv_new[0][d] = rk[r];
+            }
+        } else {
+            /* without rotary each thread scales the q elements it loaded: no pairs, no barrier,
+             * and none of the rotary code on the path (the tensor-core kernel on the H100, B8
+             * H32 Hkv8 D128 L4096 fp16: this part of the prologue took 1.2 us through the
+             * rotary loops, 0.2 us so; the step 49.7 us, 48.6 so) */
+            for (int i = tid; i < ng * D; i += NTC)
+                q_s[i / D][i % D] *= a.qk_scale;
+        }
+        /* the new k, v rounded as stored; each thread the elements it loaded (and rotated) */
+        for (int d = tid; d < D; d += NTC)
+            if (owner) {
+                /* attend to the new k, v exactly as stored, as every later step will */
+                const __nv_bfloat16 kq = ft_from_float_bf16(kv_new[0][d]), vq = ft_from_float_bf16(kv_new[1][d]);
+                kv_new[0][d] = ft_to_float_bf16(kq);
+                kv_new[1][d] = ft_to_float_bf16(vq);
+                if (pass == 0) {
+                    a.k_cache[kvbase + (int64_t)new_pos * kvstride + d] = kq;
+                    a.v_cache[kvbase + (int64_t)new_pos * kvstride + d] = vq;
                 }
             }
-            ft_named_sync(1, NTC);
-        }
+        ft_named_sync(1, NTC);
 
         const int slot = lane / TPK, j = lane % TPK;
         float qr[GQ][CPT * VEC], acc[GQ][CPT * VEC], m[GQ], l[GQ];
@@ -1371,7 +1404,7 @@ static __global__ void __launch_bounds__(512, 1) ft_attn_async_h96_bf16_g2(ft_at
             }
         }
         ft_named_sync(1, NTC);
-        {
+        if (a.rope != FT_ROPE_NONE) { /* uniform: a kernel argument */
             /* rotary reads pairs, so every thread computes its values before any is written */
             float rq[(GQ * D + NTC - 1) / NTC], rk[(D + NTC - 1) / NTC];
     #pragma unroll
@@ -1396,19 +1429,30 @@ static __global__ void __launch_bounds__(512, 1) ft_attn_async_h96_bf16_g2(ft_at
     #pragma unroll
             for (int r = 0; r < (D + NTC - 1) / NTC; r++) {
                 const int d = tid + r * NTC;
-                if (owner && d < D) {
-                    /* attend to the new k, v exactly as stored, as every later step will */
-                    const __nv_bfloat16 kq = ft_from_float_bf16(rk[r]), vq = ft_from_float_bf16(kv_new[1][d]);
-                    kv_new[0][d] = ft_to_float_bf16(kq);
-                    kv_new[1][d] = ft_to_float_bf16(vq);
-                    if (pass == 0) {
-                        a.k_cache[kvbase + (int64_t)new_pos * kvstride + d] = kq;
-                        a.v_cache[kvbase + (int64_t)new_pos * kvstride + d] = vq;
-                    }
+                if (owner && d < D)
+                    kv_new[0][d] = rk[r];
+            }
+        } else {
+            /* without rotary each thread scales the q elements it loaded: no pairs, no barrier,
+             * and none of the rotary code on the path (the tensor-core kernel on the H100, B8
+             * H32 Hkv8 D128 L4096 fp16: this part of the prologue took 1.2 us through the
+             * rotary loops, 0.2 us so; the step 49.7 us, 48.6 so) */
+            for (int i = tid; i < ng * D; i += NTC)
+                q_s[i / D][i % D] *= a.qk_scale;
+        }
+        /* the new k, v rounded as stored; each thread the elements it loaded (and rotated) */
+        for (int d = tid; d < D; d += NTC)
+            if (owner) {
+                /* attend to the new k, v exactly as stored, as every later step will */
+                const __nv_bfloat16 kq = ft_from_float_bf16(kv_new[0][d]), vq = ft_from_float_bf16(kv_new[1][d]);
+                kv_new[0][d] = ft_to_float_bf16(kq);
+                kv_new[1][d] = ft_to_float_bf16(vq);
+                if (pass == 0) {
+                    a.k_cache[kvbase + (int64_t)new_pos * kvstride + d] = kq;
+                    a.v_cache[kvbase + (int64_t)new_pos * kvstride + d] = vq;
                 }
             }
-            ft_named_sync(1, NTC);
-        }
+        ft_named_sync(1, NTC);
 
         const int slot = lane / TPK, j = lane % TPK;
         float qr[GQ][CPT * VEC], acc[GQ][CPT * VEC], m[GQ], l[GQ];
@@ -1708,7 +1752,7 @@ static __global__ void __launch_bounds__(160, 2) ft_attn_mma_r4_h96_bf16(ft_attn
             }
         }
         ft_named_sync(1, NTC);
-        {
+        if (a.rope != FT_ROPE_NONE) { /* uniform: a kernel argument */
             /* rotary reads pairs, so every thread computes its values before any is written */
             float rq[(GQ * D + NTC - 1) / NTC], rk[(D + NTC - 1) / NTC];
     #pragma unroll
@@ -1733,19 +1777,30 @@ static __global__ void __launch_bounds__(160, 2) ft_attn_mma_r4_h96_bf16(ft_attn
     #pragma unroll
             for (int r = 0; r < (D + NTC - 1) / NTC; r++) {
                 const int d = tid + r * NTC;
-                if (owner && d < D) {
-                    /* attend to the new k, v exactly as stored, as every later step will */
-                    const __nv_bfloat16 kq = ft_from_float_bf16(rk[r]), vq = ft_from_float_bf16(kv_new[1][d]);
-                    kv_new[0][d] = ft_to_float_bf16(kq);
-                    kv_new[1][d] = ft_to_float_bf16(vq);
-                    if (pass == 0) {
-                        a.k_cache[kvbase + (int64_t)new_pos * kvstride + d] = kq;
-                        a.v_cache[kvbase + (int64_t)new_pos * kvstride + d] = vq;
-                    }
+                if (owner && d < D)
+                    kv_new[0][d] = rk[r];
+            }
+        } else {
+            /* without rotary each thread scales the q elements it loaded: no pairs, no barrier,
+             * and none of the rotary code on the path (the tensor-core kernel on the H100, B8
+             * H32 Hkv8 D128 L4096 fp16: this part of the prologue took 1.2 us through the
+             * rotary loops, 0.2 us so; the step 49.7 us, 48.6 so) */
+            for (int i = tid; i < ng * D; i += NTC)
+                q_s[i / D][i % D] *= a.qk_scale;
+        }
+        /* the new k, v rounded as stored; each thread the elements it loaded (and rotated) */
+        for (int d = tid; d < D; d += NTC)
+            if (owner) {
+                /* attend to the new k, v exactly as stored, as every later step will */
+                const __nv_bfloat16 kq = ft_from_float_bf16(kv_new[0][d]), vq = ft_from_float_bf16(kv_new[1][d]);
+                kv_new[0][d] = ft_to_float_bf16(kq);
+                kv_new[1][d] = ft_to_float_bf16(vq);
+                if (pass == 0) {
+                    a.k_cache[kvbase + (int64_t)new_pos * kvstride + d] = kq;
+                    a.v_cache[kvbase + (int64_t)new_pos * kvstride + d] = vq;
                 }
             }
-            ft_named_sync(1, NTC);
-        }
+        ft_named_sync(1, NTC);
 
         if (owner) {
             for (int i = tid; i < 2 * D; i += NTC)
@@ -2107,7 +2162,7 @@ static __global__ void __launch_bounds__(160, 2) ft_attn_mma_r8_h96_bf16(ft_attn
             }
         }
         ft_named_sync(1, NTC);
-        {
+        if (a.rope != FT_ROPE_NONE) { /* uniform: a kernel argument */
             /* rotary reads pairs, so every thread computes its values before any is written */
             float rq[(GQ * D + NTC - 1) / NTC], rk[(D + NTC - 1) / NTC];
     #pragma unroll
@@ -2132,19 +2187,30 @@ static __global__ void __launch_bounds__(160, 2) ft_attn_mma_r8_h96_bf16(ft_attn
     #pragma unroll
             for (int r = 0; r < (D + NTC - 1) / NTC; r++) {
                 const int d = tid + r * NTC;
-                if (owner && d < D) {
-                    /* attend to the new k, v exactly as stored, as every later step will */
-                    const __nv_bfloat16 kq = ft_from_float_bf16(rk[r]), vq = ft_from_float_bf16(kv_new[1][d]);
-                    kv_new[0][d] = ft_to_float_bf16(kq);
-                    kv_new[1][d] = ft_to_float_bf16(vq);
-                    if (pass == 0) {
-                        a.k_cache[kvbase + (int64_t)new_pos * kvstride + d] = kq;
-                        a.v_cache[kvbase + (int64_t)new_pos * kvstride + d] = vq;
-                    }
+                if (owner && d < D)
+                    kv_new[0][d] = rk[r];
+            }
+        } else {
+            /* without rotary each thread scales the q elements it loaded: no pairs, no barrier,
+             * and none of the rotary code on the path (the tensor-core kernel on the H100, B8
+             * H32 Hkv8 D128 L4096 fp16: this part of the prologue took 1.2 us through the
+             * rotary loops, 0.2 us so; the step 49.7 us, 48.6 so) */
+            for (int i = tid; i < ng * D; i += NTC)
+                q_s[i / D][i % D] *= a.qk_scale;
+        }
+        /* the new k, v rounded as stored; each thread the elements it loaded (and rotated) */
+        for (int d = tid; d < D; d += NTC)
+            if (owner) {
+                /* attend to the new k, v exactly as stored, as every later step will */
+                const __nv_bfloat16 kq = ft_from_float_bf16(kv_new[0][d]), vq = ft_from_float_bf16(kv_new[1][d]);
+                kv_new[0][d] = ft_to_float_bf16(kq);
+                kv_new[1][d] = ft_to_float_bf16(vq);
+                if (pass == 0) {
+                    a.k_cache[kvbase + (int64_t)new_pos * kvstride + d] = kq;
+                    a.v_cache[kvbase + (int64_t)new_pos * kvstride + d] = vq;
                 }
             }
-            ft_named_sync(1, NTC);
-        }
+        ft_named_sync(1, NTC);
 
         if (owner) {
             for (int i = tid; i < 2 * D; i += NTC)
