@@ -72,12 +72,10 @@ typedef ft_status (*launch_fn)(const bench_opts *o, void **bufs, cudaStream_t s)
  * by the host while it runs, so they then run back to back). */
 static __global__ void bench_spin(unsigned long long ns)
 {
-    unsigned long long t0, t;
-    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t0));
-    do {
+    const unsigned long long t0 = ft_globaltimer();
+    do
         __nanosleep(1000);
-        asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
-    } while (t - t0 < ns);
+    while (ft_globaltimer() - t0 < ns);
 }
 
 static double host_seconds(void)

@@ -58,11 +58,9 @@ static __global__ void restore_inputs(staged_inputs s)
 {
     ft_pdl_trigger();
     if (threadIdx.x == 0) {
-        unsigned long long t0, t;
-        asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t0));
-        do
-            asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
-        while (t - t0 < 20000ull);
+        const unsigned long long t0 = ft_globaltimer();
+        while (ft_globaltimer() - t0 < 20000ull)
+            ;
     }
     __syncthreads();
     for (int i = 0; i < s.n; i++)

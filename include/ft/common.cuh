@@ -135,6 +135,15 @@ static inline ft_status ft_smem_limit(const char *fn, const void *kernel, int sm
     return FT_OK;
 }
 
+/* The device's nanosecond clock (%globaltimer, shared by all SMs): for waits and time
+ * stamps in tests, benchmarks and tuning builds. */
+static __device__ __forceinline__ unsigned long long ft_globaltimer(void)
+{
+    unsigned long long t;
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+    return t;
+}
+
 /* Programmatic dependent launch (sm_90): a kernel launched by ft_launch_ex as dependent may
  * start while the kernel before it in the stream is still running; it must call
  * ft_pdl_wait() before it touches anything that kernel writes (the wait returns once that
