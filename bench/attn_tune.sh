@@ -7,7 +7,8 @@
 # flight per thread), MINB, GQMINB (blocks per SM in __launch_bounds__); sm_90 kernel ANW,
 # AGQNW (consumer warps for one head / a head group), ATK (steps per stage), ANS (stages;
 # AGQNS for a head group alone), AMINB, AGQMINB; tensor-core head-group kernel MNW (consumer
-# warps), MR / MRW (rows per copy of the r4 / r8 forms), MNS (stages), MMINB, MOCC (0: no
+# warps), MR / MRW (rows per copy of the r4 / r8 forms), MTM (0: no tensor-map form), MTB
+# (rows of its boxes), MNS (stages), MMINB, MOCC (0: no
 # shared-memory padding that holds the forms to MMINB blocks per SM); APF (0: no L2
 # prefetch of a split's first tile before the dependent-launch wait); STAMP=1 (per-block
 # timestamps, for bench/attn_stamps.sh). "" is the shipped plan.

@@ -328,7 +328,31 @@ class AttentionFamily(Family):
                     smem = max(smem, 233472 // (mminb + 1) - 1024 + 16)
                 mplans.append({"name": name, "NW": mnw, "NT": (mnw + 1) * 32, "R": mr, "KW": mkw, "TK": mnw * mkw,
                                "NS": mns, "CS": cs, "HALF": stage // 2, "STAGE": stage, "SMEM": smem,
-                               "MINB": mminb})
+                               "MINB": mminb, "TM": 0})
+            # rows of whole 128-byte pieces (D64, D128): a third form for the unsplit case whose
+            # stages are filled by tensor-map copies (cp.async.bulk.tensor) of MTB-row boxes of 64
+            # columns of K and of V, in the 128-byte swizzle that keeps ldmatrix free of bank
+            # conflicts without padding. Boxes of 32 rows (4 KB), issued by one lane: on the
+            # H100, B8 H32 Hkv8 D128 L4096 fp16 took 47.0 us a call so, 50.0 with boxes of 64
+            # rows, 50.0 with 16, 48.2 with 32 issued by the 32 lanes, 49.1 for the r8 form
+            # (bench/attn_stamps). FTGEN_ATTN_TUNE's MTM=0 leaves the form out, MTB sets the rows.
+            if row % 128 == 0 and tune.get("MTM", 1):
+                tk = mnw * mkw
+                if tune.get("MTB", 32) not in (8, 16, 32, 64, 128) or tk % tune.get("MTB", 32):
+                    raise VariantError(f"attention: box rows (MTB) must be 8, 16, 32, 64 or 128 and divide {tk}")
+                stage = 2 * tk * row
+                static = 16 * D * 4 + 2 * D * 4 + 2 * row + 16 * (mnw + 1) * 8 + 256
+                mns = max(2, min(4, (96 * 1024) // stage))
+                mminb = 2 if 2 * (mns * stage + 1024 + static + 1024) <= 228 * 1024 else 1
+                if mminb == 1:
+                    mns = max(2, min(4, (200 * 1024) // stage))
+                mns, mminb = tune.get("MNS", mns), tune.get("MMINB", mminb)
+                smem = mns * stage + 1024  # the stages start at the first 1024-byte boundary
+                if tune.get("MOCC", 1):
+                    smem = max(smem, 233472 // (mminb + 1) - 1024 + 16)
+                mplans.append({"name": "tm", "NW": mnw, "NT": (mnw + 1) * 32, "R": tk, "KW": mkw, "TK": tk,
+                               "NS": mns, "CS": 0, "HALF": stage // 2, "STAGE": stage, "SMEM": smem,
+                               "MINB": mminb, "TM": 1, "BOX": tune.get("MTB", 32)})
         # sm_90 kernels, launched as programmatic dependents: a split's first tile prefetched
         # into the L2 while the kernel before them ends (APF=0: not, for tuning runs)
         apf = tune.get("APF", 1)

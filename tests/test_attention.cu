@@ -360,6 +360,10 @@ static void attention_test(ft_test *t)
         cases[n++] = self_case(3, 8, 2, 384, FT_KV_BHLD, FT_ROPE_NONE, 0, 1, l11);
         const int l12[] = {399, 37};
         cases[n++] = self_case(2, 24, 1, 400, FT_KV_BHLD, FT_ROPE_HALF, 0, 0, l12);
+        /* unsplit head groups (the form fed by tensor-map boxes where rows are whole 128-byte
+         * pieces): the last sequence's last box runs past the cache's end */
+        const int l14[] = {299, 150};
+        cases[n++] = self_case(2, 8, 2, 300, FT_KV_BHLD, FT_ROPE_NONE, 0, 1, l14);
         /* a head group read through a cache indirection table (rows copied one by one) */
         const int l13[] = {700, 700, 33, 33};
         cases[n] = self_case(4, 8, 2, 800, FT_KV_BHLD, FT_ROPE_INTERLEAVED, 0, 0, l13);

@@ -1744,7 +1744,7 @@ static inline ft_status ft_attn_launch_h192_fp32(const char *fn, ft_attn_kargs_h
     k->ws = p->cmerge ? NULL : (float *)ws;
     k->ws_ml = p->splits > 1 && !p->cmerge ? (float2 *)((float *)ws + (size_t)p->splits * p->B * p->H * 192) : NULL;
     const dim3 grid((unsigned)(p->B * p->Hkv * p->passes), (unsigned)p->splits);
-    void *args[] = {k};
+    void *args[] = {k, NULL, NULL};
     ft_status st;
     if (p->async) {
         /* one-dimensional grid: block x = (row block) * splits + split, clusters along x */

@@ -1589,14 +1589,18 @@ static __global__ void __launch_bounds__(512, 1) ft_attn_async_h32_fp16_g4(ft_at
  * stage past the block's steps have their V zeroed (a zero weight times a stale NaN would
  * still be NaN); the new token's k, v go into its row of the stage as stored.
  * Two forms: r4 (R = 4, conflict-free) and r8 (R = 8, two-way conflicts), taken unsplit when
- * one block per row block fills the device. Larger copies feed one block faster (64 blocks
+ * one block per row block fills the device; where rows are whole 128-byte pieces (D64,
+ * D128) and contiguous, a third, tm, takes r8's place: its stages are filled by tensor-map
+ * boxes (cp.async.bulk.tensor) in the 128-byte swizzle, steps in order, the 16-byte piece
+ * p of a row at p ^ (row % 8), which keeps ldmatrix conflict-free without padding. Larger copies feed one block faster (64 blocks
  * of B8 H32 Hkv8 D128 L4096 fp16 on the H100: 83 us with 4 rows a copy, 51 with 8) but were
  * slower where a block has few steps (B1: 18.0 us against 15.2; Hkv1: 22.9 against 21.1). */
 #define FT_ATTN_H32_FP16_MGQ 16
 
 /* r4: 4 rows a copy (272-byte pitch), 4 consumer warps, 4 stages of 128 steps (76816 bytes). */
-#define FT_ATTN_H32_FP16_M4_THREADS 160
-#define FT_ATTN_H32_FP16_M4_SMEM 76816
+#define FT_ATTN_H32_FP16_MR4_THREADS 160
+#define FT_ATTN_H32_FP16_MR4_SMEM 76816
+#define FT_ATTN_H32_FP16_MR4_TK 128
 
 /* Rows [0, n) of a stage from steps t0.. (n > 0): one bulk copy per 4 rows when the steps
  * are contiguous, one per row otherwise; the lanes of the producer warp share the copies. */
@@ -1620,6 +1624,7 @@ static __device__ __forceinline__ void ft_attn_mma_copy_r4_h32_fp16(
         }
     }
 }
+
 
 /* Grid and clusters as ft_attn_async_h32_fp16_g*; rows of 16 heads (pass = which 16). */
 static __global__ void __launch_bounds__(160, 2) ft_attn_mma_r4_h32_fp16(ft_attn_kargs_h32_fp16 a)
@@ -1698,11 +1703,12 @@ static __global__ void __launch_bounds__(160, 2) ft_attn_mma_r4_h32_fp16(ft_attn
         }
     }
     ft_pdl_wait();
+    unsigned char *const stages = ft_attn_stages;
     if (warp == NW && spec > 0) {
         if (lane == 0)
             ft_mbar_expect_tx(&full[0], 2u * (unsigned)spec * ROW);
         __syncwarp(); /* the bytes are expected before any copy can complete */
-        ft_attn_mma_copy_r4_h32_fp16(ft_attn_stages, spec, s0, lane, kc, vc, &a, b, kvstride, 1, stream,
+        ft_attn_mma_copy_r4_h32_fp16(stages, spec, s0, lane, kc, vc, &a, b, kvstride, 1, stream,
                                                     &full[0]);
     }
 
@@ -1732,7 +1738,7 @@ static __global__ void __launch_bounds__(160, 2) ft_attn_mma_r4_h32_fp16(ft_attn
                 ft_mbar_expect_tx(&full[s], 2u * (unsigned)nc * ROW); /* a tile of the new token alone: an arrival */
             __syncwarp();
             if (nc > 0)
-                ft_attn_mma_copy_r4_h32_fp16(ft_attn_stages + (size_t)s * STAGE, nc, t0, lane, kc, vc, &a, b,
+                ft_attn_mma_copy_r4_h32_fp16(stages + (size_t)s * STAGE, nc, t0, lane, kc, vc, &a, b,
                                                         kvstride, contiguous, stream, &full[s]);
         }
     } else {
@@ -1826,16 +1832,16 @@ static __global__ void __launch_bounds__(160, 2) ft_attn_mma_r4_h32_fp16(ft_attn
 #pragma unroll
         for (int j = 0; j < D / 8; j++)
             o[j][0] = o[j][1] = o[j][2] = o[j][3] = 0.0f;
+        const int r0 = warp * KW;
         /* ldmatrix row addresses of this lane within the warp's copies: K (matrix lane/8 =
          * n-tile pair half, k half) and V transposed (matrix lane/8 = k half, n half) */
         const int lrow = (lane & 7) / J * CS + (lane & 7) % J * ROW;
         const int koff = lrow + (lane >> 4) * J * ROW + ((lane >> 3) & 1) * 16;
         const int voff = lrow + ((lane >> 3) & 1) * J * ROW + (lane >> 4) * 16;
-        const int r0 = warp * KW;
 
         for (int i = 0; i < ntiles; i++) {
             const int s = i % NS, t0 = s0 + i * TK, n = min(TK, s1 - t0), nc = max(0, min(TK, cache_end - t0));
-            unsigned char *kb = ft_attn_stages + (size_t)s * STAGE + warp * (KW / R) * CS, *vb = kb + HALF;
+            unsigned char *kb = stages + (size_t)s * STAGE + warp * (KW / R) * CS, *vb = kb + HALF;
             ft_mbar_wait(&full[s], (i / NS) & 1);
             if (r0 < n) {
                 if (nc < r0 + KW) {
@@ -2005,8 +2011,9 @@ static __global__ void __launch_bounds__(160, 2) ft_attn_mma_r4_h32_fp16(ft_attn
 }
 
 /* r8: 8 rows a copy (528-byte pitch), 4 consumer warps, 4 stages of 128 steps (76816 bytes). */
-#define FT_ATTN_H32_FP16_M8_THREADS 160
-#define FT_ATTN_H32_FP16_M8_SMEM 76816
+#define FT_ATTN_H32_FP16_MR8_THREADS 160
+#define FT_ATTN_H32_FP16_MR8_SMEM 76816
+#define FT_ATTN_H32_FP16_MR8_TK 128
 
 /* Rows [0, n) of a stage from steps t0.. (n > 0): one bulk copy per 8 rows when the steps
  * are contiguous, one per row otherwise; the lanes of the producer warp share the copies. */
@@ -2030,6 +2037,7 @@ static __device__ __forceinline__ void ft_attn_mma_copy_r8_h32_fp16(
         }
     }
 }
+
 
 /* Grid and clusters as ft_attn_async_h32_fp16_g*; rows of 16 heads (pass = which 16). */
 static __global__ void __launch_bounds__(160, 2) ft_attn_mma_r8_h32_fp16(ft_attn_kargs_h32_fp16 a)
@@ -2108,11 +2116,12 @@ static __global__ void __launch_bounds__(160, 2) ft_attn_mma_r8_h32_fp16(ft_attn
         }
     }
     ft_pdl_wait();
+    unsigned char *const stages = ft_attn_stages;
     if (warp == NW && spec > 0) {
         if (lane == 0)
             ft_mbar_expect_tx(&full[0], 2u * (unsigned)spec * ROW);
         __syncwarp(); /* the bytes are expected before any copy can complete */
-        ft_attn_mma_copy_r8_h32_fp16(ft_attn_stages, spec, s0, lane, kc, vc, &a, b, kvstride, 1, stream,
+        ft_attn_mma_copy_r8_h32_fp16(stages, spec, s0, lane, kc, vc, &a, b, kvstride, 1, stream,
                                                     &full[0]);
     }
 
@@ -2142,7 +2151,7 @@ static __global__ void __launch_bounds__(160, 2) ft_attn_mma_r8_h32_fp16(ft_attn
                 ft_mbar_expect_tx(&full[s], 2u * (unsigned)nc * ROW); /* a tile of the new token alone: an arrival */
             __syncwarp();
             if (nc > 0)
-                ft_attn_mma_copy_r8_h32_fp16(ft_attn_stages + (size_t)s * STAGE, nc, t0, lane, kc, vc, &a, b,
+                ft_attn_mma_copy_r8_h32_fp16(stages + (size_t)s * STAGE, nc, t0, lane, kc, vc, &a, b,
                                                         kvstride, contiguous, stream, &full[s]);
         }
     } else {
@@ -2236,16 +2245,16 @@ static __global__ void __launch_bounds__(160, 2) ft_attn_mma_r8_h32_fp16(ft_attn
 #pragma unroll
         for (int j = 0; j < D / 8; j++)
             o[j][0] = o[j][1] = o[j][2] = o[j][3] = 0.0f;
+        const int r0 = warp * KW;
         /* ldmatrix row addresses of this lane within the warp's copies: K (matrix lane/8 =
          * n-tile pair half, k half) and V transposed (matrix lane/8 = k half, n half) */
         const int lrow = (lane & 7) / J * CS + (lane & 7) % J * ROW;
         const int koff = lrow + (lane >> 4) * J * ROW + ((lane >> 3) & 1) * 16;
         const int voff = lrow + ((lane >> 3) & 1) * J * ROW + (lane >> 4) * 16;
-        const int r0 = warp * KW;
 
         for (int i = 0; i < ntiles; i++) {
             const int s = i % NS, t0 = s0 + i * TK, n = min(TK, s1 - t0), nc = max(0, min(TK, cache_end - t0));
-            unsigned char *kb = ft_attn_stages + (size_t)s * STAGE + warp * (KW / R) * CS, *vb = kb + HALF;
+            unsigned char *kb = stages + (size_t)s * STAGE + warp * (KW / R) * CS, *vb = kb + HALF;
             ft_mbar_wait(&full[s], (i / NS) & 1);
             if (r0 < n) {
                 if (nc < r0 + KW) {
@@ -2432,14 +2441,14 @@ static inline const void *ft_attn_async_kernel_h32_fp16(int gq, int wide, int *i
     }
     if (gq == FT_ATTN_H32_FP16_MGQ && wide == 0) {
         *index = 2;
-        *threads = FT_ATTN_H32_FP16_M4_THREADS;
-        *smem = FT_ATTN_H32_FP16_M4_SMEM;
+        *threads = FT_ATTN_H32_FP16_MR4_THREADS;
+        *smem = FT_ATTN_H32_FP16_MR4_SMEM;
         return (const void *)ft_attn_mma_r4_h32_fp16;
     }
     if (gq == FT_ATTN_H32_FP16_MGQ && wide == 1) {
         *index = 3;
-        *threads = FT_ATTN_H32_FP16_M8_THREADS;
-        *smem = FT_ATTN_H32_FP16_M8_SMEM;
+        *threads = FT_ATTN_H32_FP16_MR8_THREADS;
+        *smem = FT_ATTN_H32_FP16_MR8_SMEM;
         return (const void *)ft_attn_mma_r8_h32_fp16;
     }
     *index = -1;
@@ -2615,7 +2624,7 @@ static inline ft_status ft_attn_launch_h32_fp16(const char *fn, ft_attn_kargs_h3
     k->ws = p->cmerge ? NULL : (float *)ws;
     k->ws_ml = p->splits > 1 && !p->cmerge ? (float2 *)((float *)ws + (size_t)p->splits * p->B * p->H * 32) : NULL;
     const dim3 grid((unsigned)(p->B * p->Hkv * p->passes), (unsigned)p->splits);
-    void *args[] = {k};
+    void *args[] = {k, NULL, NULL};
     ft_status st;
     if (p->async) {
         /* one-dimensional grid: block x = (row block) * splits + split, clusters along x */

@@ -12,6 +12,8 @@
 #include <stdint.h>
 #include <string.h>
 
+#include <cuda.h> /* CUtensorMap (no driver library needed: its encoder is looked up at run time) */
+#include <cudaTypedefs.h>
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
@@ -261,6 +263,31 @@ static __device__ __forceinline__ void ft_bulk_prefetch_l2(const void *src, unsi
 #endif
 }
 
+/* Tensor-map copies (sm_90): the box of a two-dimensional tensor map (a kernel parameter
+ * declared `const __grid_constant__ CUtensorMap`) whose first element is at (x, y) (x the
+ * inner coordinate, in elements) into shared memory at dst, counted on bar with the box's
+ * full size (rows past the tensor's end arrive as zeros). `stream`: the lines leave the
+ * L2 first, as with ft_bulk_load_stream. */
+static __device__ __forceinline__ void ft_tensor_load_2d(void *dst, const CUtensorMap *map, int x, int y,
+                                                         unsigned long long *bar, int stream)
+{
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    if (stream) {
+        unsigned long long policy;
+        asm volatile("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;" : "=l"(policy));
+        asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes.L2::cache_hint "
+                     "[%0], [%1, {%2, %3}], [%4], %5;" ::"r"(ft_smem_addr(dst)),
+                     "l"(map), "r"(x), "r"(y), "r"(ft_smem_addr(bar)), "l"(policy)
+                     : "memory");
+    } else {
+        asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes "
+                     "[%0], [%1, {%2, %3}], [%4];" ::"r"(ft_smem_addr(dst)),
+                     "l"(map), "r"(x), "r"(y), "r"(ft_smem_addr(bar))
+                     : "memory");
+    }
+#endif
+}
+
 /* Orders this thread's earlier generic-proxy accesses to shared memory before later
  * asynchronous-proxy operations on it: each thread that read a buffer calls it before the
  * barrier or mbarrier arrival after which a bulk copy refills the buffer. */
@@ -312,6 +339,40 @@ static inline ft_status ft_launch_ex(const char *fn, const void *kernel, dim3 gr
         cfg.numAttrs++;
     }
     return ft_launch_error(fn, cudaLaunchKernelExC(&cfg, kernel, args));
+}
+
+/* A two-dimensional tensor map for ft_tensor_load_2d over `rows` rows of `inner` 16-bit
+ * elements (bf16 when `bf16`, else fp16) that start `row_bytes` apart at `base` (16-byte
+ * aligned, row_bytes a multiple of 16), read in boxes of box_inner x box_rows elements in
+ * the 128-byte swizzle (box_inner * 2 == 128: the 16-byte piece p of box row r lands at
+ * piece p ^ (r % 8) of its 128-byte row; the box in shared memory is 1024-byte aligned).
+ * The driver's encoder is looked up once, through the runtime (no link to the driver
+ * library). */
+static inline ft_status ft_tensor_map_2d(const char *fn, CUtensorMap *map, const void *base, int bf16, uint64_t inner,
+                                         uint64_t rows, uint64_t row_bytes, unsigned box_inner, unsigned box_rows)
+{
+    static PFN_cuTensorMapEncodeTiled_v12000 encode;
+    if (encode == NULL) {
+        void *f = NULL;
+        cudaDriverEntryPointQueryResult found = cudaDriverEntryPointSymbolNotFound;
+        const cudaError_t e =
+            cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &f, 12000, cudaEnableDefault, &found);
+        if (e != cudaSuccess || found != cudaDriverEntryPointSuccess || f == NULL) {
+            cudaGetLastError();
+            return ft_fail(FT_ERR_CUDA, "%s: the driver has no cuTensorMapEncodeTiled (%s)", fn, cudaGetErrorString(e));
+        }
+        encode = (PFN_cuTensorMapEncodeTiled_v12000)f;
+    }
+    cuuint64_t dims[2] = {inner, rows}, strides[1] = {row_bytes};
+    cuuint32_t box[2] = {box_inner, box_rows}, step[2] = {1, 1};
+    const CUresult r = encode(map, bf16 ? CU_TENSOR_MAP_DATA_TYPE_BFLOAT16 : CU_TENSOR_MAP_DATA_TYPE_FLOAT16, 2,
+                              (void *)base, dims, strides, box, step, CU_TENSOR_MAP_INTERLEAVE_NONE,
+                              CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
+                              CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+    if (r != CUDA_SUCCESS)
+        return ft_fail(FT_ERR_CUDA, "%s: cuTensorMapEncodeTiled failed (error %d) for %llu rows of %llu elements", fn,
+                       (int)r, (unsigned long long)rows, (unsigned long long)inner);
+    return FT_OK;
 }
 
 /* Thread-block clusters of `size` blocks of `kernel` (`threads` per block, `smem` bytes of
