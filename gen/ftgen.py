@@ -336,6 +336,11 @@ class AttentionFamily(Family):
             # H100, B8 H32 Hkv8 D128 L4096 fp16 took 47.0 us a call so, 50.0 with boxes of 64
             # rows, 50.0 with 16, 48.2 with 32 issued by the 32 lanes, 49.1 for the r8 form
             # (bench/attn_stamps). FTGEN_ATTN_TUNE's MTM=0 leaves the form out, MTB sets the rows.
+            # Split, it also takes r4's place where r4's copies are 512 bytes (D64; MTS=1 or 0
+            # for every head size or none): ftbench device us on the H100, fp16, tm / r4: B8 H32
+            # Hkv1 D64 L4096 14.53 / 16.19, B64 H12 Hkv4 D64 L1024 23.74 / 24.05; at D128 (1 KB
+            # copies) it was mixed: Hkv1 18.19 / 18.86, B2 H32 Hkv8 16.49 / 17.26, but B1 H32
+            # Hkv8 13.49 / 13.00 and B8 H32 Hkv2 20.04 / 19.38.
             if row % 128 == 0 and tune.get("MTM", 1):
                 tk = mnw * mkw
                 if tune.get("MTB", 32) not in (8, 16, 32, 64, 128) or tk % tune.get("MTB", 32):
@@ -357,7 +362,7 @@ class AttentionFamily(Family):
         # into the L2 while the kernel before them ends (APF=0: not, for tuning runs)
         apf = tune.get("APF", 1)
         return {
-            "packed": self.has_packed(params), "mplans": mplans, "APF": apf, "STAMP": tune.get("STAMP", 0),
+            "packed": self.has_packed(params), "mplans": mplans, "MTS": tune.get("MTS", 1 if row == 128 else 0), "APF": apf, "STAMP": tune.get("STAMP", 0),
             "async": W == 16, "AVEC": a_vec, "ATPK": a_tpk, "ACPT": a_cpt, "aword": f"ft_word_{dt}x{a_vec}",
             "aunpack": f"ft_unpack_{dt}x{a_vec}", "KPI": kpi, "aplan": aplan,
             "dtype": dt, "T": DTYPES[dt]["T"], "esize": es, "D": D, "W": W,

@@ -2905,13 +2905,13 @@ static inline ft_status ft_attn_async_occupancy_h128_fp16(const char *fn, int gq
     return FT_OK;
 }
 
-/* Clusters of `size` blocks of the sm_90 kernel for `gq` heads the device runs at once,
- * looked up once per device and size. */
-static inline ft_status ft_attn_async_clusters_h128_fp16(const char *fn, int gq, int size, int *clusters)
+/* Clusters of `size` blocks of the sm_90 kernel for `gq` heads (form `wide`) that the device
+ * runs at once, looked up once per device and size. */
+static inline ft_status ft_attn_async_clusters_h128_fp16(const char *fn, int gq, int wide, int size, int *clusters)
 {
     static int cache[5][FT_ATTN_CLUSTER_SPLITS + 1][64];
     int gi, threads, smem;
-    const void *kernel = ft_attn_async_kernel_h128_fp16(gq, 0, &gi, &threads, &smem);
+    const void *kernel = ft_attn_async_kernel_h128_fp16(gq, wide, &gi, &threads, &smem);
     if (kernel == NULL || size < 1 || size > FT_ATTN_CLUSTER_SPLITS)
         return ft_fail(FT_ERR_UNSUPPORTED, "%s: no cluster of %d blocks for %d heads per block", fn, size, gq);
     return ft_cluster_capacity(fn, kernel, threads, smem, size, cache[gi][size], clusters);
@@ -3008,14 +3008,17 @@ static inline ft_status ft_attn_plan_grid_h128_fp16(const char *fn, ft_attn_plan
         p->wide = 1;
         p->splits = 1;
         p->chunk = p->max_seq;
-        if (layout == FT_KV_BHLD && !indirect && (int64_t)p->B * p->Hkv * p->L <= INT32_MAX) {
-            /* contiguous rows: the same form fed by tensor-map boxes (on the H100, fp16 D128,
-             * bench/attn_stamps, us a call: B8 H32 Hkv8 L4096 47.0 against 49.1, B16 L2048 46.5
-             * against 48.8, B8 H64 Hkv8 L4096 48.0 against 49.7, B4 L8192 the same) */
-            if ((st = ft_attn_async_occupancy_h128_fp16(fn, p->gq, 2, &per_sm)) != FT_OK)
-                return st;
-            p->wide = 2;
-        }
+    }
+    if (p->async && p->gq == FT_ATTN_H128_FP16_MGQ && p->wide == 1 && layout == FT_KV_BHLD && !indirect &&
+        (int64_t)p->B * p->Hkv * p->L <= INT32_MAX) {
+        /* contiguous rows: the tm form, fed by tensor-map boxes, in place of r8 unsplit
+         * (H100, fp16, ftbench device us, tm / r8: B8 H32 Hkv8 D128 L4096
+         * 47.24 / 48.67, B16 L2048 46.01 / 48.22, B8 H64 Hkv8 48.42 / 49.13; gen/ftgen.py has
+         * the split forms' figures) */
+        int per_sm = 0;
+        if ((st = ft_attn_async_occupancy_h128_fp16(fn, p->gq, 2, &per_sm)) != FT_OK)
+            return st;
+        p->wide = 2;
     }
     p->cmerge = 0;
     if (p->async && p->splits > 1 && p->splits <= FT_ATTN_CLUSTER_SPLITS) {
@@ -3023,7 +3026,7 @@ static inline ft_status ft_attn_plan_grid_h128_fp16(const char *fn, ft_attn_plan
          * (the H100 holds fewer than 32 clusters of 8 two-per-SM blocks: B1 H32 D128 L4096
          * took 36.0 us so against 32.7 through the workspace); then the workspace, if any */
         int fit = 0;
-        if ((st = ft_attn_async_clusters_h128_fp16(fn, p->gq, p->splits, &fit)) != FT_OK)
+        if ((st = ft_attn_async_clusters_h128_fp16(fn, p->gq, p->wide, p->splits, &fit)) != FT_OK)
             return st;
         p->cmerge = blocks <= fit ||
                     ws == NULL || ft_attention_workspace_bytes(p->B, p->H, 128, p->splits) > ws_bytes;

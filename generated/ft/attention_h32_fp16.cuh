@@ -2488,13 +2488,13 @@ static inline ft_status ft_attn_async_occupancy_h32_fp16(const char *fn, int gq,
     return FT_OK;
 }
 
-/* Clusters of `size` blocks of the sm_90 kernel for `gq` heads the device runs at once,
- * looked up once per device and size. */
-static inline ft_status ft_attn_async_clusters_h32_fp16(const char *fn, int gq, int size, int *clusters)
+/* Clusters of `size` blocks of the sm_90 kernel for `gq` heads (form `wide`) that the device
+ * runs at once, looked up once per device and size. */
+static inline ft_status ft_attn_async_clusters_h32_fp16(const char *fn, int gq, int wide, int size, int *clusters)
 {
     static int cache[4][FT_ATTN_CLUSTER_SPLITS + 1][64];
     int gi, threads, smem;
-    const void *kernel = ft_attn_async_kernel_h32_fp16(gq, 0, &gi, &threads, &smem);
+    const void *kernel = ft_attn_async_kernel_h32_fp16(gq, wide, &gi, &threads, &smem);
     if (kernel == NULL || size < 1 || size > FT_ATTN_CLUSTER_SPLITS)
         return ft_fail(FT_ERR_UNSUPPORTED, "%s: no cluster of %d blocks for %d heads per block", fn, size, gq);
     return ft_cluster_capacity(fn, kernel, threads, smem, size, cache[gi][size], clusters);
@@ -2598,7 +2598,7 @@ static inline ft_status ft_attn_plan_grid_h32_fp16(const char *fn, ft_attn_plan 
          * (the H100 holds fewer than 32 clusters of 8 two-per-SM blocks: B1 H32 D128 L4096
          * took 36.0 us so against 32.7 through the workspace); then the workspace, if any */
         int fit = 0;
-        if ((st = ft_attn_async_clusters_h32_fp16(fn, p->gq, p->splits, &fit)) != FT_OK)
+        if ((st = ft_attn_async_clusters_h32_fp16(fn, p->gq, p->wide, p->splits, &fit)) != FT_OK)
             return st;
         p->cmerge = blocks <= fit ||
                     ws == NULL || ft_attention_workspace_bytes(p->B, p->H, 32, p->splits) > ws_bytes;
