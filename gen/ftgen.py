@@ -333,9 +333,9 @@ class AttentionFamily(Family):
             # stages are filled by tensor-map copies (cp.async.bulk.tensor) of MTB-row boxes of 64
             # columns of K and of V, in the 128-byte swizzle that keeps ldmatrix free of bank
             # conflicts without padding. Boxes of 32 rows (4 KB), issued by one lane: on the
-            # H100, B8 H32 Hkv8 D128 L4096 fp16 took 47.0 us a call so, 50.0 with boxes of 64
-            # rows, 50.0 with 16, 48.2 with 32 issued by the 32 lanes, 49.1 for the r8 form
-            # (bench/attn_stamps). FTGEN_ATTN_TUNE's MTM=0 leaves the form out, MTB sets the rows.
+            # H100, B8 H32 Hkv8 D128 L4096 fp16 took 47.0 us a call so, 50.1 with boxes of 64
+            # rows, 66.0 with 16 (50.0 issued by the 32 lanes), 48.2 with 32 issued by the 32
+            # lanes, 49.1 for the r8 form (bench/attn_stamps). FTGEN_ATTN_TUNE's MTM=0 leaves the form out, MTB sets the rows.
             # Split, it also takes r4's place where r4's copies are 512 bytes (D64; MTS=1 or 0
             # for every head size or none): ftbench device us on the H100, fp16, tm / r4: B8 H32
             # Hkv1 D64 L4096 14.53 / 16.19, B64 H12 Hkv4 D64 L1024 23.74 / 24.05; at D128 (1 KB
