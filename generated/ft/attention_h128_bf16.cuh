@@ -1589,12 +1589,13 @@ static __global__ void __launch_bounds__(512, 1) ft_attn_async_h128_bf16_g4(ft_a
  * stage past the block's steps have their V zeroed (a zero weight times a stale NaN would
  * still be NaN); the new token's k, v go into its row of the stage as stored.
  * Two forms: r4 (R = 4, conflict-free) and r8 (R = 8, two-way conflicts), taken unsplit when
- * one block per row block fills the device; where rows are whole 128-byte pieces (D64,
- * D128) and contiguous, a third, tm, takes r8's place: its stages are filled by tensor-map
- * boxes (cp.async.bulk.tensor) in the 128-byte swizzle, steps in order, the 16-byte piece
- * p of a row at p ^ (row % 8), which keeps ldmatrix conflict-free without padding. Larger copies feed one block faster (64 blocks
+ * one block per row block fills the device. Larger copies feed one block faster (64 blocks
  * of B8 H32 Hkv8 D128 L4096 fp16 on the H100: 83 us with 4 rows a copy, 51 with 8) but were
- * slower where a block has few steps (B1: 18.0 us against 15.2; Hkv1: 22.9 against 21.1). */
+ * slower where a block has few steps (B1: 18.0 us against 15.2; Hkv1: 22.9 against 21.1).
+ * Where rows are whole 128-byte pieces (D64, D128) and contiguous, a third form, tm, takes
+ * r8's place (and r4's at D64): its stages are filled by tensor-map boxes
+ * (cp.async.bulk.tensor) in the 128-byte swizzle, steps in order, the 16-byte piece p of a
+ * row at p ^ (row % 8), which keeps ldmatrix conflict-free without padding. */
 #define FT_ATTN_H128_BF16_MGQ 16
 
 /* r4: 4 rows a copy (1040-byte pitch), 4 consumer warps, 3 stages of 128 steps (199680 bytes). */
@@ -2423,14 +2424,15 @@ static __global__ void __launch_bounds__(160, 1) ft_attn_mma_r8_h128_bf16(ft_att
 #endif
 }
 
-/* tm: tensor-map boxes of 128 rows x 64 columns in the 128-byte swizzle, 4 consumer warps, 3 stages of 128 steps (197632 bytes). */
+/* tm: tensor-map boxes of 32 rows x 64 columns in the 128-byte swizzle, 4 consumer warps, 3 stages of 128 steps (197632 bytes). */
 #define FT_ATTN_H128_BF16_MTM_THREADS 160
 #define FT_ATTN_H128_BF16_MTM_SMEM 197632
 #define FT_ATTN_H128_BF16_MTM_TK 128
 #define FT_ATTN_H128_BF16_MTM_BOX 32 /* rows of a box */
 
-/* A stage's K and V boxes: cached rows row0.. of the [B * Hkv * L, D] tensor maps; box piece
- * p (64 columns) of K at st + p * TK * 128, of V at st + HALF + p * TK * 128. */
+/* A stage's K and V boxes: rows row0.. of the [B * Hkv * L, D] tensor maps; columns
+ * [64 p, 64 p + 64) of K in st + p * TK * 128 (128 bytes a row), of V in st + HALF + ...,
+ * box j of them at row j * BOX. */
 static __device__ __forceinline__ void ft_attn_mma_copy_tm_h128_bf16(unsigned char *st, int row0, const CUtensorMap *mk,
                                                                         const CUtensorMap *mv, int stream,
                                                                         unsigned long long *bar)

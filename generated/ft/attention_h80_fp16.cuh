@@ -884,12 +884,13 @@ static __global__ void __launch_bounds__(288, 2) ft_attn_async_h80_fp16_g1(ft_at
  * stage past the block's steps have their V zeroed (a zero weight times a stale NaN would
  * still be NaN); the new token's k, v go into its row of the stage as stored.
  * Two forms: r4 (R = 4, conflict-free) and r8 (R = 8, two-way conflicts), taken unsplit when
- * one block per row block fills the device; where rows are whole 128-byte pieces (D64,
- * D128) and contiguous, a third, tm, takes r8's place: its stages are filled by tensor-map
- * boxes (cp.async.bulk.tensor) in the 128-byte swizzle, steps in order, the 16-byte piece
- * p of a row at p ^ (row % 8), which keeps ldmatrix conflict-free without padding. Larger copies feed one block faster (64 blocks
+ * one block per row block fills the device. Larger copies feed one block faster (64 blocks
  * of B8 H32 Hkv8 D128 L4096 fp16 on the H100: 83 us with 4 rows a copy, 51 with 8) but were
- * slower where a block has few steps (B1: 18.0 us against 15.2; Hkv1: 22.9 against 21.1). */
+ * slower where a block has few steps (B1: 18.0 us against 15.2; Hkv1: 22.9 against 21.1).
+ * Where rows are whole 128-byte pieces (D64, D128) and contiguous, a third form, tm, takes
+ * r8's place (and r4's at D64): its stages are filled by tensor-map boxes
+ * (cp.async.bulk.tensor) in the 128-byte swizzle, steps in order, the 16-byte piece p of a
+ * row at p ^ (row % 8), which keeps ldmatrix conflict-free without padding. */
 #define FT_ATTN_H80_FP16_MGQ 16
 
 /* r4: 4 rows a copy (656-byte pitch), 4 consumer warps, 2 stages of 128 steps (83968 bytes). */
