@@ -306,14 +306,13 @@ class AttentionFamily(Family):
             # MR / MRW override them
             mnw = tune.get("MNW", 4)
             mkw = 32  # steps of a warp in a stage: 4 key n-tiles
-            for name, mr in (("r4", tune.get("MR", 4)), ("r8", tune.get("MRW", 8))):
-                if mr not in (4, 8, 16, 32):
-                    raise VariantError(f"attention: rows per copy must be 4, 8, 16 or 32, got {mr}")
-                cs = mr * row + 16  # bytes of one padded copy
-                stage = 2 * (mnw * mkw // mr) * cs
+
+            def stage_plan(stage, align):
+                """Stages, blocks per SM and dynamic shared memory of a form whose stages are
+                `stage` bytes, `align` more to start them on a boundary."""
                 static = 16 * D * 4 + 2 * D * 4 + 2 * row + 16 * (mnw + 1) * 8 + 256
                 mns = max(2, min(4, (96 * 1024) // stage))
-                mminb = 2 if 2 * (mns * stage + static + 1024) <= 228 * 1024 else 1
+                mminb = 2 if 2 * (mns * stage + align + static + 1024) <= 228 * 1024 else 1
                 if mminb == 1:
                     mns = max(2, min(4, (200 * 1024) // stage))
                 mns, mminb = tune.get("MNS", mns), tune.get("MMINB", mminb)
@@ -323,9 +322,17 @@ class AttentionFamily(Family):
                 # registers and stages would let a third in (D32, D64), the blocks of a
                 # dependent launch crowd onto the SMs that free up first (B64 H12 Hkv4 D64
                 # L1024 fp16 on the H100: 29.2 us, 23.9 held to two; MOCC=0 for tuning runs)
-                smem = mns * stage
+                smem = mns * stage + align
                 if tune.get("MOCC", 1):
                     smem = max(smem, 233472 // (mminb + 1) - 1024 + 16)
+                return mns, mminb, smem
+
+            for name, mr in (("r4", tune.get("MR", 4)), ("r8", tune.get("MRW", 8))):
+                if mr not in (4, 8, 16, 32):
+                    raise VariantError(f"attention: rows per copy must be 4, 8, 16 or 32, got {mr}")
+                cs = mr * row + 16  # bytes of one padded copy
+                stage = 2 * (mnw * mkw // mr) * cs
+                mns, mminb, smem = stage_plan(stage, 0)
                 mplans.append({"name": name, "NW": mnw, "NT": (mnw + 1) * 32, "R": mr, "KW": mkw, "TK": mnw * mkw,
                                "NS": mns, "CS": cs, "HALF": stage // 2, "STAGE": stage, "SMEM": smem,
                                "MINB": mminb, "TM": 0})
@@ -335,34 +342,28 @@ class AttentionFamily(Family):
             # conflicts without padding. Boxes of 32 rows (4 KB), issued by one lane: on the
             # H100, B8 H32 Hkv8 D128 L4096 fp16 took 47.0 us a call so, 50.1 with boxes of 64
             # rows, 66.0 with 16 (50.0 issued by the 32 lanes), 48.2 with 32 issued by the 32
-            # lanes, 49.1 for the r8 form (bench/attn_stamps). FTGEN_ATTN_TUNE's MTM=0 leaves the form out, MTB sets the rows.
+            # lanes, 49.1 for the r8 form (bench/attn_stamps). FTGEN_ATTN_TUNE's MTM=0 leaves the
+            # form out, MTB sets the rows.
             # Split, it also takes r4's place where r4's copies are 512 bytes (D64; MTS=1 or 0
             # for every head size or none): ftbench device us on the H100, fp16, tm / r4: B8 H32
             # Hkv1 D64 L4096 14.53 / 16.19, B64 H12 Hkv4 D64 L1024 23.74 / 24.05; at D128 (1 KB
             # copies) it was mixed: Hkv1 18.19 / 18.86, B2 H32 Hkv8 16.49 / 17.26, but B1 H32
             # Hkv8 13.49 / 13.00 and B8 H32 Hkv2 20.04 / 19.38.
             if row % 128 == 0 and tune.get("MTM", 1):
-                tk = mnw * mkw
-                if tune.get("MTB", 32) not in (8, 16, 32, 64, 128) or tk % tune.get("MTB", 32):
+                tk, box = mnw * mkw, tune.get("MTB", 32)
+                if box not in (8, 16, 32, 64, 128) or tk % box:
                     raise VariantError(f"attention: box rows (MTB) must be 8, 16, 32, 64 or 128 and divide {tk}")
                 stage = 2 * tk * row
-                static = 16 * D * 4 + 2 * D * 4 + 2 * row + 16 * (mnw + 1) * 8 + 256
-                mns = max(2, min(4, (96 * 1024) // stage))
-                mminb = 2 if 2 * (mns * stage + 1024 + static + 1024) <= 228 * 1024 else 1
-                if mminb == 1:
-                    mns = max(2, min(4, (200 * 1024) // stage))
-                mns, mminb = tune.get("MNS", mns), tune.get("MMINB", mminb)
-                smem = mns * stage + 1024  # the stages start at the first 1024-byte boundary
-                if tune.get("MOCC", 1):
-                    smem = max(smem, 233472 // (mminb + 1) - 1024 + 16)
+                mns, mminb, smem = stage_plan(stage, 1024)  # the swizzle wants 1024-byte aligned stages
                 mplans.append({"name": "tm", "NW": mnw, "NT": (mnw + 1) * 32, "R": tk, "KW": mkw, "TK": tk,
                                "NS": mns, "CS": 0, "HALF": stage // 2, "STAGE": stage, "SMEM": smem,
-                               "MINB": mminb, "TM": 1, "BOX": tune.get("MTB", 32)})
+                               "MINB": mminb, "TM": 1, "BOX": box})
         # sm_90 kernels, launched as programmatic dependents: a split's first tile prefetched
         # into the L2 while the kernel before them ends (APF=0: not, for tuning runs)
         apf = tune.get("APF", 1)
         return {
-            "packed": self.has_packed(params), "mplans": mplans, "MTS": tune.get("MTS", 1 if row == 128 else 0), "APF": apf, "STAMP": tune.get("STAMP", 0),
+            "packed": self.has_packed(params), "mplans": mplans, "APF": apf, "STAMP": tune.get("STAMP", 0),
+            "MTS": tune.get("MTS", 1 if row == 128 else 0),
             "async": W == 16, "AVEC": a_vec, "ATPK": a_tpk, "ACPT": a_cpt, "aword": f"ft_word_{dt}x{a_vec}",
             "aunpack": f"ft_unpack_{dt}x{a_vec}", "KPI": kpi, "aplan": aplan,
             "dtype": dt, "T": DTYPES[dt]["T"], "esize": es, "D": D, "W": W,

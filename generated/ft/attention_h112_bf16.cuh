@@ -896,7 +896,6 @@ static __global__ void __launch_bounds__(288, 2) ft_attn_async_h112_bf16_g1(ft_a
 /* r4: 4 rows a copy (912-byte pitch), 4 consumer warps, 3 stages of 128 steps (175104 bytes). */
 #define FT_ATTN_H112_BF16_MR4_THREADS 160
 #define FT_ATTN_H112_BF16_MR4_SMEM 175104
-#define FT_ATTN_H112_BF16_MR4_TK 128
 
 /* Rows [0, n) of a stage from steps t0.. (n > 0): one bulk copy per 4 rows when the steps
  * are contiguous, one per row otherwise; the lanes of the producer warp share the copies. */
@@ -1309,7 +1308,6 @@ static __global__ void __launch_bounds__(160, 1) ft_attn_mma_r4_h112_bf16(ft_att
 /* r8: 8 rows a copy (1808-byte pitch), 4 consumer warps, 3 stages of 128 steps (173568 bytes). */
 #define FT_ATTN_H112_BF16_MR8_THREADS 160
 #define FT_ATTN_H112_BF16_MR8_SMEM 173568
-#define FT_ATTN_H112_BF16_MR8_TK 128
 
 /* Rows [0, n) of a stage from steps t0.. (n > 0): one bulk copy per 8 rows when the steps
  * are contiguous, one per row otherwise; the lanes of the producer warp share the copies. */

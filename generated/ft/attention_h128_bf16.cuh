@@ -1601,7 +1601,6 @@ static __global__ void __launch_bounds__(512, 1) ft_attn_async_h128_bf16_g4(ft_a
 /* r4: 4 rows a copy (1040-byte pitch), 4 consumer warps, 3 stages of 128 steps (199680 bytes). */
 #define FT_ATTN_H128_BF16_MR4_THREADS 160
 #define FT_ATTN_H128_BF16_MR4_SMEM 199680
-#define FT_ATTN_H128_BF16_MR4_TK 128
 
 /* Rows [0, n) of a stage from steps t0.. (n > 0): one bulk copy per 4 rows when the steps
  * are contiguous, one per row otherwise; the lanes of the producer warp share the copies. */
@@ -2014,7 +2013,6 @@ static __global__ void __launch_bounds__(160, 1) ft_attn_mma_r4_h128_bf16(ft_att
 /* r8: 8 rows a copy (2064-byte pitch), 4 consumer warps, 3 stages of 128 steps (198144 bytes). */
 #define FT_ATTN_H128_BF16_MR8_THREADS 160
 #define FT_ATTN_H128_BF16_MR8_SMEM 198144
-#define FT_ATTN_H128_BF16_MR8_TK 128
 
 /* Rows [0, n) of a stage from steps t0.. (n > 0): one bulk copy per 8 rows when the steps
  * are contiguous, one per row otherwise; the lanes of the producer warp share the copies. */
@@ -2427,7 +2425,6 @@ static __global__ void __launch_bounds__(160, 1) ft_attn_mma_r8_h128_bf16(ft_att
 /* tm: tensor-map boxes of 32 rows x 64 columns in the 128-byte swizzle, 4 consumer warps, 3 stages of 128 steps (197632 bytes). */
 #define FT_ATTN_H128_BF16_MTM_THREADS 160
 #define FT_ATTN_H128_BF16_MTM_SMEM 197632
-#define FT_ATTN_H128_BF16_MTM_TK 128
 #define FT_ATTN_H128_BF16_MTM_BOX 32 /* rows of a box */
 
 /* A stage's K and V boxes: rows row0.. of the [B * Hkv * L, D] tensor maps; columns
@@ -3058,7 +3055,7 @@ static inline ft_status ft_attn_launch_h128_bf16(const char *fn, ft_attn_kargs_h
     ft_status st;
     CUtensorMap tmk, tmv;
     if (p->async && p->wide == 2) {
-        /* the caches as [B * Hkv * L, D], read in boxes of a stage's steps x 64 columns */
+        /* the caches as [B * Hkv * L, D], read in boxes of FT_ATTN_H128_BF16_MTM_BOX steps x 64 columns */
         const uint64_t rows = (uint64_t)p->B * p->Hkv * p->L;
         if ((st = ft_tensor_map_2d(fn, &tmk, k->k_cache, 1, 128, rows, 256, 64,
                                    FT_ATTN_H128_BF16_MTM_BOX)) != FT_OK ||

@@ -1601,7 +1601,6 @@ static __global__ void __launch_bounds__(512, 1) ft_attn_async_h32_fp16_g4(ft_at
 /* r4: 4 rows a copy (272-byte pitch), 4 consumer warps, 4 stages of 128 steps (76816 bytes). */
 #define FT_ATTN_H32_FP16_MR4_THREADS 160
 #define FT_ATTN_H32_FP16_MR4_SMEM 76816
-#define FT_ATTN_H32_FP16_MR4_TK 128
 
 /* Rows [0, n) of a stage from steps t0.. (n > 0): one bulk copy per 4 rows when the steps
  * are contiguous, one per row otherwise; the lanes of the producer warp share the copies. */
@@ -2014,7 +2013,6 @@ static __global__ void __launch_bounds__(160, 2) ft_attn_mma_r4_h32_fp16(ft_attn
 /* r8: 8 rows a copy (528-byte pitch), 4 consumer warps, 4 stages of 128 steps (76816 bytes). */
 #define FT_ATTN_H32_FP16_MR8_THREADS 160
 #define FT_ATTN_H32_FP16_MR8_SMEM 76816
-#define FT_ATTN_H32_FP16_MR8_TK 128
 
 /* Rows [0, n) of a stage from steps t0.. (n > 0): one bulk copy per 8 rows when the steps
  * are contiguous, one per row otherwise; the lanes of the producer warp share the copies. */

@@ -896,7 +896,6 @@ static __global__ void __launch_bounds__(288, 2) ft_attn_async_h80_fp16_g1(ft_at
 /* r4: 4 rows a copy (656-byte pitch), 4 consumer warps, 2 stages of 128 steps (83968 bytes). */
 #define FT_ATTN_H80_FP16_MR4_THREADS 160
 #define FT_ATTN_H80_FP16_MR4_SMEM 83968
-#define FT_ATTN_H80_FP16_MR4_TK 128
 
 /* Rows [0, n) of a stage from steps t0.. (n > 0): one bulk copy per 4 rows when the steps
  * are contiguous, one per row otherwise; the lanes of the producer warp share the copies. */
@@ -1309,7 +1308,6 @@ static __global__ void __launch_bounds__(160, 2) ft_attn_mma_r4_h80_fp16(ft_attn
 /* r8: 8 rows a copy (1296-byte pitch), 4 consumer warps, 2 stages of 128 steps (82944 bytes). */
 #define FT_ATTN_H80_FP16_MR8_THREADS 160
 #define FT_ATTN_H80_FP16_MR8_SMEM 82944
-#define FT_ATTN_H80_FP16_MR8_TK 128
 
 /* Rows [0, n) of a stage from steps t0.. (n > 0): one bulk copy per 8 rows when the steps
  * are contiguous, one per row otherwise; the lanes of the producer warp share the copies. */

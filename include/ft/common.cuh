@@ -238,14 +238,23 @@ static __device__ __forceinline__ void ft_bulk_load(void *dst, const void *src, 
 #endif
 }
 
+/* An L2 cache policy (sm_90) marking every line a copy brings in to leave the L2 first. */
+static __device__ __forceinline__ unsigned long long ft_l2_evict_first_policy(void)
+{
+    unsigned long long policy = 0;
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    asm volatile("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;" : "=l"(policy));
+#endif
+    return policy;
+}
+
 /* ft_bulk_load for data read once: the lines are marked to leave the L2 first, so that a
  * stream of them does not push out what is read again (code, lengths, small operands). */
 static __device__ __forceinline__ void ft_bulk_load_stream(void *dst, const void *src, unsigned bytes,
                                                            unsigned long long *bar)
 {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-    unsigned long long policy;
-    asm volatile("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;" : "=l"(policy));
+    const unsigned long long policy = ft_l2_evict_first_policy();
     asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes.L2::cache_hint [%0], [%1], %2, [%3], "
                  "%4;" ::"r"(ft_smem_addr(dst)),
                  "l"(src), "r"(bytes), "r"(ft_smem_addr(bar)), "l"(policy)
@@ -273,8 +282,7 @@ static __device__ __forceinline__ void ft_tensor_load_2d(void *dst, const CUtens
 {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
     if (stream) {
-        unsigned long long policy;
-        asm volatile("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;" : "=l"(policy));
+        const unsigned long long policy = ft_l2_evict_first_policy();
         asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes.L2::cache_hint "
                      "[%0], [%1, {%2, %3}], [%4], %5;" ::"r"(ft_smem_addr(dst)),
                      "l"(map), "r"(x), "r"(y), "r"(ft_smem_addr(bar)), "l"(policy)
