@@ -1015,6 +1015,8 @@ static const char *suite[] = {
     "self_attention --dtype fp16 --batch 8 --heads 32 --kv-heads 8 --head-size 128 --len 4096 --impl register",
     "self_attention --dtype fp16 --batch 8 --heads 32 --head-size 128 --len 4096 --impl register",
     "self_attention --dtype fp16 --batch 8 --heads 32 --kv-heads 1 --head-size 128 --len 4096",
+    "self_attention --dtype fp16 --batch 8 --heads 32 --kv-heads 1 --head-size 64 --len 4096",
+    "self_attention --dtype fp16 --batch 1 --heads 32 --kv-heads 8 --head-size 64 --len 4096",
     "self_attention --dtype fp16 --batch 8 --heads 32 --head-size 128 --len 4096 --layout lbhd",
     "self_attention --dtype bf16 --batch 8 --heads 32 --head-size 128 --len 4096",
     "self_attention --dtype fp32 --batch 8 --heads 32 --head-size 128 --len 4096",

@@ -980,10 +980,10 @@ static inline ft_status ft_attn_plan_grid_h160_fp16(const char *fn, ft_attn_plan
         return ft_fail(FT_ERR_UNSUPPORTED, "%s: %lld blocks exceed the grid; split the batch", fn, (long long)blocks);
     if ((st = ft_attn_check_splits(fn, p, splits, max_seq, 160, ws_bytes, ws)) != FT_OK)
         return st; /* before the device is asked anything */
-    int slots = 0;
+    int slots = 0, sms = 0;
     p->async = 0;
     if (impl == FT_ATTN_IMPL_ASYNC || (impl == FT_ATTN_IMPL_AUTO && layout == FT_KV_BHLD && !indirect)) {
-        int major = 0, sms = 0, per_sm = 0;
+        int major = 0, per_sm = 0;
         if ((st = ft_cc_major(fn, &major)) != FT_OK)
             return st;
         if (major >= 9) {

@@ -2967,10 +2967,10 @@ static inline ft_status ft_attn_plan_grid_h64_bf16(const char *fn, ft_attn_plan 
         return ft_fail(FT_ERR_UNSUPPORTED, "%s: %lld blocks exceed the grid; split the batch", fn, (long long)blocks);
     if ((st = ft_attn_check_splits(fn, p, splits, max_seq, 64, ws_bytes, ws)) != FT_OK)
         return st; /* before the device is asked anything */
-    int slots = 0, one_per_sm = 0;
+    int slots = 0, sms = 0, one_per_sm = 0;
     p->async = 0;
     if (impl == FT_ATTN_IMPL_ASYNC || (impl == FT_ATTN_IMPL_AUTO && layout == FT_KV_BHLD && !indirect)) {
-        int major = 0, sms = 0, per_sm = 0;
+        int major = 0, per_sm = 0;
         if ((st = ft_cc_major(fn, &major)) != FT_OK)
             return st;
         if (major >= 9) {
@@ -2995,6 +2995,8 @@ static inline ft_status ft_attn_plan_grid_h64_bf16(const char *fn, ft_attn_plan 
     if ((st = ft_attn_plan_splits(fn, p, splits, (int)blocks, 64, slots, p->async ? FT_ATTN_CLUSTER_SPLITS : 1,
                                   ws_bytes, ws)) != FT_OK)
         return st;
+    if (splits == 0 && p->async && p->gq == FT_ATTN_H64_BF16_MGQ) /* split head groups run in the tm form */
+        ft_attn_prefer_cluster_splits(p, blocks, sms, 256);
     p->wide = 0;
     if (p->async && p->gq == FT_ATTN_H64_BF16_MGQ && one_per_sm && p->splits <= 2 && splits <= 1) {
         /* one block per row block (automatic splits of 1 or 2, or 1 asked for) and one block

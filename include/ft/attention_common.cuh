@@ -241,6 +241,35 @@ static inline ft_status ft_attn_plan_splits(const char *fn, ft_attn_plan *p, int
     return FT_OK;
 }
 
+/* Bytes a multiprocessor of the H100 streams in the time that the workspace path of split-KV
+ * (partials written, a second kernel launched to merge them) costs over the cluster merge:
+ * about 3 us at the 1.35 us per 32 KB that one block's tiles take when the whole grid runs
+ * in one wave (fp16, B1-B8 H32 Hkv1/8 D64 L4096, 8 splits against 16). */
+#define FT_ATTN_COMBINE_BYTES (72 * 1024)
+
+/* For the tensor-map head-group form, split (D64 16-bit): an automatic split count past
+ * FT_ATTN_CLUSTER_SPLITS needs the workspace and the combine kernel. When all blocks run in
+ * one wave, a block's time is the latency of its own tiles, so those extra splits pay only
+ * if they take more than FT_ATTN_COMBINE_BYTES off the busiest multiprocessor's share (the
+ * blocks spread over `sms`, `step_bytes` of K and V per step); otherwise
+ * FT_ATTN_CLUSTER_SPLITS, merged in clusters. H100, fp16, device us, 8 splits against the 16
+ * chosen before: MQA B8 H32 D64 L4096 12.9 / 14.7, B1 9.2 / 10.4, L8192 16.5 / 17.6, B1 H32
+ * Hkv8 9.7 / 10.6. The r4 form does not gain so (D32 MQA B8: 14.6 / 11.6; D128 MQA B1: 17.6 /
+ * 13.7), and keeps the split count of ft_attn_plan_splits. */
+static inline void ft_attn_prefer_cluster_splits(ft_attn_plan *p, int64_t blocks_per_split, int sms, int step_bytes)
+{
+    const int few = FT_ATTN_CLUSTER_SPLITS;
+    if (p->splits <= few || sms <= 0)
+        return;
+    const int few_chunk = (p->max_seq + few - 1) / few;
+    const int64_t few_steps = (blocks_per_split * few + sms - 1) / sms * few_chunk;
+    const int64_t many_steps = (blocks_per_split * p->splits + sms - 1) / sms * p->chunk;
+    if ((few_steps - many_steps) * step_bytes <= FT_ATTN_COMBINE_BYTES) {
+        p->splits = few;
+        p->chunk = few_chunk;
+    }
+}
+
 static inline ft_status ft_attn_check_scale(const char *fn, float scale, int D, ft_attn_plan *p)
 {
     if (!(scale >= 0.0f && scale <= 3.0e38f))
