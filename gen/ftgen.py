@@ -323,6 +323,10 @@ class AttentionFamily(Family):
                 # dependent launch crowd onto the SMs that free up first (B64 H12 Hkv4 D64
                 # L1024 fp16 on the H100: 29.2 us, 23.9 held to two; MOCC=0 for tuning runs)
                 smem = mns * stage + align
+                if smem + static > 232448:  # 227 KB: the most shared memory a block of sm_90 may have
+                    raise VariantError(f"attention: {mns} stages of {stage} bytes and {static} bytes of "
+                                       f"static shared memory exceed the 227 KB of a block (fewer warps, MNW, or "
+                                       f"stages, MNS)")
                 if tune.get("MOCC", 1):
                     smem = max(smem, 233472 // (mminb + 1) - 1024 + 16)
                 return mns, mminb, smem

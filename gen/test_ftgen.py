@@ -159,6 +159,21 @@ class GeneratorTest(unittest.TestCase):
         ctx = ftgen.FAMILIES["attention"].context({"head_size": 128, "dtype": "bf16", "width": 16})
         self.assertEqual((ctx["NV"], ctx["TPK"], ctx["CPT"], ctx["gq_list"]), (16, 16, 1, [1, 4]))
 
+    def test_attention_tuning_that_does_not_fit(self):
+        # eight consumer warps stage 256 steps: two stages of a D128 row (128 KB each) exceed
+        # a block's shared memory, which the generator reports instead of emitting a kernel
+        # that cannot launch
+        old = os.environ.get("FTGEN_ATTN_TUNE")
+        os.environ["FTGEN_ATTN_TUNE"] = "MNW=8"
+        try:
+            with self.assertRaisesRegex(ftgen.VariantError, "exceed the 227 KB"):
+                ftgen.FAMILIES["attention"].context({"head_size": 128, "dtype": "fp16", "width": 16})
+        finally:
+            if old is None:
+                del os.environ["FTGEN_ATTN_TUNE"]
+            else:
+                os.environ["FTGEN_ATTN_TUNE"] = old
+
     def test_on_demand_attention(self):
         rc, out, err = run("--family", "attention", "--head-size", "72", "--dtype", "bf16", "--out", self.tmp)
         self.assertEqual(rc, 0, err)
