@@ -2995,7 +2995,8 @@ static inline ft_status ft_attn_plan_grid_h64_fp16(const char *fn, ft_attn_plan 
     if ((st = ft_attn_plan_splits(fn, p, splits, (int)blocks, 64, slots, p->async ? FT_ATTN_CLUSTER_SPLITS : 1,
                                   ws_bytes, ws)) != FT_OK)
         return st;
-    if (splits == 0 && p->async && p->gq == FT_ATTN_H64_FP16_MGQ) /* split head groups run in the tm form */
+    if (splits == 0 && p->async && p->gq == FT_ATTN_H64_FP16_MGQ && layout == FT_KV_BHLD && !indirect &&
+        (int64_t)p->B * p->Hkv * p->L <= INT32_MAX) /* where split head groups run in the tm form */
         ft_attn_prefer_cluster_splits(p, blocks, sms, 256);
     p->wide = 0;
     if (p->async && p->gq == FT_ATTN_H64_FP16_MGQ && one_per_sm && p->splits <= 2 && splits <= 1) {
