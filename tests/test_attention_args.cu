@@ -209,6 +209,36 @@ FT_TEST(attention_workspace_size)
     FT_EXPECT(t, ft_attention_workspace_bytes(0, 8, 128, 4) == 0, "empty batch");
 }
 
+/* The split-count rule of the D64 tensor-map form (256 bytes of K and V a step), on 132
+ * SMs at L4096: extra splits past the 8 a cluster merges are kept only where they take
+ * more than FT_ATTN_COMBINE_BYTES off the busiest SM. */
+FT_TEST(attention_cluster_split_rule)
+{
+    ft_attn_plan p;
+    memset(&p, 0, sizeof p);
+    p.max_seq = 4096;
+    /* MQA B8 (16 blocks a split): 16 splits put two blocks on most SMs and save nothing */
+    p.splits = 16, p.chunk = 256;
+    ft_attn_prefer_cluster_splits(&p, 16, 132, 256);
+    FT_EXPECT(t, p.splits == 8 && p.chunk == 512, "MQA B8 D64: %d splits of %d steps", p.splits, p.chunk);
+    /* MQA B1 (2 blocks a split): 256 steps x 256 bytes = 64 KB saved, less than the workspace path */
+    p.splits = 16, p.chunk = 256;
+    ft_attn_prefer_cluster_splits(&p, 2, 132, 256);
+    FT_EXPECT(t, p.splits == 8 && p.chunk == 512, "MQA B1 D64: %d splits of %d steps", p.splits, p.chunk);
+    /* twice the bytes a step: 128 KB saved, so the 16 splits stay */
+    p.splits = 16, p.chunk = 256;
+    ft_attn_prefer_cluster_splits(&p, 2, 132, 512);
+    FT_EXPECT(t, p.splits == 16 && p.chunk == 256, "512-byte steps: %d splits of %d steps", p.splits, p.chunk);
+    /* L8192, 32 splits: 768 steps saved (192 KB), they stay */
+    p.max_seq = 8192, p.splits = 32, p.chunk = 256;
+    ft_attn_prefer_cluster_splits(&p, 2, 132, 256);
+    FT_EXPECT(t, p.splits == 32 && p.chunk == 256, "L8192: %d splits of %d steps", p.splits, p.chunk);
+    /* counts a cluster merges anyway are left alone */
+    p.max_seq = 4096, p.splits = 6, p.chunk = 683;
+    ft_attn_prefer_cluster_splits(&p, 2, 132, 256);
+    FT_EXPECT(t, p.splits == 6 && p.chunk == 683, "6 splits: %d splits of %d steps", p.splits, p.chunk);
+}
+
 int main(int argc, char **argv)
 {
     return ft_test_main(argc, argv, NULL);
