@@ -1165,21 +1165,29 @@ static __global__ void __launch_bounds__(288, 2) ft_attn_async_h80_fp32_g1(ft_at
     const int cs = a.splits;
     for (int i = split * NTC + tid; tid < NTC && i < ng * D; i += cs * NTC) {
         const int g = i / D;
-        float M = -INFINITY;
-        for (int r = 0; r < cs; r++) {
-            const float2 ml = *cluster.map_shared_rank(&blk_ml[g], (unsigned)r);
-            if (ml.y > 0.0f)
-                M = fmaxf(M, ml.x);
-        }
-        float num = 0.0f, den = 0.0f;
-        for (int r = 0; r < cs; r++) {
-            const float2 ml = *cluster.map_shared_rank(&blk_ml[g], (unsigned)r);
-            if (ml.y > 0.0f) { /* an empty split drops out */
-                const float wt = ft_exp2_approx(ml.x - M);
-                num += *cluster.map_shared_rank(&red[NW * GQ * D + i], (unsigned)r) * wt;
-                den += ml.y * wt;
+        /* every block's pair and partial requested at once (unrolled to the most splits a
+         * cluster merges): a loop of dependent remote reads took about 2 us here */
+        float2 ml[FT_ATTN_CLUSTER_SPLITS];
+        float part[FT_ATTN_CLUSTER_SPLITS];
+#pragma unroll
+        for (int r = 0; r < FT_ATTN_CLUSTER_SPLITS; r++)
+            if (r < cs) {
+                ml[r] = *cluster.map_shared_rank(&blk_ml[g], (unsigned)r);
+                part[r] = *cluster.map_shared_rank(&red[NW * GQ * D + i], (unsigned)r);
             }
-        }
+        float M = -INFINITY;
+#pragma unroll
+        for (int r = 0; r < FT_ATTN_CLUSTER_SPLITS; r++)
+            if (r < cs && ml[r].y > 0.0f)
+                M = fmaxf(M, ml[r].x);
+        float num = 0.0f, den = 0.0f;
+#pragma unroll
+        for (int r = 0; r < FT_ATTN_CLUSTER_SPLITS; r++)
+            if (r < cs && ml[r].y > 0.0f) { /* an empty split drops out */
+                const float wt = ft_exp2_approx(ml[r].x - M);
+                num += part[r] * wt;
+                den += ml[r].y * wt;
+            }
         a.out[((int64_t)b * a.H + h0) * D + i] = ft_from_float_fp32(num / den);
     }
     cluster.sync(); /* no block leaves while its shared memory is read */
@@ -1554,21 +1562,29 @@ static __global__ void __launch_bounds__(512, 1) ft_attn_async_h80_fp32_g2(ft_at
     const int cs = a.splits;
     for (int i = split * NTC + tid; tid < NTC && i < ng * D; i += cs * NTC) {
         const int g = i / D;
-        float M = -INFINITY;
-        for (int r = 0; r < cs; r++) {
-            const float2 ml = *cluster.map_shared_rank(&blk_ml[g], (unsigned)r);
-            if (ml.y > 0.0f)
-                M = fmaxf(M, ml.x);
-        }
-        float num = 0.0f, den = 0.0f;
-        for (int r = 0; r < cs; r++) {
-            const float2 ml = *cluster.map_shared_rank(&blk_ml[g], (unsigned)r);
-            if (ml.y > 0.0f) { /* an empty split drops out */
-                const float wt = ft_exp2_approx(ml.x - M);
-                num += *cluster.map_shared_rank(&red[NW * GQ * D + i], (unsigned)r) * wt;
-                den += ml.y * wt;
+        /* every block's pair and partial requested at once (unrolled to the most splits a
+         * cluster merges): a loop of dependent remote reads took about 2 us here */
+        float2 ml[FT_ATTN_CLUSTER_SPLITS];
+        float part[FT_ATTN_CLUSTER_SPLITS];
+#pragma unroll
+        for (int r = 0; r < FT_ATTN_CLUSTER_SPLITS; r++)
+            if (r < cs) {
+                ml[r] = *cluster.map_shared_rank(&blk_ml[g], (unsigned)r);
+                part[r] = *cluster.map_shared_rank(&red[NW * GQ * D + i], (unsigned)r);
             }
-        }
+        float M = -INFINITY;
+#pragma unroll
+        for (int r = 0; r < FT_ATTN_CLUSTER_SPLITS; r++)
+            if (r < cs && ml[r].y > 0.0f)
+                M = fmaxf(M, ml[r].x);
+        float num = 0.0f, den = 0.0f;
+#pragma unroll
+        for (int r = 0; r < FT_ATTN_CLUSTER_SPLITS; r++)
+            if (r < cs && ml[r].y > 0.0f) { /* an empty split drops out */
+                const float wt = ft_exp2_approx(ml[r].x - M);
+                num += part[r] * wt;
+                den += ml[r].y * wt;
+            }
         a.out[((int64_t)b * a.H + h0) * D + i] = ft_from_float_fp32(num / den);
     }
     cluster.sync(); /* no block leaves while its shared memory is read */
