@@ -736,31 +736,49 @@ static __global__ void __launch_bounds__(256, 1) ft_attn_decode_h96_bf16_g2(ft_a
 }
 
 /* Merges the split partials of one (sequence, head): out = sum_s acc_s 2^(m_s - M) /
- * sum_s l_s 2^(m_s - M). Empty splits carry l = 0 and m = -inf and drop out. */
+ * sum_s l_s 2^(m_s - M). The splits go in groups of 8, each group's pairs and partials
+ * requested at once and merged into the running result (for 8 splits or fewer, the formula
+ * above in one round trip). Empty splits carry l = 0 and m = -inf and drop out; an empty
+ * split's partial was never written. */
 static __global__ void __launch_bounds__(96) ft_attn_combine_h96_bf16(ft_attn_kargs_h96_bf16 a)
 {
     const int row = blockIdx.x, b = row / a.H, d = threadIdx.x;
     int steps, new_pos;
     ft_pdl_trigger(); /* the next kernel (a dependent launch) may be scheduled behind this one */
     ft_pdl_wait();    /* launched to overlap the split kernel's tail: its partials are complete from here */
+    const int64_t plane = (int64_t)a.B * a.H;
+    float M = -INFINITY, num = 0.0f, den = 0.0f;
+    for (int s0 = 0; s0 < a.splits; s0 += 8) {
+        float2 ml[8];
+        float acc[8];
+#pragma unroll
+        for (int k = 0; k < 8; k++) {
+            const int s = s0 + k;
+            ml[k] = s < a.splits ? a.ws_ml[s * plane + row] : make_float2(-INFINITY, 0.0f);
+            acc[k] = s < a.splits ? a.ws[(s * plane + row) * 96 + d] : 0.0f;
+        }
+        float mg = M;
+#pragma unroll
+        for (int k = 0; k < 8; k++)
+            if (ml[k].y > 0.0f)
+                mg = fmaxf(mg, ml[k].x);
+        if (mg == -INFINITY)
+            continue; /* nothing but empty splits so far */
+        const float c = exp2f(M - mg); /* 0 while M is -inf */
+        num *= c;
+        den *= c;
+#pragma unroll
+        for (int k = 0; k < 8; k++)
+            if (ml[k].y > 0.0f) {
+                const float w = exp2f(ml[k].x - mg);
+                den += ml[k].y * w;
+                num += acc[k] * w;
+            }
+        M = mg;
+    }
     if (!ft_attn_row_h96_bf16(&a, b, &steps, &new_pos)) {
         a.out[(int64_t)row * 96 + d] = ft_from_float_bf16(ft_attn_invalid_value_h96_bf16(&a, b));
         return;
-    }
-    const int64_t plane = (int64_t)a.B * a.H;
-    float M = -INFINITY;
-#pragma unroll 8
-    for (int s = 0; s < a.splits; s++)
-        M = fmaxf(M, a.ws_ml[s * plane + row].x);
-    float num = 0.0f, den = 0.0f;
-    /* the loads of all splits are independent: unrolled so that they are in flight together */
-#pragma unroll 8
-    for (int s = 0; s < a.splits; s++) {
-        const float2 ml = a.ws_ml[s * plane + row];
-        const float acc = a.ws[(s * plane + row) * 96 + d];
-        const float w = ml.y > 0.0f ? exp2f(ml.x - M) : 0.0f;
-        den += ml.y * w;
-        num += ml.y > 0.0f ? acc * w : 0.0f; /* an empty split's partial was never written */
     }
     a.out[(int64_t)row * 96 + d] = ft_from_float_bf16(num / den);
 }
