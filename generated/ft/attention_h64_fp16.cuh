@@ -3026,6 +3026,8 @@ static inline ft_status ft_attn_plan_grid_h64_fp16(const char *fn, ft_attn_plan 
     if ((st = ft_attn_check_splits(fn, p, splits, max_seq, 64, ws_bytes, ws)) != FT_OK)
         return st; /* before the device is asked anything */
     int slots = 0, sms = 0, one_per_sm = 0;
+    /* the tm form's tensor maps can address this cache: contiguous rows, int32 row indices */
+    const int tm_rows = layout == FT_KV_BHLD && !indirect && (int64_t)p->B * p->Hkv * p->L <= INT32_MAX;
     p->async = 0;
     if (impl == FT_ATTN_IMPL_ASYNC || (impl == FT_ATTN_IMPL_AUTO && layout == FT_KV_BHLD && !indirect)) {
         int major = 0, per_sm = 0;
@@ -3053,8 +3055,7 @@ static inline ft_status ft_attn_plan_grid_h64_fp16(const char *fn, ft_attn_plan 
     if ((st = ft_attn_plan_splits(fn, p, splits, (int)blocks, 64, slots, p->async ? FT_ATTN_CLUSTER_SPLITS : 1,
                                   ws_bytes, ws)) != FT_OK)
         return st;
-    if (splits == 0 && p->async && p->gq == FT_ATTN_H64_FP16_MGQ && layout == FT_KV_BHLD && !indirect &&
-        (int64_t)p->B * p->Hkv * p->L <= INT32_MAX) /* where split head groups run in the tm form */
+    if (splits == 0 && p->async && p->gq == FT_ATTN_H64_FP16_MGQ && tm_rows) /* split head groups run in the tm form */
         ft_attn_prefer_cluster_splits(p, blocks, sms, 256);
     p->wide = 0;
     if (p->async && p->gq == FT_ATTN_H64_FP16_MGQ && one_per_sm && p->splits <= 2 && splits <= 1) {
@@ -3069,8 +3070,7 @@ static inline ft_status ft_attn_plan_grid_h64_fp16(const char *fn, ft_attn_plan 
         p->splits = 1;
         p->chunk = p->max_seq;
     }
-    if (p->async && p->gq == FT_ATTN_H64_FP16_MGQ && layout == FT_KV_BHLD && !indirect &&
-        (int64_t)p->B * p->Hkv * p->L <= INT32_MAX) {
+    if (p->async && p->gq == FT_ATTN_H64_FP16_MGQ && tm_rows) {
         /* contiguous rows: the tm form, fed by tensor-map boxes, in place of r8 unsplit
          * and of r4 split (H100, fp16, ftbench device us, tm / r8: B8 H32 Hkv8 D128 L4096
          * 47.24 / 48.67, B16 L2048 46.01 / 48.22, B8 H64 Hkv8 48.42 / 49.13; gen/ftgen.py has
