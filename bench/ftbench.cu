@@ -48,6 +48,7 @@ typedef struct bench_opts {
     int form;   /* top-p sampling: ft_topp_form */
     int tkform; /* top-K selection and sampling, beam candidates: ft_topk_form */
     int tkblocks; /* the row form's blocks per row (0: its own choice) */
+    int lgform; /* update_logits: ft_logits_form */
     float p;
     int iters, warmup;
     int csv;
@@ -742,7 +743,7 @@ static int decoding_buffers(const bench_opts *o, buf_spec *sp)
         sp[i].count = counts[i];
         sp[i].is_int = i == 1 || i == 2 || i == 4;
         sp[i].rotate = i == 0 || (i == 1 && logits_out);
-        sp[i].fill = i == 0 ? FILL_RANDOM : i == 4 ? FILL_ZERO : FILL_NONE;
+        sp[i].fill = i == 0 ? FILL_RANDOM : i == 3 || i == 4 ? FILL_ZERO : FILL_NONE; /* workspaces start zeroed */
     }
     return 5;
 }
@@ -757,7 +758,8 @@ static void decoding_describe(const bench_opts *o, char *variant, char *shape, s
 {
     static const char *modes[3] = {"raw", "softmax", "log_softmax"};
     if (strcmp(o->kernel, "update_logits") == 0)
-        snprintf(variant, len, "%s", modes[o->mode]);
+        snprintf(variant, len, "%s%s", modes[o->mode],
+                 o->lgform == FT_LOGITS_FORM_STREAM ? " stream" : o->lgform == FT_LOGITS_FORM_CLUSTER ? " cluster" : "");
     else if (strstr(o->kernel, "topp") || (strcmp(o->kernel, "topk_sampling") == 0 && o->p < 1.0f))
         snprintf(variant, len, "p=%.2f%s", o->p,
                  o->form == FT_TOPP_FORM_ONE_BLOCK ? " one_block" : o->form == FT_TOPP_FORM_CLUSTER ? " cluster" : "");
@@ -813,6 +815,7 @@ static ft_status run_topp_sampling(const bench_opts *o, void **b, cudaStream_t s
 }
 static ft_status run_update_logits(const bench_opts *o, void **b, cudaStream_t s)
 {
+    ft_logits_set_form((ft_logits_form)o->lgform);
     return ft_update_logits(o->dt, b[0], o->vocab, o->batch, o->vocab, NULL, NULL, 0, 1.0f, NULL,
                             (ft_logits_mode)o->mode, (float *)b[1], o->vocab, b[3], decoding_ws_bytes(o), s);
 }
@@ -857,7 +860,7 @@ static const kernel_desc kernels[] = {
      decoding_bytes, decoding_describe},
     {"topp_sampling_sorted", "top-p by softmax + segmented radix sort, --batch --vocab --p", decoding_buffers,
      run_topp_sampling, decoding_bytes, decoding_describe},
-    {"update_logits", "bias / temperature / finished + softmax, --batch --vocab [--mode raw|softmax|log_softmax]",
+    {"update_logits", "bias / temperature / finished + softmax, --batch --vocab [--mode raw|softmax|log_softmax] [--logits-form auto|stream|cluster]",
      decoding_buffers, run_update_logits, decoding_bytes, decoding_describe},
 };
 #define NKERNELS ((int)(sizeof kernels / sizeof kernels[0]))
@@ -1077,6 +1080,11 @@ static const char *suite[] = {
     "update_logits --dtype fp32 --batch 64 --vocab 128256 --mode log_softmax",
     "update_logits --dtype fp32 --batch 64 --vocab 32000 --mode log_softmax",
     "update_logits --dtype fp16 --batch 64 --vocab 128256 --mode softmax",
+    "update_logits --dtype fp32 --batch 64 --vocab 128256 --mode log_softmax --logits-form cluster",
+    "update_logits --dtype fp16 --batch 64 --vocab 128256 --mode softmax --logits-form stream",
+    "update_logits --dtype fp16 --batch 64 --vocab 128256 --mode softmax --logits-form cluster",
+    "update_logits --dtype fp32 --batch 16 --vocab 32000 --mode log_softmax",
+    "update_logits --dtype fp32 --batch 256 --vocab 128256 --mode log_softmax",
 };
 #define NSUITE ((int)(sizeof suite / sizeof suite[0]))
 
@@ -1176,6 +1184,16 @@ static int parse(int argc, char **argv, bench_opts *o)
                                                         : -1;
                 if (o->tkform < 0 || o->tkblocks < 0) {
                     fprintf(stderr, "ftbench: unknown top-K form %s\n", v);
+                    return -1;
+                }
+            }
+            else if (strcmp(a, "--logits-form") == 0) {
+                o->lgform = strcmp(v, "auto") == 0      ? FT_LOGITS_FORM_AUTO
+                            : strcmp(v, "stream") == 0  ? FT_LOGITS_FORM_STREAM
+                            : strcmp(v, "cluster") == 0 ? FT_LOGITS_FORM_CLUSTER
+                                                        : -1;
+                if (o->lgform < 0) {
+                    fprintf(stderr, "ftbench: unknown update_logits form %s\n", v);
                     return -1;
                 }
             }

@@ -148,6 +148,9 @@ static inline ft_status ft_decoding_run(const ft_gemm_ctx *g, const ft_decoding_
     FT_EX_TRY(ft_init_decoding(b.finished, b.lengths, b.word, b.cum, B, beam, c->start_id, stream));
     ft_decoding_step_table<<<(c->max_len + 1) * R / 256 + 1, 256, 0, stream>>>(b.steps_cached, R, c->max_len);
     FT_EX_TRY(ft_launch_status(fn));
+    /* update_logits' workspace starts zeroed (its stream form keeps a launch counter there) */
+    if (b.logits_ws_bytes && cudaMemsetAsync(b.logits_ws, 0, b.logits_ws_bytes, stream) != cudaSuccess)
+        return ft_fail(FT_ERR_CUDA, "%s: clearing the logits workspace failed", fn);
 
     int cur = 0, t = 0;
     for (; t < steps; t++) {

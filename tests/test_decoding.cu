@@ -80,6 +80,15 @@ static void *ws_alloc(size_t bytes)
     return bytes ? dev_alloc(bytes) : NULL;
 }
 
+/* update_logits' workspace as its launcher expects it on first use: zeroed. */
+static void *logits_ws_alloc(size_t bytes)
+{
+    void *p = ws_alloc(bytes);
+    if (p)
+        FT_CHECK_CUDA(cudaMemset(p, 0, bytes));
+    return p;
+}
+
 /* ---------------------------------------------------------------- top-K */
 
 static void run_topk(ft_test *t, const topk_variant *tv, ref_rng *rng, int rows, int V, int k, int pad, int mode)
@@ -520,6 +529,61 @@ static void test_topp_cluster(ft_test *t)
 
 /* ---------------------------------------------------------------- logits, embeddings */
 
+/* One update_logits call on random rows, checked against the double reference: finished
+ * rows r % 7 == 1 (when use_fin), per-row temperatures (when per_row), in place (fp32
+ * only) when in_place. ws / wb: the workspace, or NULL / 0. */
+static void check_update_logits(ft_test *t, ft_dtype dt, ref_rng *rng, int rows, int V, int mode, int use_bias,
+                                int use_fin, int per_row, int in_place, void *ws, size_t wb)
+{
+    const size_t n = (size_t)rows * V;
+    float *h = (float *)malloc(n * sizeof(float)), *bias = (float *)malloc(V * sizeof(float));
+    fill_normal(h, n, rng, 0.0, 4.0, dt);
+    fill_normal(bias, V, rng, 0.0, 1.0, dt);
+    bool *fin = (bool *)malloc(rows);
+    float *temp = (float *)malloc(rows * sizeof(float));
+    for (int r = 0; r < rows; r++) {
+        fin[r] = use_fin && r % 7 == 1;
+        temp[r] = per_row ? 0.5f + 0.25f * r : 0.8f;
+    }
+    void *x = dev_alloc(n * ft_dtype_size(dt)), *db = dev_alloc(V * ft_dtype_size(dt));
+    dev_upload(x, h, n, dt);
+    dev_upload(db, bias, V, dt);
+    bool *dfin = (bool *)dev_alloc(rows);
+    float *dtemp = (float *)dev_alloc(rows * sizeof(float));
+    float *out = in_place ? (float *)x : (float *)dev_alloc(n * sizeof(float));
+    FT_CHECK_CUDA(cudaMemcpy(dfin, fin, rows, cudaMemcpyHostToDevice));
+    FT_CHECK_CUDA(cudaMemcpy(dtemp, temp, rows * sizeof(float), cudaMemcpyHostToDevice));
+    if (!in_place)
+        dev_poison(out, n * sizeof(float));
+    const int end_id = V > 5 ? 5 : 0;
+    ft_status st = ft_update_logits(dt, x, V, rows, V, use_bias ? db : NULL, use_fin ? dfin : NULL, end_id, 0.8f,
+                                    per_row ? dtemp : NULL, (ft_logits_mode)mode, out, V, ws, wb, 0);
+    FT_EXPECT(t, st == FT_OK, "update_logits rows=%d V=%d mode=%d: %s", rows, V, mode, ft_last_error());
+    float *g = (float *)malloc(n * sizeof(float));
+    double *ref = (double *)malloc(n * sizeof(double));
+    FT_CHECK_CUDA(cudaDeviceSynchronize());
+    FT_CHECK_CUDA(cudaMemcpy(g, out, n * sizeof(float), cudaMemcpyDeviceToHost));
+    for (int r = 0; r < rows; r++)
+        ref_update_logits(h + (size_t)r * V, use_bias ? bias : NULL, V, fin[r], end_id, temp[r], mode,
+                          ref + (size_t)r * V);
+    /* -inf entries (finished rows) must match exactly; the rest within fp32 math */
+    int inf_bad = 0;
+    for (size_t i = 0; i < n; i++)
+        if (isinf(ref[i])) {
+            inf_bad += !(isinf(g[i]) && g[i] < 0);
+            g[i] = 0.0f, ref[i] = 0.0;
+        }
+    FT_EXPECT(t, inf_bad == 0, "update_logits rows=%d V=%d mode=%d: %d -inf entries differ", rows, V, mode, inf_bad);
+    char what[128];
+    snprintf(what, sizeof what, "update_logits rows=%d V=%d mode=%d ws=%zu%s", rows, V, mode, wb,
+             in_place ? " in place" : "");
+    ft_expect_close(t, what, g, ref, n, mode == 1 ? 1e-7 : 2e-5, mode == 1 ? 2e-5 : 2e-6);
+    free(h), free(bias), free(g), free(ref), free(fin), free(temp);
+    cudaFree(x), cudaFree(db), cudaFree(dfin), cudaFree(dtemp);
+    if (!in_place)
+        cudaFree(out);
+}
+
 static void test_update_logits(ft_test *t)
 {
     const ft_dtype dt = *(const ft_dtype *)t->arg;
@@ -527,62 +591,57 @@ static void test_update_logits(ft_test *t)
     ref_rng_seed(&rng, ref_test_seed() ^ 0x10 ^ (uint64_t)dt);
     /* 151936 and 300000: the single-read (cluster) form with shared memory and several
      * blocks per row; 1100000 is past its reach (581632 fp32, 1032192 fp16/bf16 values):
-     * the one- and two-phase forms; 200 x 32000, 40 x 50257 and 40 x 128256: many rows */
+     * the one- and two-phase forms; 200 x 32000, 40 x 50257 and 40 x 128256: many rows.
+     * With a workspace, rows of whole 16-byte vectors take the stream form on sm_90 where
+     * its rule picks it (here 40 and 64 rows of 128256; test_update_logits_stream forces
+     * it elsewhere). */
     const int shapes[][2] = {{1, 1},      {3, 7},      {8, 1000},    {2, 32000},   {4, 50257},   {1, 128256},
                              {2, 151936}, {2, 300000}, {200, 32000}, {40, 50257},  {40, 128256}, {64, 128256},
-                             {9, 50257},  {17, 128256}, {1, 1100000}, {2, 1100000}};
+                             {9, 50257},  {17, 128256}, {1, 1100000}, {2, 1100000}, {16, 32000}, {7, 128256}};
     for (size_t sh = 0; sh < sizeof shapes / sizeof shapes[0]; sh++) {
         const int rows = shapes[sh][0], V = shapes[sh][1];
         for (int mode = 0; mode < 3; mode++) {
-            const int use_bias = mode != 1, use_fin = rows > 1, per_row = sh % 2;
-            const size_t n = (size_t)rows * V;
-            float *h = (float *)malloc(n * sizeof(float)), *bias = (float *)malloc(V * sizeof(float));
-            fill_normal(h, n, &rng, 0.0, 4.0, dt);
-            fill_normal(bias, V, &rng, 0.0, 1.0, dt);
-            bool *fin = (bool *)malloc(rows);
-            float *temp = (float *)malloc(rows * sizeof(float));
-            for (int r = 0; r < rows; r++) {
-                fin[r] = use_fin && r % 7 == 1;
-                temp[r] = per_row ? 0.5f + 0.25f * r : 0.8f;
-            }
-            void *x = dev_alloc(n * ft_dtype_size(dt)), *db = dev_alloc(V * ft_dtype_size(dt));
-            dev_upload(x, h, n, dt);
-            dev_upload(db, bias, V, dt);
-            bool *dfin = (bool *)dev_alloc(rows);
-            float *dtemp = (float *)dev_alloc(rows * sizeof(float)), *out = (float *)dev_alloc(n * sizeof(float));
-            FT_CHECK_CUDA(cudaMemcpy(dfin, fin, rows, cudaMemcpyHostToDevice));
-            FT_CHECK_CUDA(cudaMemcpy(dtemp, temp, rows * sizeof(float), cudaMemcpyHostToDevice));
-            dev_poison(out, n * sizeof(float));
-            const int end_id = V > 5 ? 5 : 0;
-            /* with a workspace (rows split over blocks when few) and without (a block per row) */
+            /* with a workspace (rows split over blocks when few, or the stream form) and
+             * without (a block per row, or the cluster form) */
             const size_t wb = (mode + (int)sh) % 2 ? ft_update_logits_workspace_bytes(dt, rows, V) : 0;
-            void *ws = ws_alloc(wb);
-            ft_status st = ft_update_logits(dt, x, V, rows, V, use_bias ? db : NULL, use_fin ? dfin : NULL, end_id,
-                                            0.8f, per_row ? dtemp : NULL, (ft_logits_mode)mode, out, V, ws, wb, 0);
-            FT_EXPECT(t, st == FT_OK, "update_logits rows=%d V=%d mode=%d: %s", rows, V, mode, ft_last_error());
-            float *g = (float *)malloc(n * sizeof(float));
-            double *ref = (double *)malloc(n * sizeof(double));
-            FT_CHECK_CUDA(cudaDeviceSynchronize());
-            FT_CHECK_CUDA(cudaMemcpy(g, out, n * sizeof(float), cudaMemcpyDeviceToHost));
-            for (int r = 0; r < rows; r++)
-                ref_update_logits(h + (size_t)r * V, use_bias ? bias : NULL, V, fin[r], end_id, temp[r], mode,
-                                  ref + (size_t)r * V);
-            /* -inf entries (finished rows) must match exactly; the rest within fp32 math */
-            int inf_bad = 0;
-            for (size_t i = 0; i < n; i++)
-                if (isinf(ref[i])) {
-                    inf_bad += !(isinf(g[i]) && g[i] < 0);
-                    g[i] = 0.0f, ref[i] = 0.0;
-                }
-            FT_EXPECT(t, inf_bad == 0, "update_logits rows=%d V=%d mode=%d: %d -inf entries differ", rows, V, mode,
-                      inf_bad);
-            char what[96];
-            snprintf(what, sizeof what, "update_logits rows=%d V=%d mode=%d ws=%zu", rows, V, mode, wb);
-            ft_expect_close(t, what, g, ref, n, mode == 1 ? 1e-7 : 2e-5, mode == 1 ? 2e-5 : 2e-6);
-            free(h), free(bias), free(g), free(ref), free(fin), free(temp);
-            cudaFree(x), cudaFree(db), cudaFree(dfin), cudaFree(dtemp), cudaFree(out), cudaFree(ws);
+            void *ws = logits_ws_alloc(wb);
+            check_update_logits(t, dt, &rng, rows, V, mode, mode != 1, rows > 1, (int)(sh % 2), 0, ws, wb);
+            cudaFree(ws);
         }
     }
+}
+
+/* The stream form's workspace across calls: one workspace for calls of different row
+ * counts (words that a longer call left must never read as current), the same rows in
+ * place, and a launch at the epoch wrap, which zeroes the workspace for the next. */
+static void test_update_logits_stream(ft_test *t)
+{
+    const ft_dtype dt = *(const ft_dtype *)t->arg;
+    ref_rng rng;
+    ref_rng_seed(&rng, ref_test_seed() ^ 0x11 ^ (uint64_t)dt);
+    const int V = 128256, most = 64;
+    const size_t wb = ft_update_logits_workspace_bytes(dt, most, V);
+    void *ws = logits_ws_alloc(wb);
+    ft_logits_set_form(FT_LOGITS_FORM_STREAM); /* 16-bit rows of 128256 too (the rule picks it up to 16 rows) */
+    const int rows[] = {64, 5, 64, 16, 33, 1, 64};
+    for (int i = 0; i < (int)(sizeof rows / sizeof rows[0]); i++)
+        check_update_logits(t, dt, &rng, rows[i], V, 1 + i % 2, i % 2, rows[i] > 1, i % 3 == 0, 0, ws, wb);
+    if (dt == FT_FP32)
+        check_update_logits(t, dt, &rng, 24, V, FT_LOGITS_LOG_SOFTMAX, 1, 1, 1, 1, ws, wb);
+    /* the wrapping launch: its results, then a workspace of zeros, then a launch from there */
+    const unsigned long long last = FT_LOGITS_EPOCH_WRAP - 1;
+    FT_CHECK_CUDA(cudaMemcpy(ws, &last, sizeof last, cudaMemcpyHostToDevice));
+    check_update_logits(t, dt, &rng, 40, V, FT_LOGITS_LOG_SOFTMAX, 1, 1, 0, 0, ws, wb);
+    unsigned long long *hw = (unsigned long long *)malloc(wb);
+    FT_CHECK_CUDA(cudaMemcpy(hw, ws, wb, cudaMemcpyDeviceToHost));
+    size_t nonzero = 0;
+    for (size_t i = 0; i < wb / 8; i++)
+        nonzero += hw[i] != 0;
+    FT_EXPECT(t, nonzero == 0, "update_logits stream: %zu workspace words not zero after the wrapping launch", nonzero);
+    free(hw);
+    check_update_logits(t, dt, &rng, 64, V, FT_LOGITS_SOFTMAX, 1, 1, 1, 0, ws, wb);
+    ft_logits_set_form(FT_LOGITS_FORM_AUTO);
+    cudaFree(ws);
 }
 
 static void test_embedding(ft_test *t)
@@ -936,6 +995,8 @@ __attribute__((constructor)) static void register_decoding_tests(void)
         const char *dn = ft_dtype_name(*dt);
         snprintf(names[n], 64, "update_logits_%s", dn);
         ft_test_register(names[n++], test_update_logits, (void *)dt, 1);
+        snprintf(names[n], 64, "update_logits_stream_%s", dn);
+        ft_test_register(names[n++], test_update_logits_stream, (void *)dt, 1);
         snprintf(names[n], 64, "embedding_%s", dn);
         ft_test_register(names[n++], test_embedding, (void *)dt, 1);
         topp_ctx[2 * i] = (samp_ctx){SAMP_TOPP, NULL, *dt};

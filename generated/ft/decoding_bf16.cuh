@@ -213,6 +213,11 @@ typedef struct ft_logits_args_bf16 {
     int V, end_id, mode;
     int splits;                 /* blocks per row */
     int phase;                  /* splits > 1: 0 the chunks' (max, sum), 1 merge and write */
+    unsigned long long *sw;     /* stream form: the workspace (tagged words) */
+    long long sw_words;         /* stream form: its size in words */
+    int rows;                   /* stream form: rows */
+    int nmax;                   /* stream form: most vectors a block takes of a row */
+    int slots;                  /* stream form: rows the shared-memory ring holds */
 } ft_logits_args_bf16;
 
 /* Block (row, split) of `splits` per row: chunk `split` of the row's vectors (the ragged
@@ -548,6 +553,234 @@ static __global__ void __launch_bounds__(512) ft_update_logits_bf16_cluster(ft_l
 #endif
 }
 
+/* Stream form (sm_90): one block of 512 threads per SM, every block the same contiguous
+ * slice of every row (vectors [g0, g1) of 8 values), the rows taken in order, each read
+ * from DRAM once, and one row written while later ones are still arriving:
+ *   SW stats warps: warp w takes rows w, w + SW, ...: its slice into registers (the next
+ *     row's loads in flight meanwhile), z = (logit + bias) / temperature into a slot of a
+ *     shared-memory ring of `slots` rows, and the slice's (max, sum) published at once as
+ *     a tagged pair (ft_tagged_store2);
+ *   WW writer warps: write each row's slice out of its slot once the row's (max, sum) is
+ *     there, and free the slot;
+ *   a combiner warp: for the rows r with r % blocks == this block, merges the row's pairs
+ *     from every block and publishes the row's (max, sum);
+ *   a fetcher warp: brings each row's (max, sum) into the ring, 32 rows at a time.
+ * No warp that reads from DRAM waits for another block, so the reads stream while the
+ * writes follow a few rows behind (B64 V128256 fp32 log-softmax on the H100: 28.8 us, the
+ * single-read cluster form 33.3, a copy kernel of the same bytes 25.3). Every block must
+ * be resident at once (the launcher sizes the grid to the SMs, one block each, like a
+ * persistent kernel: the GPU must not be partitioned below its SM count, as by an MPS
+ * thread limit); launched as a programmatic dependent. */
+static __global__ void __launch_bounds__(FT_LOGITS_STREAM_NT, 1) ft_update_logits_bf16_stream(ft_logits_args_bf16 a)
+{
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    enum { SW = FT_LOGITS_STREAM_STATS, WW = FT_LOGITS_STREAM_WRITERS, GPL = FT_LOGITS_STREAM_GPL,
+           QPL = FT_LOGITS_STREAM_QPL, SLOTS = FT_LOGITS_STREAM_SLOTS, E4 = 2 };
+    extern __shared__ __align__(16) float4 ft_logits_ring_bf16[]; /* [slots][E4][nmax] z values, then the bias slice */
+    /* slot s holds rows s, s + slots, ...; row r = k * slots + s is phase k of both barriers:
+     * full[s] completes when the stats warp's 32 lanes have stored its z and the fetcher its
+     * (max, sum); empty[s] when a writer warp's 32 lanes have written it out */
+    __shared__ __align__(8) unsigned long long full[SLOTS], empty[SLOTS];
+    __shared__ float2 row_ms[SLOTS];
+    ft_pdl_wait(); /* the workspace's epoch and the logits are the previous kernels' */
+    ft_pdl_trigger();
+    const int P = gridDim.x, b = blockIdx.x, warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+    const int rows = a.rows, V = a.V, nvec = V / 8, nmax = a.nmax, slots = a.slots;
+    const int g0 = (int)((int64_t)nvec * b / P), n = (int)((int64_t)nvec * (b + 1) / P) - g0;
+    unsigned long long *const sw = a.sw;
+    const unsigned epoch = (unsigned)sw[0];
+    const unsigned tag = FT_LOGITS_TAG_BIT | (epoch + 1u);
+    unsigned long long *const row_words = sw + FT_LOGITS_WS_HEADER;         /* [rows][2] (max, sum) */
+    unsigned long long *const part = row_words + 2 * (size_t)rows;           /* [rows][P][2] */
+    float4 *const ring = ft_logits_ring_bf16;
+    if (threadIdx.x < slots) {
+        ft_mbar_init(&full[threadIdx.x], 33);
+        ft_mbar_init(&empty[threadIdx.x], 32);
+    }
+    ft_mbar_init_fence();
+    if (a.bias) /* the bias slice once, as planes of float4 like a slot */
+        for (int j = threadIdx.x; j < n; j += blockDim.x) {
+            float f[8];
+            ft_load_bf16x8(a.bias + (int64_t)(g0 + j) * 8, f);
+#pragma unroll
+            for (int q = 0; q < E4; q++)
+                ring[(size_t)slots * E4 * nmax + (size_t)q * nmax + j] = make_float4(f[4 * q], f[4 * q + 1], f[4 * q + 2], f[4 * q + 3]);
+        }
+    __syncthreads();
+    const bool *fin = a.finished;
+    if (warp < SW) {
+        /* the next row's loads, its finished flag and temperature in flight while this row is
+         * worked on; nothing this row needs waits on them (a bias or temperature load of the
+         * row itself here made each row wait for the next one's data: 40 us against 28) */
+        const float4 *bias4 = ring + (size_t)slots * E4 * nmax; /* [E4][nmax] this block's bias slice */
+        ft_word_bf16x8 cur[GPL], nxt[GPL];
+        int r = warp;
+        bool cf = false, nf = false;
+        float ct = a.temp, nt = a.temp;
+        if (r < rows) {
+#pragma unroll
+            for (int i = 0; i < GPL; i++)
+                if (lane + 32 * i < n)
+                    cur[i] = __ldcs((ft_word_bf16x8 const *)(a.logits + (int64_t)r * a.ld) + g0 + lane + 32 * i);
+            cf = fin && fin[r];
+            ct = a.temperature ? a.temperature[r] : a.temp;
+        }
+        for (; r < rows; r += SW) {
+            const int rn = r + SW;
+            if (rn < rows) {
+#pragma unroll
+                for (int i = 0; i < GPL; i++)
+                    if (lane + 32 * i < n)
+                        nxt[i] = __ldcs((ft_word_bf16x8 const *)(a.logits + (int64_t)rn * a.ld) + g0 + lane + 32 * i);
+                nf = fin && fin[rn];
+                nt = a.temperature ? a.temperature[rn] : a.temp;
+            }
+            const int sl = r % slots;
+            if (r >= slots) /* the slot's previous row is written out */
+                ft_mbar_wait(&empty[sl], (unsigned)(r / slots - 1) & 1u);
+            if (!cf) {
+                /* z into the slot and its maximum, then the sum from the slot */
+                const float inv = ct > 0.0f ? __frcp_rn(ct) : 1.0f;
+                float4 *d = ring + (size_t)sl * E4 * nmax;
+                float m = -INFINITY, s = 0.0f;
+#pragma unroll
+                for (int i = 0; i < GPL; i++) {
+                    const int j = lane + 32 * i;
+                    if (j < n) {
+                        float z[8];
+                        ft_unpack_bf16x8(cur[i], z);
+#pragma unroll
+                        for (int q = 0; q < E4; q++) {
+                            float4 v = make_float4(z[4 * q], z[4 * q + 1], z[4 * q + 2], z[4 * q + 3]);
+                            if (a.bias) {
+                                const float4 bv = bias4[q * nmax + j];
+                                v.x += bv.x, v.y += bv.y, v.z += bv.z, v.w += bv.w;
+                            }
+                            v.x *= inv, v.y *= inv, v.z *= inv, v.w *= inv;
+                            m = fmaxf(m, fmaxf(fmaxf(v.x, v.y), fmaxf(v.z, v.w)));
+                            d[q * nmax + j] = v;
+                        }
+                    }
+                }
+                if (m != -INFINITY)
+#pragma unroll
+                    for (int i = 0; i < GPL; i++) {
+                        const int j = lane + 32 * i;
+                        if (j < n)
+#pragma unroll
+                            for (int q = 0; q < E4; q++) {
+                                const float4 z = d[q * nmax + j]; /* this lane's own stores */
+                                s += __expf(z.x - m) + __expf(z.y - m) + __expf(z.z - m) + __expf(z.w - m);
+                            }
+                    }
+#pragma unroll
+                for (int o = 16; o; o >>= 1)
+                    ft_max_sum_merge(m, s, __shfl_xor_sync(0xffffffffu, m, o), __shfl_xor_sync(0xffffffffu, s, o));
+                if (lane == 0) /* the other blocks' writers wait for it */
+                    ft_tagged_store2(part + ((size_t)r * P + b) * 2, tag, m, s);
+            }
+            ft_mbar_arrive(&full[sl]);
+#pragma unroll
+            for (int i = 0; i < GPL; i++)
+                cur[i] = nxt[i];
+            cf = nf, ct = nt;
+        }
+    } else if (warp < SW + WW) {
+        const int mode = a.mode;
+        for (int r = warp - SW; r < rows; r += WW) {
+            const int sl = r % slots;
+            const bool rf = fin && fin[r];
+            ft_mbar_wait(&full[sl], (unsigned)(r / slots) & 1u);
+            float4 *y = (float4 *)(a.out + (int64_t)r * a.out_ld + (int64_t)g0 * 8);
+            if (rf) {
+                for (int j = lane; j < n * E4; j += 32) {
+                    const int c = (g0 * E4 + j) * 4;
+                    __stcs(y + j, make_float4(ft_logits_finished(mode, c, a.end_id), ft_logits_finished(mode, c + 1, a.end_id),
+                                              ft_logits_finished(mode, c + 2, a.end_id), ft_logits_finished(mode, c + 3, a.end_id)));
+                }
+            } else {
+                const float2 ms = row_ms[sl];
+                const float M = ms.x, rs = 1.0f / ms.y, lse = ms.x + __logf(ms.y);
+                const float4 *d = ring + (size_t)sl * E4 * nmax;
+#pragma unroll
+                for (int i = 0; i < GPL; i++) {
+                    const int j = lane + 32 * i;
+                    if (j < n)
+#pragma unroll
+                        for (int q = 0; q < E4; q++) {
+                            const float4 z = d[q * nmax + j];
+                            __stcs(y + (size_t)j * E4 + q,
+                                   make_float4(ft_logits_out(mode, z.x, M, rs, lse), ft_logits_out(mode, z.y, M, rs, lse),
+                                               ft_logits_out(mode, z.z, M, rs, lse), ft_logits_out(mode, z.w, M, rs, lse)));
+                        }
+                }
+            }
+            ft_mbar_arrive(&empty[sl]);
+        }
+    } else if (warp == SW + WW) {
+        for (int r = b; r < rows; r += P) {
+            if (fin && fin[r])
+                continue;
+            float pm[QPL], ps[QPL];
+            for (;;) {
+                bool ok = true;
+#pragma unroll
+                for (int k = 0; k < QPL; k++) {
+                    const int q = lane + 32 * k;
+                    pm[k] = -INFINITY, ps[k] = 0.0f;
+                    if (q < P)
+                        ok &= ft_tagged_load2(part + ((size_t)r * P + q) * 2, tag, &pm[k], &ps[k]);
+                }
+                if (__all_sync(0xffffffffu, ok))
+                    break;
+                __nanosleep(64);
+            }
+            float M = -INFINITY, S = 0.0f;
+#pragma unroll
+            for (int k = 0; k < QPL; k++)
+                ft_max_sum_merge(M, S, pm[k], ps[k]);
+#pragma unroll
+            for (int o = 16; o; o >>= 1)
+                ft_max_sum_merge(M, S, __shfl_xor_sync(0xffffffffu, M, o), __shfl_xor_sync(0xffffffffu, S, o));
+            if (lane == 0)
+                ft_tagged_store2(row_words + 2 * (size_t)r, tag, M, S);
+        }
+    } else if (warp == SW + WW + 1) {
+        const int batch = slots < 32 ? slots : 32; /* no lane waits for a row of its own batch */
+        for (int base = 0; base < rows; base += batch) {
+            const int r = base + lane;
+            if (lane < batch && r < rows) {
+                float M = 0.0f, S = 1.0f;
+                if (!(fin && fin[r]))
+                    while (!ft_tagged_load2(row_words + 2 * (size_t)r, tag, &M, &S))
+                        __nanosleep(64);
+                const int sl = r % slots;
+                if (r >= slots) /* the slot's previous row is written out */
+                    ft_mbar_wait(&empty[sl], (unsigned)(r / slots - 1) & 1u);
+                row_ms[sl] = make_float2(M, S);
+                ft_mbar_arrive(&full[sl]);
+            }
+            __syncwarp();
+        }
+    }
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        if (epoch + 1u < FT_LOGITS_EPOCH_WRAP) {
+            /* every block read the epoch before its first publication, and block 0 ends only
+             * after every row's (max, sum) reached it: none reads the epoch after this */
+            if (b == 0)
+                sw[0] = epoch + 1u;
+        } else if (atomicAdd(&sw[1], 1ull) == (unsigned long long)(P - 1)) {
+            /* the last block of the wrapping launch: every tag back to zero, then epoch 0 */
+            for (long long i = 1; i < a.sw_words; i++)
+                sw[i] = 0ull;
+            __threadfence();
+            sw[0] = 0ull;
+        }
+    }
+#endif
+}
+
 /* Fewest blocks of the single-read form that hold a row of V values on chip (0 when more
  * than 8 would be needed). */
 static inline int ft_update_logits_cluster_min_bf16(int V)
@@ -612,16 +845,62 @@ static inline int ft_update_logits_splits_bf16(int rows, int V, int sms)
     return sp > 64 ? 64 : sp < 1 ? 1 : (int)sp;
 }
 
-/* Workspace that lets ft_update_logits_bf16 spread short batches over the whole GPU
- * ((max, sum) per chunk); 0 when one block per row already fills it. Depends on the
- * current device's SM count. */
+/* Workspace words of the stream form: the header, each row's (max, sum), each block's
+ * pair per row. */
+static inline size_t ft_update_logits_stream_words_bf16(int rows, int blocks)
+{
+    return FT_LOGITS_WS_HEADER + 2 * (size_t)rows + 2 * (size_t)rows * blocks;
+}
+
+/* Whether the stream form takes this call: sm_90, softmax or log-softmax, rows of whole
+ * 16-byte vectors from 16-byte boundaries (logits, out, bias), a slice a block fits in
+ * registers (V up to 256 vectors a block: 135168 fp32, 270336 fp16/bf16 values on 132 SMs),
+ * and (FT_LOGITS_FORM_AUTO) where it was the faster form on the H100: at least 24 rows with
+ * at least 512 values a block, and no more than 128 rows of 16-bit logits (ftbench device
+ * us, stream / cluster: fp32 log-softmax V128256 B24 16.1 / 22.2, B32 18.1 / 25.3, B64
+ * 29.4 / 33.2, B256 97.2 / 112.1; B16 13.7 / 12.7, B1 8.2 / 7.7; V32000 (244 values a
+ * block) B64 23.4 / 11.9; fp16 V128256 B32 19.8 / 29.0, B64 softmax 34.1 / 34.2, B256
+ * softmax 105.7 / 102.3; bf16 B64 31.3 / 37.3). Writes the vectors a block takes at most
+ * and the ring's rows. */
+static inline int ft_update_logits_stream_plan_bf16(int rows, int V, int sms, int major, ft_logits_mode mode,
+                                                      const __nv_bfloat16 *logits, int64_t ld, const __nv_bfloat16 *bias,
+                                                      const float *out, int64_t out_ld, int *nmax, int *slots)
+{
+    const ft_logits_form form = ft_logits_get_form();
+    if (form == FT_LOGITS_FORM_CLUSTER || major < 9 || mode == FT_LOGITS_RAW || V % 8 || sms < 1 ||
+        sms > 32 * FT_LOGITS_STREAM_QPL ||
+        !ft_aligned(logits, 16) || (ld * 2) % 16 || !ft_aligned(bias, 16) || !ft_aligned(out, 16) ||
+        out_ld % 4 || (int64_t)rows * sms > INT32_MAX)
+        return 0;
+    const int per = (V / 8 + sms - 1) / sms;
+    if (per > 32 * FT_LOGITS_STREAM_GPL ||
+        (form == FT_LOGITS_FORM_AUTO && (per * 8 < 512 || rows < 24 || rows > 128)))
+        return 0;
+    const int slot_bytes = per * 8 * (int)sizeof(float);
+    const int ring = FT_LOGITS_STREAM_SMEM / slot_bytes - 1; /* one slot's room for the bias slice */
+    *nmax = per;
+    *slots = ring < FT_LOGITS_STREAM_SLOTS ? ring : FT_LOGITS_STREAM_SLOTS;
+    return 1;
+}
+
+/* Workspace that lets ft_update_logits_bf16 spread rows over the whole GPU: the
+ * stream form's exchange where it applies (sm_90, V a multiple of 8), otherwise the
+ * (max, sum) per chunk of the split form; 0 when neither would use one. Depends on the
+ * current device. Zero it once before its first use (the stream form keeps a launch
+ * counter in it) and give each stream its own. */
 static inline size_t ft_update_logits_workspace_bytes_bf16(int rows, int V)
 {
-    int sms = 0;
-    if (rows <= 0 || V <= 0 || ft_sm_count("ft_update_logits_workspace_bytes_bf16", &sms) != FT_OK)
+    static const char fn[] = "ft_update_logits_workspace_bytes_bf16";
+    int sms = 0, major = 0;
+    if (rows <= 0 || V <= 0 || ft_sm_count(fn, &sms) != FT_OK || ft_cc_major(fn, &major) != FT_OK)
         return 0;
     const int sp = ft_update_logits_splits_bf16(rows, V, sms);
-    return sp > 1 ? (size_t)rows * sp * sizeof(float2) : 0;
+    size_t bytes = sp > 1 ? FT_LOGITS_SPLIT_OFFSET + (size_t)rows * sp * sizeof(float2) : 0;
+    if (major >= 9 && V % 8 == 0 && sms <= 32 * FT_LOGITS_STREAM_QPL) {
+        const size_t sb = 8 * ft_update_logits_stream_words_bf16(rows, sms);
+        bytes = sb > bytes ? sb : bytes;
+    }
+    return bytes;
 }
 
 /* out[r, :] (fp32, [rows, out_ld]) from logits [rows, ld]: z = (logit + bias) / temperature,
@@ -630,8 +909,10 @@ static inline size_t ft_update_logits_workspace_bytes_bf16(int rows, int V)
  * bias, finished, temperature_per_row may be NULL; temperature_per_row overrides
  * `temperature` per row (> 0). out may be the logits buffer itself when __nv_bfloat16 is float
  * and the two leading dimensions are equal. On sm_90, softmax and log-softmax of rows up to
- * 1032192 values run in the single-read cluster form (no workspace used). Otherwise
- * workspace (optional, 8-byte aligned, size from ft_update_logits_workspace_bytes_bf16)
+ * 1032192 values run in the single-read cluster form without a workspace, and in the
+ * stream form (above) when given one and its conditions hold. Otherwise
+ * workspace (optional, 8-byte aligned, size from ft_update_logits_workspace_bytes_bf16,
+ * zeroed once before its first use and then left to these calls, one workspace per stream)
  * lets a short batch use every SM; without it (or if it is too small) each row runs in one
  * block, with the same results. */
 static inline ft_status ft_update_logits_bf16(const __nv_bfloat16 *logits, int64_t ld, int rows, int V,
@@ -674,6 +955,24 @@ static inline ft_status ft_update_logits_bf16(const __nv_bfloat16 *logits, int64
     int major = 0;
     if ((st = ft_cc_major(fn, &major)) != FT_OK)
         return st;
+    if (workspace && ft_aligned(workspace, 16)) {
+        int sms = 0, nmax = 0, slots = 0;
+        if ((st = ft_sm_count(fn, &sms)) != FT_OK)
+            return st;
+        const size_t words = ft_update_logits_stream_words_bf16(rows, sms);
+        if (workspace_bytes >= 8 * words &&
+            ft_update_logits_stream_plan_bf16(rows, V, sms, major, mode, logits, ld, bias, out, out_ld, &nmax, &slots)) {
+            static int raised[64];
+            const int smem = (slots + 1) * nmax * 8 * (int)sizeof(float); /* the ring and the bias slice */
+            if ((st = ft_smem_limit(fn, (const void *)ft_update_logits_bf16_stream, FT_LOGITS_STREAM_SMEM, raised)) != FT_OK)
+                return st;
+            a.sw = (unsigned long long *)workspace, a.sw_words = (long long)(workspace_bytes / 8);
+            a.rows = rows, a.nmax = nmax, a.slots = slots;
+            void *args[] = {&a};
+            return ft_launch_ex(fn, (const void *)ft_update_logits_bf16_stream, dim3((unsigned)sms),
+                                dim3(FT_LOGITS_STREAM_NT), (size_t)smem, stream, args, 1, 1);
+        }
+    }
     if (major >= 9 && mode != FT_LOGITS_RAW && ft_update_logits_cluster_min_bf16(V) > 0 &&
         (int64_t)rows * 8 <= INT32_MAX) {
         int sms = 0, cs = 0, smem = 0;
@@ -691,9 +990,9 @@ static inline ft_status ft_update_logits_bf16(const __nv_bfloat16 *logits, int64
         if ((st = ft_sm_count(fn, &sms)) != FT_OK)
             return st;
         const int sp = ft_update_logits_splits_bf16(rows, V, sms);
-        if (sp > 1 && workspace_bytes >= (size_t)rows * sp * sizeof(float2) && ft_aligned(workspace, 8) &&
-            (int64_t)rows * sp <= INT32_MAX) {
-            a.splits = sp, a.partial = (float2 *)workspace;
+        if (sp > 1 && workspace_bytes >= FT_LOGITS_SPLIT_OFFSET + (size_t)rows * sp * sizeof(float2) &&
+            ft_aligned(workspace, 8) && (int64_t)rows * sp <= INT32_MAX) {
+            a.splits = sp, a.partial = (float2 *)((char *)workspace + FT_LOGITS_SPLIT_OFFSET);
             if (mode != FT_LOGITS_RAW) {
                 a.phase = 0;
                 ft_update_logits_bf16_kernel<<<(unsigned)(rows * sp), 256, 0, stream>>>(a);

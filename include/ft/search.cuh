@@ -39,16 +39,33 @@ typedef enum ft_topp_form { FT_TOPP_FORM_AUTO = 0, FT_TOPP_FORM_ONE_BLOCK = 1, F
 
 /* The forms chosen by the setters here and below (one slot per translation unit). */
 typedef enum ft_topk_form { FT_TOPK_FORM_AUTO = 0, FT_TOPK_FORM_SPLIT = 1, FT_TOPK_FORM_ROW = 2 } ft_topk_form;
+/* Which form ft_update_logits_* runs for softmax and log-softmax. AUTO: the stream form
+ * where it can run and its rule picks it (a workspace given; see the launcher), else the
+ * cluster form or the others; STREAM: the stream form wherever it can run; CLUSTER: never
+ * the stream form. For tests and benchmarks; process-wide, per translation unit, not
+ * thread-safe. */
+typedef enum ft_logits_form { FT_LOGITS_FORM_AUTO = 0, FT_LOGITS_FORM_STREAM = 1, FT_LOGITS_FORM_CLUSTER = 2 } ft_logits_form;
 typedef struct ft_policy_ {
     ft_topp_form topp;
     ft_topk_form topk;
     int topk_row_blocks; /* blocks per row of the top-K row form; 0: chosen from the shape */
+    ft_logits_form logits;
 } ft_policy_;
 
 static inline ft_policy_ *ft_policy_slot_(void)
 {
-    static ft_policy_ policy = {FT_TOPP_FORM_AUTO, FT_TOPK_FORM_AUTO, 0};
+    static ft_policy_ policy = {FT_TOPP_FORM_AUTO, FT_TOPK_FORM_AUTO, 0, FT_LOGITS_FORM_AUTO};
     return &policy;
+}
+
+static inline void ft_logits_set_form(ft_logits_form form)
+{
+    ft_policy_slot_()->logits = form;
+}
+
+static inline ft_logits_form ft_logits_get_form(void)
+{
+    return ft_policy_slot_()->logits;
 }
 
 static inline void ft_topp_set_form(ft_topp_form form)
@@ -229,6 +246,48 @@ static __device__ __forceinline__ float ft_logits_finished(int mode, int j, int 
 {
     const int soft = mode == FT_LOGITS_SOFTMAX;
     return j == end_id ? (soft ? 1.0f : 0.0f) : (soft ? 0.0f : -INFINITY);
+}
+
+/* The stream form of update_logits (sm_90) exchanges each row's (max, sum) between the
+ * blocks through its workspace as pairs of 64-bit words, each word a tag (high half) and a
+ * float (low half). The tag of a launch is FT_LOGITS_TAG_BIT | (epoch + 1), the epoch the
+ * workspace's first word, which every launch advances by one: a word is current exactly
+ * when its tag is the launch's, so nothing is cleared between launches (a zeroed workspace
+ * is the starting state). The tag bit keeps any (max, sum) float pair that other forms
+ * leave in the workspace (sums are never negative) from ever reading as current. */
+#define FT_LOGITS_TAG_BIT 0x80000000u
+#define FT_LOGITS_EPOCH_WRAP 0x7ffffff0u /* the launch at epoch WRAP - 1 zeroes the workspace */
+#define FT_LOGITS_WS_HEADER 8            /* words: [0] epoch, [1] blocks done (wrap launch) */
+/* Bytes the split form's (max, sum) pairs start at in the workspace: after the header,
+ * which they never overwrite. */
+#define FT_LOGITS_SPLIT_OFFSET (FT_LOGITS_WS_HEADER * 8)
+/* The stream form's block: 9 stats warps, 5 writer warps, a combiner and a fetcher (B64
+ * V128256 fp32 on the H100: 7 / 8 / 9 / 10 stats warps 31.2 / 29.4 / 28.8 / 29.9 us). */
+#define FT_LOGITS_STREAM_NT 512
+#ifndef FT_LOGITS_STREAM_STATS /* tuning: stats + writers = 14 */
+#define FT_LOGITS_STREAM_STATS 9
+#endif
+#define FT_LOGITS_STREAM_WRITERS (14 - FT_LOGITS_STREAM_STATS)
+#define FT_LOGITS_STREAM_GPL 8            /* 16-byte vectors a lane per row, at most */
+#define FT_LOGITS_STREAM_SLOTS 48         /* rows the shared-memory ring holds, at most */
+#define FT_LOGITS_STREAM_QPL 8            /* pairs a combiner lane merges: 256 blocks at most */
+#define FT_LOGITS_STREAM_SMEM (192 * 1024) /* the ring's shared memory, at most */
+
+static __device__ __forceinline__ void ft_tagged_store2(unsigned long long *p, unsigned tag, float a, float b)
+{
+    const unsigned long long t = (unsigned long long)tag << 32;
+    asm volatile("st.relaxed.gpu.global.v2.u64 [%0], {%1, %2};" ::"l"(p), "l"(t | __float_as_uint(a)),
+                 "l"(t | __float_as_uint(b))
+                 : "memory");
+}
+
+/* Reads the pair at p; true when both words carry `tag` (each word is read atomically). */
+static __device__ __forceinline__ bool ft_tagged_load2(const unsigned long long *p, unsigned tag, float *a, float *b)
+{
+    unsigned long long x, y;
+    asm volatile("ld.relaxed.gpu.global.v2.u64 {%0, %1}, [%2];" : "=l"(x), "=l"(y) : "l"(p) : "memory");
+    *a = __uint_as_float((unsigned)x), *b = __uint_as_float((unsigned)y);
+    return (unsigned)(x >> 32) == tag && (unsigned)(y >> 32) == tag;
 }
 
 /* What `mode` writes for the scaled logit z of a row with max m, 1 / sum rs and
