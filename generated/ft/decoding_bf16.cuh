@@ -571,6 +571,17 @@ static __global__ void __launch_bounds__(512) ft_update_logits_bf16_cluster(ft_l
  * be resident at once (the launcher sizes the grid to the SMs, one block each, like a
  * persistent kernel: the GPU must not be partitioned below its SM count, as by an MPS
  * thread limit); launched as a programmatic dependent. */
+/* A stats lane's part of row r's slice: vectors g0 + lane + 32 i (i < GPL) inside the
+ * block's n, streaming loads (read once). */
+static __device__ __forceinline__ void ft_logits_stream_slice_bf16(ft_word_bf16x8 *v, const __nv_bfloat16 *logits, int64_t ld,
+                                                                   int r, int g0, int n, int lane)
+{
+#pragma unroll
+    for (int i = 0; i < FT_LOGITS_STREAM_GPL; i++)
+        if (lane + 32 * i < n)
+            v[i] = __ldcs((ft_word_bf16x8 const *)(logits + (int64_t)r * ld) + g0 + lane + 32 * i);
+}
+
 static __global__ void __launch_bounds__(FT_LOGITS_STREAM_NT, 1) ft_update_logits_bf16_stream(ft_logits_args_bf16 a)
 {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
@@ -618,20 +629,14 @@ static __global__ void __launch_bounds__(FT_LOGITS_STREAM_NT, 1) ft_update_logit
         bool cf = false, nf = false;
         float ct = a.temp, nt = a.temp;
         if (r < rows) {
-#pragma unroll
-            for (int i = 0; i < GPL; i++)
-                if (lane + 32 * i < n)
-                    cur[i] = __ldcs((ft_word_bf16x8 const *)(a.logits + (int64_t)r * a.ld) + g0 + lane + 32 * i);
+            ft_logits_stream_slice_bf16(cur, a.logits, a.ld, r, g0, n, lane);
             cf = fin && fin[r];
             ct = a.temperature ? a.temperature[r] : a.temp;
         }
         for (; r < rows; r += SW) {
             const int rn = r + SW;
             if (rn < rows) {
-#pragma unroll
-                for (int i = 0; i < GPL; i++)
-                    if (lane + 32 * i < n)
-                        nxt[i] = __ldcs((ft_word_bf16x8 const *)(a.logits + (int64_t)rn * a.ld) + g0 + lane + 32 * i);
+                ft_logits_stream_slice_bf16(nxt, a.logits, a.ld, rn, g0, n, lane);
                 nf = fin && fin[rn];
                 nt = a.temperature ? a.temperature[rn] : a.temp;
             }
@@ -860,11 +865,12 @@ static inline size_t ft_update_logits_stream_words_bf16(int rows, int blocks)
  * us, stream / cluster: fp32 log-softmax V128256 B24 16.1 / 22.2, B32 18.1 / 25.3, B64
  * 29.4 / 33.2, B256 97.2 / 112.1; B16 13.7 / 12.7, B1 8.2 / 7.7; V32000 (244 values a
  * block) B64 23.4 / 11.9; fp16 V128256 B32 19.8 / 29.0, B64 softmax 34.1 / 34.2, B256
- * softmax 105.7 / 102.3; bf16 B64 31.3 / 37.3). Writes the vectors a block takes at most
- * and the ring's rows. */
+ * softmax 105.7 / 102.3; bf16 B64 31.3 / 37.3). Writes the vectors a block takes at most,
+ * the ring's rows and the block's dynamic shared memory. */
 static inline int ft_update_logits_stream_plan_bf16(int rows, int V, int sms, int major, ft_logits_mode mode,
                                                       const __nv_bfloat16 *logits, int64_t ld, const __nv_bfloat16 *bias,
-                                                      const float *out, int64_t out_ld, int *nmax, int *slots)
+                                                      const float *out, int64_t out_ld, int *nmax, int *slots,
+                                                      int *smem)
 {
     const ft_logits_form form = ft_logits_get_form();
     if (form == FT_LOGITS_FORM_CLUSTER || major < 9 || mode == FT_LOGITS_RAW || V % 8 || sms < 1 ||
@@ -880,6 +886,7 @@ static inline int ft_update_logits_stream_plan_bf16(int rows, int V, int sms, in
     const int ring = FT_LOGITS_STREAM_SMEM / slot_bytes - 1; /* one slot's room for the bias slice */
     *nmax = per;
     *slots = ring < FT_LOGITS_STREAM_SLOTS ? ring : FT_LOGITS_STREAM_SLOTS;
+    *smem = (*slots + 1) * slot_bytes; /* the ring and the bias slice */
     return 1;
 }
 
@@ -956,14 +963,14 @@ static inline ft_status ft_update_logits_bf16(const __nv_bfloat16 *logits, int64
     if ((st = ft_cc_major(fn, &major)) != FT_OK)
         return st;
     if (workspace && ft_aligned(workspace, 16)) {
-        int sms = 0, nmax = 0, slots = 0;
+        int sms = 0, nmax = 0, slots = 0, smem = 0;
         if ((st = ft_sm_count(fn, &sms)) != FT_OK)
             return st;
         const size_t words = ft_update_logits_stream_words_bf16(rows, sms);
         if (workspace_bytes >= 8 * words &&
-            ft_update_logits_stream_plan_bf16(rows, V, sms, major, mode, logits, ld, bias, out, out_ld, &nmax, &slots)) {
+            ft_update_logits_stream_plan_bf16(rows, V, sms, major, mode, logits, ld, bias, out, out_ld, &nmax, &slots,
+                                                &smem)) {
             static int raised[64];
-            const int smem = (slots + 1) * nmax * 8 * (int)sizeof(float); /* the ring and the bias slice */
             if ((st = ft_smem_limit(fn, (const void *)ft_update_logits_bf16_stream, FT_LOGITS_STREAM_SMEM, raised)) != FT_OK)
                 return st;
             a.sw = (unsigned long long *)workspace, a.sw_words = (long long)(workspace_bytes / 8);
