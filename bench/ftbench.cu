@@ -49,6 +49,7 @@ typedef struct bench_opts {
     int tkform; /* top-K selection and sampling, beam candidates: ft_topk_form */
     int tkblocks; /* the row form's blocks per row (0: its own choice) */
     int lgform; /* update_logits: ft_logits_form */
+    int lgstats; /* update_logits stream form: stats warps (0: by the mode) */
     float p;
     int iters, warmup;
     int csv;
@@ -736,7 +737,7 @@ static int decoding_buffers(const bench_opts *o, buf_spec *sp)
 {
     const int beams = strcmp(o->kernel, "beam_topk") == 0 ? o->beam : 1;
     const size_t rows = (size_t)o->batch * beams, es = ft_dtype_size(o->dt);
-    const int logits_out = strcmp(o->kernel, "update_logits") == 0;
+    const int logits_out = strcmp(o->kernel, "update_logits") == 0 || strcmp(o->kernel, "logits_copy") == 0;
     const size_t counts[5] = {rows * o->vocab, logits_out ? rows * o->vocab : (size_t)o->batch * o->k,
                               (size_t)o->batch * o->k, (decoding_ws_bytes(o) + es - 1) / es + 64, rows};
     for (int i = 0; i < 5; i++) {
@@ -751,15 +752,20 @@ static double decoding_bytes(const bench_opts *o)
 {
     const int beams = strcmp(o->kernel, "beam_topk") == 0 ? o->beam : 1;
     const double n = (double)o->batch * beams * o->vocab;
-    /* update_logits: read the logits, write fp32; the rest read the logits once */
-    return n * (double)ft_dtype_size(o->dt) + (strcmp(o->kernel, "update_logits") == 0 ? 4.0 * n : 0.0);
+    /* update_logits and its floor logits_copy: read the logits, write fp32; the rest read
+     * the logits once */
+    const int logits_out = strcmp(o->kernel, "update_logits") == 0 || strcmp(o->kernel, "logits_copy") == 0;
+    return n * (double)ft_dtype_size(o->dt) + (logits_out ? 4.0 * n : 0.0);
 }
 static void decoding_describe(const bench_opts *o, char *variant, char *shape, size_t len)
 {
     static const char *modes[3] = {"raw", "softmax", "log_softmax"};
-    if (strcmp(o->kernel, "update_logits") == 0)
-        snprintf(variant, len, "%s%s", modes[o->mode],
-                 o->lgform == FT_LOGITS_FORM_STREAM ? " stream" : o->lgform == FT_LOGITS_FORM_CLUSTER ? " cluster" : "");
+    if (strcmp(o->kernel, "logits_copy") == 0)
+        snprintf(variant, len, "copy to fp32");
+    else if (strcmp(o->kernel, "update_logits") == 0)
+        snprintf(variant, len, "%s%s%s%.0d", modes[o->mode],
+                 o->lgform == FT_LOGITS_FORM_STREAM ? " stream" : o->lgform == FT_LOGITS_FORM_CLUSTER ? " cluster" : "",
+                 o->lgstats ? " stats=" : "", o->lgstats);
     else if (strstr(o->kernel, "topp") || (strcmp(o->kernel, "topk_sampling") == 0 && o->p < 1.0f))
         snprintf(variant, len, "p=%.2f%s", o->p,
                  o->form == FT_TOPP_FORM_ONE_BLOCK ? " one_block" : o->form == FT_TOPP_FORM_CLUSTER ? " cluster" : "");
@@ -813,9 +819,56 @@ static ft_status run_topp_sampling(const bench_opts *o, void **b, cudaStream_t s
                                        decoding_ws_bytes(o), s);
     return ft_topp_sampling(o->dt, b[0], o->vocab, o->batch, o->vocab, &smp, &io, s);
 }
+/* logits_copy: the floor under update_logits with the same flags: the logits read once
+ * and written to the fp32 output, converted and nothing else (16-byte streaming loads,
+ * four in flight a thread, streaming stores, four 512-thread blocks per SM); the same
+ * buffers and byte count as update_logits. n16: 16-byte words of logits; rows whose
+ * length is not a multiple of the word are not supported (the suite's are). */
+static __global__ void __launch_bounds__(512) logits_copy_kernel(const uint4 *x, float4 *y, size_t n16, int dt)
+{
+    const size_t stride = (size_t)gridDim.x * blockDim.x;
+    for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < n16; i += 4 * stride) {
+        uint4 w[4];
+#pragma unroll
+        for (int u = 0; u < 4; u++)
+            w[u] = i + u * stride < n16 ? __ldcs(x + i + u * stride) : make_uint4(0, 0, 0, 0);
+#pragma unroll
+        for (int u = 0; u < 4; u++) {
+            const size_t j = i + u * stride;
+            if (j >= n16)
+                break;
+            if (dt == FT_FP32) {
+                __stcs(y + j, make_float4(__uint_as_float(w[u].x), __uint_as_float(w[u].y), __uint_as_float(w[u].z),
+                                          __uint_as_float(w[u].w)));
+            } else {
+                float f[8];
+                if (dt == FT_FP16)
+                    ft_unpack_fp16x8(w[u], f);
+                else
+                    ft_unpack_bf16x8(w[u], f);
+                __stcs(y + 2 * j, make_float4(f[0], f[1], f[2], f[3]));
+                __stcs(y + 2 * j + 1, make_float4(f[4], f[5], f[6], f[7]));
+            }
+        }
+    }
+}
+
+static ft_status run_logits_copy(const bench_opts *o, void **b, cudaStream_t s)
+{
+    static int sms = 0;
+    if (sms == 0 && cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0) != cudaSuccess)
+        return FT_ERR_CUDA;
+    const size_t bytes = (size_t)o->batch * o->vocab * ft_dtype_size(o->dt);
+    if (bytes % 16 != 0)
+        return ft_fail(FT_ERR_UNSUPPORTED, "logits_copy: batch * vocab * %d bytes is not a multiple of 16",
+                       (int)ft_dtype_size(o->dt));
+    logits_copy_kernel<<<4 * sms, 512, 0, s>>>((const uint4 *)b[0], (float4 *)b[1], bytes / 16, (int)o->dt);
+    return cudaGetLastError() == cudaSuccess ? FT_OK : FT_ERR_CUDA;
+}
 static ft_status run_update_logits(const bench_opts *o, void **b, cudaStream_t s)
 {
     ft_logits_set_form((ft_logits_form)o->lgform);
+    ft_logits_set_stream_stats(o->lgstats);
     return ft_update_logits(o->dt, b[0], o->vocab, o->batch, o->vocab, NULL, NULL, 0, 1.0f, NULL,
                             (ft_logits_mode)o->mode, (float *)b[1], o->vocab, b[3], decoding_ws_bytes(o), s);
 }
@@ -860,8 +913,10 @@ static const kernel_desc kernels[] = {
      decoding_bytes, decoding_describe},
     {"topp_sampling_sorted", "top-p by softmax + segmented radix sort, --batch --vocab --p", decoding_buffers,
      run_topp_sampling, decoding_bytes, decoding_describe},
-    {"update_logits", "bias / temperature / finished + softmax, --batch --vocab [--mode raw|softmax|log_softmax] [--logits-form auto|stream|cluster]",
+    {"update_logits", "bias / temperature / finished + softmax, --batch --vocab [--mode raw|softmax|log_softmax] [--logits-form auto|stream|cluster] [--logits-stats 1..13]",
      decoding_buffers, run_update_logits, decoding_bytes, decoding_describe},
+    {"logits_copy", "floor of update_logits: the logits read once and written as fp32, same flags", decoding_buffers,
+     run_logits_copy, decoding_bytes, decoding_describe},
 };
 #define NKERNELS ((int)(sizeof kernels / sizeof kernels[0]))
 
@@ -1085,6 +1140,8 @@ static const char *suite[] = {
     "update_logits --dtype fp16 --batch 64 --vocab 128256 --mode softmax --logits-form cluster",
     "update_logits --dtype fp32 --batch 16 --vocab 32000 --mode log_softmax",
     "update_logits --dtype fp32 --batch 256 --vocab 128256 --mode log_softmax",
+    "logits_copy --dtype fp32 --batch 64 --vocab 128256",
+    "logits_copy --dtype fp32 --batch 256 --vocab 128256",
 };
 #define NSUITE ((int)(sizeof suite / sizeof suite[0]))
 
@@ -1100,6 +1157,7 @@ static void usage(FILE *f)
                "  layers:      --batch B --seq S --hidden N --heads H --ffn F [--remove-padding]\n"
                "               decoder_layer: --len L (cached steps) --mem-len Lmem\n"
                "  decoding:    --batch B --vocab V [--k K] [--beam W] [--p P] [--mode raw|softmax|log_softmax]\n"
+               "               update_logits: [--logits-form auto|stream|cluster] [--logits-stats S: stats warps]\n"
                "With no kernel, runs the default suite (--suite prints it).\nKernels:\n");
     for (int i = 0; i < NKERNELS; i++)
         fprintf(f, "  %-30s %s\n", kernels[i].name, kernels[i].about);
@@ -1194,6 +1252,13 @@ static int parse(int argc, char **argv, bench_opts *o)
                                                         : -1;
                 if (o->lgform < 0) {
                     fprintf(stderr, "ftbench: unknown update_logits form %s\n", v);
+                    return -1;
+                }
+            }
+            else if (strcmp(a, "--logits-stats") == 0) {
+                o->lgstats = atoi(v);
+                if (o->lgstats < 0 || o->lgstats > 13) {
+                    fprintf(stderr, "ftbench: --logits-stats %s is outside 0..13\n", v);
                     return -1;
                 }
             }

@@ -202,6 +202,9 @@ def decoding(kernel, variant, shape, dt):
                  "raw": ("x.float()", lambda x: x.float())}
         desc, fn = forms[variant.split()[0]]  # "log_softmax stream": the form does not change PyTorch's side
         return (desc, logits(B), fn)
+    if kernel == "logits_copy":  # the floor under update_logits: read the logits, write fp32
+        return ("torch.empty(x.shape, float32).copy_(x)", logits(B),
+                lambda x: torch.empty(x.shape, device="cuda", dtype=torch.float32).copy_(x))
     raise SystemExit(f"torch_bench: no PyTorch form for {kernel}")
 
 
@@ -219,7 +222,8 @@ def expression(kernel, variant, shape, dt):
                     parent_rows(B, W))
         return ("k.index_select(0, parent), v.index_select(0, parent)", make_reorder,
                 lambda k, v, idx: (k.index_select(0, idx), v.index_select(0, idx)))
-    if kernel in ("topk", "beam_topk", "topk_sampling", "topp_sampling", "topp_sampling_sorted", "update_logits"):
+    if kernel in ("topk", "beam_topk", "topk_sampling", "topp_sampling", "topp_sampling_sorted", "update_logits",
+                  "logits_copy"):
         return decoding(kernel, variant, shape, dt)
     if kernel == "masked_softmax":
         return masked_softmax(variant, shape, dt)

@@ -645,6 +645,14 @@ static void test_update_logits_stream(ft_test *t)
         check_update_logits(t, dt, &rng, rows[i], V, 1 + i % 2, i % 2, rows[i] > 1, i % 3 == 0, 0, ws, wb);
     if (dt == FT_FP32)
         check_update_logits(t, dt, &rng, 24, V, FT_LOGITS_LOG_SOFTMAX, 1, 1, 1, 1, ws, wb);
+    /* the split of the block's working warps at its ends: one stats warp and 13 writers,
+     * 13 stats warps and one writer, each mode */
+    const int splits[] = {1, 13};
+    for (int i = 0; i < 4; i++) {
+        ft_logits_set_stream_stats(splits[i / 2]);
+        check_update_logits(t, dt, &rng, i % 2 ? 64 : 37, V, 1 + i % 2, i % 2, 1, i / 2, 0, ws, wb);
+    }
+    ft_logits_set_stream_stats(0);
     /* the wrapping launch: its results, then a workspace of zeros, then a launch from there */
     const unsigned long long last = FT_LOGITS_EPOCH_WRAP - 1;
     FT_CHECK_CUDA(cudaMemcpy(ws, &last, sizeof last, cudaMemcpyHostToDevice));

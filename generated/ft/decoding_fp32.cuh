@@ -218,6 +218,7 @@ typedef struct ft_logits_args_fp32 {
     int rows;                   /* stream form: rows */
     int nmax;                   /* stream form: most vectors a block takes of a row */
     int slots;                  /* stream form: rows the shared-memory ring holds */
+    int stats;                  /* stream form: stats warps (the other workers write) */
 } ft_logits_args_fp32;
 
 /* Block (row, split) of `splits` per row: chunk `split` of the row's vectors (the ragged
@@ -566,8 +567,8 @@ static __global__ void __launch_bounds__(512) ft_update_logits_fp32_cluster(ft_l
  *     from every block and publishes the row's (max, sum);
  *   a fetcher warp: brings each row's (max, sum) into the ring, 32 rows at a time.
  * No warp that reads from DRAM waits for another block, so the reads stream while the
- * writes follow a few rows behind (B64 V128256 fp32 log-softmax on the H100: 28.8 us, the
- * single-read cluster form 33.3, a copy kernel of the same bytes 25.3). Every block must
+ * writes follow a few rows behind (B64 V128256 fp32 log-softmax on the H100, device: 26.1 us,
+ * the single-read cluster form 33.1, a copy kernel of the same bytes 25.4). Every block must
  * be resident at once (the launcher sizes the grid to the SMs, one block each, like a
  * persistent kernel: the GPU must not be partitioned below its SM count, as by an MPS
  * thread limit); launched as a programmatic dependent. */
@@ -582,20 +583,46 @@ static __device__ __forceinline__ void ft_logits_stream_slice_fp32(ft_word_fp32x
             v[i] = __ldcs((ft_word_fp32x4 const *)(logits + (int64_t)r * ld) + g0 + lane + 32 * i);
 }
 
+/* A writer lane's part of a row's slice: the z values d (planes of float4, as in a ring
+ * slot) out to y as `mode` (softmax or log-softmax) gives them, streaming stores. */
+static __device__ __forceinline__ void ft_logits_stream_write_fp32(float4 *y, const float4 *d, int nmax, int n, int lane,
+                                                                   int mode, float M, float rs, float lse)
+{
+#pragma unroll
+    for (int i = 0; i < FT_LOGITS_STREAM_GPL; i++) {
+        const int j = lane + 32 * i;
+        if (j < n)
+#pragma unroll
+            for (int q = 0; q < 1; q++) {
+                const float4 z = d[q * nmax + j];
+                __stcs(y + (size_t)j * 1 + q,
+                       make_float4(ft_logits_out(mode, z.x, M, rs, lse), ft_logits_out(mode, z.y, M, rs, lse),
+                                   ft_logits_out(mode, z.z, M, rs, lse), ft_logits_out(mode, z.w, M, rs, lse)));
+            }
+    }
+}
+
 static __global__ void __launch_bounds__(FT_LOGITS_STREAM_NT, 1) ft_update_logits_fp32_stream(ft_logits_args_fp32 a)
 {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-    enum { SW = FT_LOGITS_STREAM_STATS, WW = FT_LOGITS_STREAM_WRITERS, GPL = FT_LOGITS_STREAM_GPL,
-           QPL = FT_LOGITS_STREAM_QPL, SLOTS = FT_LOGITS_STREAM_SLOTS, E4 = 1 };
+    enum { GPL = FT_LOGITS_STREAM_GPL, QPL = FT_LOGITS_STREAM_QPL, SLOTS = FT_LOGITS_STREAM_SLOTS, E4 = 1 };
     extern __shared__ __align__(16) float4 ft_logits_ring_fp32[]; /* [slots][E4][nmax] z values, then the bias slice */
     /* slot s holds rows s, s + slots, ...; row r = k * slots + s is phase k of both barriers:
      * full[s] completes when the stats warp's 32 lanes have stored its z and the fetcher its
      * (max, sum); empty[s] when a writer warp's 32 lanes have written it out */
     __shared__ __align__(8) unsigned long long full[SLOTS], empty[SLOTS];
     __shared__ float2 row_ms[SLOTS];
+    if (threadIdx.x < a.slots) {
+        /* the block's own barriers, set up before the wait (nothing of the previous
+         * kernel's): in a back-to-back queue this overlaps the kernel before */
+        ft_mbar_init(&full[threadIdx.x], 33);
+        ft_mbar_init(&empty[threadIdx.x], 32);
+        ft_mbar_init_fence();
+    }
     ft_pdl_wait(); /* the workspace's epoch and the logits are the previous kernels' */
     ft_pdl_trigger();
     const int P = gridDim.x, b = blockIdx.x, warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+    const int SW = a.stats, WW = FT_LOGITS_STREAM_WORKERS - a.stats; /* stats and writer warps */
     const int rows = a.rows, V = a.V, nvec = V / 4, nmax = a.nmax, slots = a.slots;
     const int g0 = (int)((int64_t)nvec * b / P), n = (int)((int64_t)nvec * (b + 1) / P) - g0;
     unsigned long long *const sw = a.sw;
@@ -604,11 +631,6 @@ static __global__ void __launch_bounds__(FT_LOGITS_STREAM_NT, 1) ft_update_logit
     unsigned long long *const row_words = sw + FT_LOGITS_WS_HEADER;         /* [rows][2] (max, sum) */
     unsigned long long *const part = row_words + 2 * (size_t)rows;           /* [rows][P][2] */
     float4 *const ring = ft_logits_ring_fp32;
-    if (threadIdx.x < slots) {
-        ft_mbar_init(&full[threadIdx.x], 33);
-        ft_mbar_init(&empty[threadIdx.x], 32);
-    }
-    ft_mbar_init_fence();
     if (a.bias) /* the bias slice once, as planes of float4 like a slot */
         for (int j = threadIdx.x; j < n; j += blockDim.x) {
             float f[4];
@@ -707,18 +729,13 @@ static __global__ void __launch_bounds__(FT_LOGITS_STREAM_NT, 1) ft_update_logit
                 const float2 ms = row_ms[sl];
                 const float M = ms.x, rs = 1.0f / ms.y, lse = ms.x + __logf(ms.y);
                 const float4 *d = ring + (size_t)sl * E4 * nmax;
-#pragma unroll
-                for (int i = 0; i < GPL; i++) {
-                    const int j = lane + 32 * i;
-                    if (j < n)
-#pragma unroll
-                        for (int q = 0; q < E4; q++) {
-                            const float4 z = d[q * nmax + j];
-                            __stcs(y + (size_t)j * E4 + q,
-                                   make_float4(ft_logits_out(mode, z.x, M, rs, lse), ft_logits_out(mode, z.y, M, rs, lse),
-                                               ft_logits_out(mode, z.z, M, rs, lse), ft_logits_out(mode, z.w, M, rs, lse)));
-                        }
-                }
+                /* the write loop once per mode, the mode a constant in each: with it a run-time
+                 * value the loop branched on it for every value (fp32 SASS: 192 branches in
+                 * the kernel against 132) */
+                if (mode == FT_LOGITS_LOG_SOFTMAX)
+                    ft_logits_stream_write_fp32(y, d, nmax, n, lane, FT_LOGITS_LOG_SOFTMAX, M, rs, lse);
+                else
+                    ft_logits_stream_write_fp32(y, d, nmax, n, lane, FT_LOGITS_SOFTMAX, M, rs, lse);
             }
             ft_mbar_arrive(&empty[sl]);
         }
@@ -975,6 +992,8 @@ static inline ft_status ft_update_logits_fp32(const float *logits, int64_t ld, i
                 return st;
             a.sw = (unsigned long long *)workspace, a.sw_words = (long long)(workspace_bytes / 8);
             a.rows = rows, a.nmax = nmax, a.slots = slots;
+            a.stats = ft_logits_get_stream_stats() > 0 ? ft_logits_get_stream_stats()
+                      : mode == FT_LOGITS_LOG_SOFTMAX ? FT_LOGITS_STREAM_STATS_LOG : FT_LOGITS_STREAM_STATS_SOFTMAX;
             void *args[] = {&a};
             return ft_launch_ex(fn, (const void *)ft_update_logits_fp32_stream, dim3((unsigned)sms),
                                 dim3(FT_LOGITS_STREAM_NT), (size_t)smem, stream, args, 1, 1);

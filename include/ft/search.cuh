@@ -50,11 +50,12 @@ typedef struct ft_policy_ {
     ft_topk_form topk;
     int topk_row_blocks; /* blocks per row of the top-K row form; 0: chosen from the shape */
     ft_logits_form logits;
+    int logits_stats;    /* stats warps of the update_logits stream form; 0: by the mode */
 } ft_policy_;
 
 static inline ft_policy_ *ft_policy_slot_(void)
 {
-    static ft_policy_ policy = {FT_TOPP_FORM_AUTO, FT_TOPK_FORM_AUTO, 0, FT_LOGITS_FORM_AUTO};
+    static ft_policy_ policy = {FT_TOPP_FORM_AUTO, FT_TOPK_FORM_AUTO, 0, FT_LOGITS_FORM_AUTO, 0};
     return &policy;
 }
 
@@ -66,6 +67,20 @@ static inline void ft_logits_set_form(ft_logits_form form)
 static inline ft_logits_form ft_logits_get_form(void)
 {
     return ft_policy_slot_()->logits;
+}
+
+/* Stats warps of the update_logits stream form, 1..13 of its 14 working warps (the rest
+ * write); 0, the default, takes the measured choice for the mode
+ * (FT_LOGITS_STREAM_STATS_LOG / _SOFTMAX). For tuning and benchmarks; values outside
+ * 0..13 count as 0. Same scope as ft_logits_set_form. */
+static inline void ft_logits_set_stream_stats(int warps)
+{
+    ft_policy_slot_()->logits_stats = warps >= 0 && warps <= 13 ? warps : 0;
+}
+
+static inline int ft_logits_get_stream_stats(void)
+{
+    return ft_policy_slot_()->logits_stats;
 }
 
 static inline void ft_topp_set_form(ft_topp_form form)
@@ -261,13 +276,21 @@ static __device__ __forceinline__ float ft_logits_finished(int mode, int j, int 
 /* Bytes the split form's (max, sum) pairs start at in the workspace: after the header,
  * which they never overwrite. */
 #define FT_LOGITS_SPLIT_OFFSET (FT_LOGITS_WS_HEADER * 8)
-/* The stream form's block: 9 stats warps, 5 writer warps, a combiner and a fetcher (B64
- * V128256 fp32 on the H100: 7 / 8 / 9 / 10 stats warps 31.2 / 29.4 / 28.8 / 29.9 us). */
+/* The stream form's block: 14 working warps, stats warps and writer warps, chosen per
+ * mode (ft_logits_set_stream_stats overrides), then a combiner and a fetcher. More stats
+ * warps keep more rows' loads in flight; log-softmax writes z - lse and three writers keep
+ * up, softmax writes exp(z - m) / sum and needs five. fp32 V128256 on the H100, device us,
+ * 9 / 10 / 11 / 12 stats warps: log-softmax B64 27.9 / 26.6 / 25.9 / 29.1 (a copy of the
+ * same bytes 25.0), B256 95.0 / 94.0 / 92.6 / 96.0 (copy 96.0), B24 15.2 / 15.2 / 15.2 /
+ * 15.9; softmax B64 28.2 at 9, 34.3 at 11. */
 #define FT_LOGITS_STREAM_NT 512
-#ifndef FT_LOGITS_STREAM_STATS /* tuning: stats + writers = 14 */
-#define FT_LOGITS_STREAM_STATS 9
+#define FT_LOGITS_STREAM_WORKERS 14 /* stats + writers */
+#ifndef FT_LOGITS_STREAM_STATS_LOG
+#define FT_LOGITS_STREAM_STATS_LOG 11
 #endif
-#define FT_LOGITS_STREAM_WRITERS (14 - FT_LOGITS_STREAM_STATS)
+#ifndef FT_LOGITS_STREAM_STATS_SOFTMAX
+#define FT_LOGITS_STREAM_STATS_SOFTMAX 9
+#endif
 #define FT_LOGITS_STREAM_GPL 8            /* 16-byte vectors a lane per row, at most */
 #define FT_LOGITS_STREAM_SLOTS 48         /* rows the shared-memory ring holds, at most */
 #define FT_LOGITS_STREAM_QPL 8            /* pairs a combiner lane merges: 256 blocks at most */
