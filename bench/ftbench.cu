@@ -733,11 +733,16 @@ static size_t decoding_ws_bytes(const bench_opts *o)
         return ft_topk_workspace_bytes(o->dt, rows, strcmp(o->kernel, "beam_topk") == 0 ? o->beam : 1, o->vocab, o->k);
     return 0;
 }
+/* update_logits and its floor logits_copy write the rows out as fp32 */
+static int writes_logits(const bench_opts *o)
+{
+    return strcmp(o->kernel, "update_logits") == 0 || strcmp(o->kernel, "logits_copy") == 0;
+}
 static int decoding_buffers(const bench_opts *o, buf_spec *sp)
 {
     const int beams = strcmp(o->kernel, "beam_topk") == 0 ? o->beam : 1;
     const size_t rows = (size_t)o->batch * beams, es = ft_dtype_size(o->dt);
-    const int logits_out = strcmp(o->kernel, "update_logits") == 0 || strcmp(o->kernel, "logits_copy") == 0;
+    const int logits_out = writes_logits(o);
     const size_t counts[5] = {rows * o->vocab, logits_out ? rows * o->vocab : (size_t)o->batch * o->k,
                               (size_t)o->batch * o->k, (decoding_ws_bytes(o) + es - 1) / es + 64, rows};
     for (int i = 0; i < 5; i++) {
@@ -752,10 +757,8 @@ static double decoding_bytes(const bench_opts *o)
 {
     const int beams = strcmp(o->kernel, "beam_topk") == 0 ? o->beam : 1;
     const double n = (double)o->batch * beams * o->vocab;
-    /* update_logits and its floor logits_copy: read the logits, write fp32; the rest read
-     * the logits once */
-    const int logits_out = strcmp(o->kernel, "update_logits") == 0 || strcmp(o->kernel, "logits_copy") == 0;
-    return n * (double)ft_dtype_size(o->dt) + (logits_out ? 4.0 * n : 0.0);
+    /* the logits read once, and written as fp32 where the kernel does */
+    return n * (double)ft_dtype_size(o->dt) + (writes_logits(o) ? 4.0 * n : 0.0);
 }
 static void decoding_describe(const bench_opts *o, char *variant, char *shape, size_t len)
 {
@@ -1257,8 +1260,8 @@ static int parse(int argc, char **argv, bench_opts *o)
             }
             else if (strcmp(a, "--logits-stats") == 0) {
                 o->lgstats = atoi(v);
-                if (o->lgstats < 0 || o->lgstats > 13) {
-                    fprintf(stderr, "ftbench: --logits-stats %s is outside 0..13\n", v);
+                if (o->lgstats < 0 || o->lgstats >= FT_LOGITS_STREAM_WORKERS) {
+                    fprintf(stderr, "ftbench: --logits-stats %s is outside 0..%d\n", v, FT_LOGITS_STREAM_WORKERS - 1);
                     return -1;
                 }
             }

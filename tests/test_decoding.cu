@@ -647,7 +647,7 @@ static void test_update_logits_stream(ft_test *t)
         check_update_logits(t, dt, &rng, 24, V, FT_LOGITS_LOG_SOFTMAX, 1, 1, 1, 1, ws, wb);
     /* the split of the block's working warps at its ends: one stats warp and 13 writers,
      * 13 stats warps and one writer, each mode */
-    const int splits[] = {1, 13};
+    const int splits[] = {1, FT_LOGITS_STREAM_WORKERS - 1};
     for (int i = 0; i < 4; i++) {
         ft_logits_set_stream_stats(splits[i / 2]);
         check_update_logits(t, dt, &rng, i % 2 ? 64 : 37, V, 1 + i % 2, i % 2, 1, i / 2, 0, ws, wb);

@@ -992,7 +992,8 @@ static inline ft_status ft_update_logits_fp16(const __half *logits, int64_t ld, 
                 return st;
             a.sw = (unsigned long long *)workspace, a.sw_words = (long long)(workspace_bytes / 8);
             a.rows = rows, a.nmax = nmax, a.slots = slots;
-            a.stats = ft_logits_get_stream_stats() > 0 ? ft_logits_get_stream_stats()
+            const int forced = ft_logits_get_stream_stats();
+            a.stats = forced > 0 ? forced
                       : mode == FT_LOGITS_LOG_SOFTMAX ? FT_LOGITS_STREAM_STATS_LOG : FT_LOGITS_STREAM_STATS_SOFTMAX;
             void *args[] = {&a};
             return ft_launch_ex(fn, (const void *)ft_update_logits_fp16_stream, dim3((unsigned)sms),

@@ -69,13 +69,16 @@ static inline ft_logits_form ft_logits_get_form(void)
     return ft_policy_slot_()->logits;
 }
 
-/* Stats warps of the update_logits stream form, 1..13 of its 14 working warps (the rest
- * write); 0, the default, takes the measured choice for the mode
+/* The update_logits stream form's working warps: stats warps and writer warps. */
+#define FT_LOGITS_STREAM_WORKERS 14
+
+/* Stats warps of the update_logits stream form, 1..FT_LOGITS_STREAM_WORKERS - 1 of its
+ * working warps (the rest write); 0, the default, takes the measured choice for the mode
  * (FT_LOGITS_STREAM_STATS_LOG / _SOFTMAX). For tuning and benchmarks; values outside
- * 0..13 count as 0. Same scope as ft_logits_set_form. */
+ * that range count as 0. Same scope as ft_logits_set_form. */
 static inline void ft_logits_set_stream_stats(int warps)
 {
-    ft_policy_slot_()->logits_stats = warps >= 0 && warps <= 13 ? warps : 0;
+    ft_policy_slot_()->logits_stats = warps >= 0 && warps < FT_LOGITS_STREAM_WORKERS ? warps : 0;
 }
 
 static inline int ft_logits_get_stream_stats(void)
@@ -283,8 +286,7 @@ static __device__ __forceinline__ float ft_logits_finished(int mode, int j, int 
  * 9 / 10 / 11 / 12 stats warps: log-softmax B64 27.9 / 26.6 / 25.9 / 29.1 (a copy of the
  * same bytes 25.0), B256 95.0 / 94.0 / 92.6 / 96.0 (copy 96.0), B24 15.2 / 15.2 / 15.2 /
  * 15.9; softmax B64 28.2 at 9, 34.3 at 11. */
-#define FT_LOGITS_STREAM_NT 512
-#define FT_LOGITS_STREAM_WORKERS 14 /* stats + writers */
+#define FT_LOGITS_STREAM_NT 512 /* FT_LOGITS_STREAM_WORKERS warps, a combiner and a fetcher */
 #ifndef FT_LOGITS_STREAM_STATS_LOG
 #define FT_LOGITS_STREAM_STATS_LOG 11
 #endif
