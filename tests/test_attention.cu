@@ -38,6 +38,7 @@ typedef struct attn_case {
     int impl;             /* ft_attn_impl */
     int no_workspace;     /* automatic splits without a workspace */
     int beam;             /* self: > 0 reads through a random cache indirection table of this beam width */
+    int calls;            /* launches one after the other on the same workspace, each checked (0: 1) */
     int lengths[16];
 } attn_case;
 
@@ -117,6 +118,7 @@ static void run_case(ft_test *t, ft_dtype dt, int D, const attn_case *c, ref_rng
     int *dlen = (int *)dev_alloc(sizeof(int) * B);
     const size_t ws_bytes = ft_attention_workspace_bytes(B, H, D, FT_ATTN_MAX_SPLITS);
     void *ws = dev_alloc(ws_bytes);
+    dev_poison(ws, ws_bytes); /* the workspace needs no initialisation: NaN partials until written */
     dev_upload(dq, q, nq, dt);
     dev_upload(dkn, kn, nkv, dt);
     dev_upload(dvn, vn, nkv, dt);
@@ -172,45 +174,8 @@ static void run_case(ft_test *t, ft_dtype dt, int D, const attn_case *c, ref_rng
     r.dt = dt;
     r.out = ref;
 
-    ft_status st;
-    if (c->is_self) {
-        ft_self_attention_args a;
-        memset(&a, 0, sizeof a);
-        a.batch = B;
-        a.num_heads = H;
-        a.num_kv_heads = Hkv;
-        a.max_len = L;
-        a.q = dq;
-        a.k = dkn;
-        a.v = dvn;
-        a.q_bias = c->with_bias ? dqb : NULL;
-        a.k_bias = c->with_bias ? dkb : NULL;
-        a.v_bias = c->with_bias ? dvb : NULL;
-        a.k_cache = dkc;
-        a.v_cache = dvc;
-        a.layout = (ft_kv_layout)c->layout;
-        a.lengths = dlen;
-        a.out = dout;
-        a.rope = (ft_rope)c->rope;
-        a.rotary_dim = c->rotary_dim;
-        a.rotary_base = 10000.0f;
-        a.splits = c->splits;
-        a.workspace = c->no_workspace ? NULL : ws;
-        a.workspace_bytes = c->no_workspace ? 0 : ws_bytes;
-        a.impl = (ft_attn_impl)c->impl;
-        a.cache_indirection = dindir;
-        a.beam_width = c->beam;
-        st = SELF_DECODE(D, &a, 0);
-        r.indir = indir;
-        r.beam = c->beam;
-        r.k_new = kn;
-        r.v_new = vn;
-        r.k_bias = c->with_bias ? kb : NULL;
-        r.v_bias = c->with_bias ? vb : NULL;
-        r.rope = c->rope;
-        r.rotary_dim = c->rotary_dim ? c->rotary_dim : D;
-        r.log2_base = log2f(10000.0f);
-    } else {
+    ft_status st = FT_OK;
+    if (!c->is_self) {
         /* the memory bias is added once, in place, by its own launcher */
         st = c->with_bias ? MEMORY_BIAS(D, dkc, dkb, dvc, dvb, B, Hkv, L, (ft_kv_layout)c->layout, 0) : FT_OK;
         FT_EXPECT(t, st == FT_OK, "%s: memory bias: %s", what, ft_last_error());
@@ -223,59 +188,105 @@ static void run_case(ft_test *t, ft_dtype dt, int D, const attn_case *c, ref_rng
                             kc[i] = (float)ref_round((double)kc[i] + kb[h * D + d], dt);
                             vc[i] = (float)ref_round((double)vc[i] + vb[h * D + d], dt);
                         }
-        ft_cross_attention_args a;
-        memset(&a, 0, sizeof a);
-        a.batch = B;
-        a.num_heads = H;
-        a.num_kv_heads = Hkv;
-        a.mem_len = L;
-        a.q = dq;
-        a.q_bias = c->with_bias ? dqb : NULL;
-        a.k_mem = dkc;
-        a.v_mem = dvc;
-        a.layout = (ft_kv_layout)c->layout;
-        a.mem_lengths = dlen;
-        a.out = dout;
-        a.splits = c->splits;
-        a.workspace = ws;
-        a.workspace_bytes = ws_bytes;
-        a.impl = (ft_attn_impl)c->impl;
-        st = CROSS_DECODE(D, &a, 0);
     }
-    FT_CHECK_CUDA(cudaGetLastError());
-    FT_CHECK_CUDA(cudaDeviceSynchronize());
-    FT_EXPECT(t, st == FT_OK, "%s: status %s (%s)", what, ft_status_string(st), ft_last_error());
-    if (st == FT_OK) {
-        ref_attention_decode(&r);
-        const ref_tol tol = attn_tolerance(dt);
-        dev_download(got, dout, nq, dt);
-        /* rows past capacity must be NaN: compare those separately */
-        size_t nan_rows_ok = 1;
-        for (int b = 0; b < B; b++) {
-            const int len = c->lengths[b];
-            const int over = c->is_self ? len >= L : len > L;
-            for (int i = 0; i < H * D; i++) {
-                const size_t k = (size_t)b * H * D + i;
-                if (over) {
-                    nan_rows_ok &= isnan(got[k]) != 0;
-                    got[k] = 0.0f;
-                    ref[k] = 0.0;
+    /* several calls on one workspace: each must leave it fit for the next (split counters) */
+    for (int call = 0; call < (c->calls > 1 ? c->calls : 1) && st == FT_OK; call++) {
+        if (call > 0) {
+            dev_poison(dout, nq * es);
+            snprintf(what + strlen(what), sizeof what - strlen(what), "%s%d", call == 1 ? " call " : ",", call + 1);
+        }
+        if (c->is_self) {
+            ft_self_attention_args a;
+            memset(&a, 0, sizeof a);
+            a.batch = B;
+            a.num_heads = H;
+            a.num_kv_heads = Hkv;
+            a.max_len = L;
+            a.q = dq;
+            a.k = dkn;
+            a.v = dvn;
+            a.q_bias = c->with_bias ? dqb : NULL;
+            a.k_bias = c->with_bias ? dkb : NULL;
+            a.v_bias = c->with_bias ? dvb : NULL;
+            a.k_cache = dkc;
+            a.v_cache = dvc;
+            a.layout = (ft_kv_layout)c->layout;
+            a.lengths = dlen;
+            a.out = dout;
+            a.rope = (ft_rope)c->rope;
+            a.rotary_dim = c->rotary_dim;
+            a.rotary_base = 10000.0f;
+            a.splits = c->splits;
+            a.workspace = c->no_workspace ? NULL : ws;
+            a.workspace_bytes = c->no_workspace ? 0 : ws_bytes;
+            a.impl = (ft_attn_impl)c->impl;
+            a.cache_indirection = dindir;
+            a.beam_width = c->beam;
+            st = SELF_DECODE(D, &a, 0);
+            r.indir = indir;
+            r.beam = c->beam;
+            r.k_new = kn;
+            r.v_new = vn;
+            r.k_bias = c->with_bias ? kb : NULL;
+            r.v_bias = c->with_bias ? vb : NULL;
+            r.rope = c->rope;
+            r.rotary_dim = c->rotary_dim ? c->rotary_dim : D;
+            r.log2_base = log2f(10000.0f);
+        } else {
+            ft_cross_attention_args a;
+            memset(&a, 0, sizeof a);
+            a.batch = B;
+            a.num_heads = H;
+            a.num_kv_heads = Hkv;
+            a.mem_len = L;
+            a.q = dq;
+            a.q_bias = c->with_bias ? dqb : NULL;
+            a.k_mem = dkc;
+            a.v_mem = dvc;
+            a.layout = (ft_kv_layout)c->layout;
+            a.mem_lengths = dlen;
+            a.out = dout;
+            a.splits = c->splits;
+            a.workspace = ws;
+            a.workspace_bytes = ws_bytes;
+            a.impl = (ft_attn_impl)c->impl;
+            st = CROSS_DECODE(D, &a, 0);
+        }
+        FT_CHECK_CUDA(cudaGetLastError());
+        FT_CHECK_CUDA(cudaDeviceSynchronize());
+        FT_EXPECT(t, st == FT_OK, "%s: status %s (%s)", what, ft_status_string(st), ft_last_error());
+        if (st == FT_OK) {
+            ref_attention_decode(&r);
+            const ref_tol tol = attn_tolerance(dt);
+            dev_download(got, dout, nq, dt);
+            /* rows past capacity must be NaN: compare those separately */
+            size_t nan_rows_ok = 1;
+            for (int b = 0; b < B; b++) {
+                const int len = c->lengths[b];
+                const int over = c->is_self ? len >= L : len > L;
+                for (int i = 0; i < H * D; i++) {
+                    const size_t k = (size_t)b * H * D + i;
+                    if (over) {
+                        nan_rows_ok &= isnan(got[k]) != 0;
+                        got[k] = 0.0f;
+                        ref[k] = 0.0;
+                    }
                 }
             }
-        }
-        FT_EXPECT(t, nan_rows_ok, "%s: a row past capacity is not NaN", what);
-        ft_expect_close(t, what, got, ref, nq, tol.atol, tol.rtol);
-        /* the caches: appended steps as stored, every other element untouched */
-        const char *names[2] = {"k cache", "v cache"};
-        void *dc[2] = {dkc, dvc};
-        float *hc[2] = {kc, vc};
-        for (int w = 0; w < 2; w++) {
-            char w2[300];
-            snprintf(w2, sizeof w2, "%s (%s)", what, names[w]);
-            dev_download(got, dc[w], ncache, dt);
-            for (size_t i = 0; i < ncache; i++)
-                refc[i] = hc[w][i];
-            ft_expect_close(t, w2, got, refc, ncache, tol.atol, tol.rtol);
+            FT_EXPECT(t, nan_rows_ok, "%s: a row past capacity is not NaN", what);
+            ft_expect_close(t, what, got, ref, nq, tol.atol, tol.rtol);
+            /* the caches: appended steps as stored, every other element untouched */
+            const char *names[2] = {"k cache", "v cache"};
+            void *dc[2] = {dkc, dvc};
+            float *hc[2] = {kc, vc};
+            for (int w = 0; w < 2; w++) {
+                char w2[300];
+                snprintf(w2, sizeof w2, "%s (%s)", what, names[w]);
+                dev_download(got, dc[w], ncache, dt);
+                for (size_t i = 0; i < ncache; i++)
+                    refc[i] = hc[w][i];
+                ft_expect_close(t, w2, got, refc, ncache, tol.atol, tol.rtol);
+            }
         }
     }
     void *bufs[] = {dq, dkn, dvn, dqb, dkb, dvb, dkc, dvc, dout, dlen, ws, dindir};
@@ -322,7 +333,7 @@ static void attention_test(ft_test *t)
     const ft_dtype dt = FT_CAT(FT_, FT_ATTN_TEST_DT_UPPER, );
     ref_rng rng;
     ref_rng_seed(&rng, ref_test_seed() * 7 + (uint64_t)D * 131 + (uint64_t)dt);
-    attn_case cases[32];
+    attn_case cases[40];
     int n = 0;
     {
         const int l1[] = {0, 17, 63};
@@ -368,6 +379,19 @@ static void attention_test(ft_test *t)
         const int l13[] = {700, 700, 33, 33};
         cases[n] = self_case(4, 8, 2, 800, FT_KV_BHLD, FT_ROPE_INTERLEAVED, 0, 0, l13);
         cases[n++].beam = 2;
+        /* splits through the workspace and the combine kernel (more than a cluster merges, or
+         * clusters that do not all fit: 32 row blocks of 8 on the H100), on a poisoned workspace
+         * and several calls on one workspace; strided rows through an indirection table */
+        const int l15[] = {7999, 1234};
+        cases[n] = self_case(2, 4, 4, 8000, FT_KV_BHLD, FT_ROPE_HALF, 0, 9, l15);
+        cases[n++].calls = 3;
+        const int l16[] = {3999, 3999, 0, 0};
+        cases[n] = self_case(4, 4, 2, 4000, FT_KV_LBHD, FT_ROPE_INTERLEAVED, 0, 9, l16);
+        cases[n].beam = 2;
+        cases[n++].calls = 2;
+        const int l17[] = {1999};
+        cases[n] = self_case(1, 32, 32, 2000, FT_KV_BHLD, FT_ROPE_NONE, 0, 0, l17);
+        cases[n++].calls = 2;
     }
     {
         attn_case c;
@@ -398,6 +422,14 @@ static void attention_test(ft_test *t)
         c.splits = 1;
         c.with_bias = 0;
         c.lengths[0] = 4400;
+        cases[n++] = c;
+        c.B = 2;
+        c.L = 5000;
+        c.splits = 10; /* through the workspace */
+        c.with_bias = 1;
+        c.lengths[0] = 5000;
+        c.lengths[1] = 1;
+        c.calls = 2;
         cases[n++] = c;
     }
     /* random shapes */
