@@ -10,8 +10,13 @@
  *   prologue done, first tile landed (past the first stage's barrier), loop done
  *   (consumers merged), end (after the cluster merge, if any).
  *
- *   bash bench/attn_stamps.sh 128 fp16 && build/stamps/attn_stamps 8 32 8 4096 [splits] [-v]
- *   (B, H, Hkv, L; splits 0 = automatic; -v prints every block with its SM) */
+ *   bash bench/attn_stamps.sh 128 fp16 && build/stamps/attn_stamps 8 32 8 4096 [splits] [-p|-m] [-v]
+ *   (B, H, Hkv, L; splits 0 = automatic; -p: an event recorded between the calls, as in
+ *   ftbench's per-call timing, so that no call overlaps the one before it; -m: a one-thread
+ *   kernel that stamps %globaltimer between the calls instead, so that the gaps before the
+ *   first block and after the last one are seen; -v prints every block with its SM). The
+ *   combine kernel (splits through the workspace) stamps its blocks' entry, wait release
+ *   and end too. */
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
@@ -37,6 +42,11 @@
         }                                                                                      \
     } while (0)
 
+static __global__ void mark_kernel(unsigned long long *marks, int i)
+{
+    marks[i] = ft_globaltimer();
+}
+
 static void summary(const char *name, std::vector<double> v)
 {
     if (v.empty())
@@ -50,12 +60,21 @@ static void summary(const char *name, std::vector<double> v)
 int main(int argc, char **argv)
 {
     if (argc < 5) {
-        fprintf(stderr, "usage: %s B H Hkv L [splits] [-v]\n", argv[0]);
+        fprintf(stderr, "usage: %s B H Hkv L [splits] [-p|-m] [-v]\n", argv[0]);
         return 2;
     }
     const int B = atoi(argv[1]), H = atoi(argv[2]), Hkv = atoi(argv[3]), L = atoi(argv[4]);
-    const int splits = argc > 5 && strcmp(argv[5], "-v") ? atoi(argv[5]) : 0;
-    const int verbose = !strcmp(argv[argc - 1], "-v");
+    int splits = 0, verbose = 0, per_call = 0, marker = 0;
+    for (int i = 5; i < argc; i++) {
+        if (!strcmp(argv[i], "-v"))
+            verbose = 1;
+        else if (!strcmp(argv[i], "-p"))
+            per_call = 1;
+        else if (!strcmp(argv[i], "-m"))
+            marker = 1;
+        else
+            splits = atoi(argv[i]);
+    }
     const int D = STAMP_D, reps = 40, sets = 4;
     const size_t esize = !strcmp(ST_STR(STAMP_DT), "fp32") ? 4 : 2;
     const size_t cache = (size_t)B * Hkv * L * D * esize;
@@ -80,11 +99,14 @@ int main(int argc, char **argv)
     CK(cudaMalloc(&len, B * sizeof(int)));
     std::vector<int> hl(B, L - 1);
     CK(cudaMemcpy(len, hl.data(), B * sizeof(int), cudaMemcpyHostToDevice));
+    unsigned long long *marks;
+    CK(cudaMalloc(&marks, 64 * sizeof(unsigned long long)));
     cudaStream_t s;
     CK(cudaStreamCreate(&s));
-    cudaEvent_t e0, e1;
+    cudaEvent_t e0, e1, sep;
     CK(cudaEventCreate(&e0));
     CK(cudaEventCreate(&e1));
+    CK(cudaEventCreate(&sep));
     ft_self_attention_args a;
     memset(&a, 0, sizeof a);
     a.batch = B;
@@ -101,9 +123,26 @@ int main(int argc, char **argv)
     a.workspace_bytes = wsb;
     a.layout = FT_KV_BHLD;
     a.splits = splits;
+    int per_sm = 0; /* the one-head kernel's blocks an SM, and its clusters the device holds at once */
+    if (Hkv == H && ST_CAT(ft_attn_async_occupancy_, ST_SUFFIX, )("attn_stamps", 1, 0, &per_sm) == FT_OK) {
+        printf("one-head sm_90 kernel: %d blocks a multiprocessor; clusters of 2..%d that fit:", per_sm,
+               FT_ATTN_CLUSTER_SPLITS);
+        for (int size = 2; size <= FT_ATTN_CLUSTER_SPLITS; size++) {
+            int fit = 0;
+            ST_CAT(ft_attn_async_clusters_, ST_SUFFIX, )("attn_stamps", 1, 0, size, &fit);
+            printf(" %d", fit);
+        }
+        printf("\n");
+    }
     for (int r = 0; r < reps + 5; r++) {
         if (r == 5)
             CK(cudaEventRecord(e0, s));
+        if (per_call && r > 0)
+            CK(cudaEventRecord(sep, s)); /* ends the dependent launch's overlap with the call before */
+        if (marker) {
+            mark_kernel<<<1, 1, 0, s>>>(marks, r);
+            CK(cudaGetLastError());
+        }
         a.k_cache = kc[r % sets];
         a.v_cache = vc[r % sets];
         if (ST_CAT(ft_masked_self_attention_decode_, ST_SUFFIX, )(&a, s) != FT_OK) {
@@ -111,12 +150,18 @@ int main(int argc, char **argv)
             return 1;
         }
     }
+    if (marker)
+        mark_kernel<<<1, 1, 0, s>>>(marks, reps + 5);
     CK(cudaEventRecord(e1, s));
     CK(cudaStreamSynchronize(s));
+    unsigned long long hm[2] = {0, 0};
+    if (marker)
+        CK(cudaMemcpy(hm, marks + reps + 4, sizeof hm, cudaMemcpyDeviceToHost));
     float ms = 0;
     CK(cudaEventElapsedTime(&ms, e0, e1));
-    printf("B%d H%d Hkv%d D%d L%d %s splits %d: %.2f us a call (%d back to back)\n", B, H, Hkv, D, L,
-           ST_STR(STAMP_DT), splits, ms * 1000 / reps, reps);
+    printf("B%d H%d Hkv%d D%d L%d %s splits %d: %.2f us a call (%d %s)\n", B, H, Hkv, D, L, ST_STR(STAMP_DT),
+           splits, ms * 1000 / reps, reps,
+           per_call ? "calls, an event between" : marker ? "calls, a stamping kernel between" : "back to back");
 
     std::vector<unsigned long long> st(1 << 17); /* 16 slots a block */
     CK(cudaMemcpyFromSymbol(st.data(), ST_CAT(ft_attn_stamps_, ST_SUFFIX, ), st.size() * sizeof(st[0])));
@@ -147,6 +192,50 @@ int main(int argc, char **argv)
                 v.push_back(us(i, r.slot));
         summary(r.name, v);
     }
+    /* the combine kernel's blocks (the workspace path), if this call ran one */
+    std::vector<unsigned long long> cs(3 << 13);
+    CK(cudaMemcpyFromSymbol(cs.data(), ST_CAT(ft_attn_cstamps_, ST_SUFFIX, ), cs.size() * sizeof(cs[0])));
+    double span_end = -1e30, first_entry = 1e30;
+    for (int i = 0; i < nb; i++) {
+        if (has(i, 0))
+            first_entry = std::min(first_entry, us(i, 0));
+        span_end = std::max(span_end, has(i, 4) ? us(i, 4) : has(i, 3) ? us(i, 3) : -1e30);
+    }
+    int ncb = 0;
+    while (ncb < (1 << 13) && cs[3 * ncb + 2] > t1 && cs[3 * ncb + 2] - t1 < 1000000000ull)
+        ncb++;
+    if (ncb > 0) {
+        const char *cn[3] = {"combine: entry", "combine: wait released", "combine: end"};
+        for (int k = 0; k < 3; k++) {
+            std::vector<double> v;
+            for (int i = 0; i < ncb; i++)
+                v.push_back((double)(long long)(cs[3 * i + k] - t1) / 1000.0);
+            summary(cn[k], v);
+            if (k == 2)
+                span_end = std::max(span_end, *std::max_element(v.begin(), v.end()));
+        }
+    }
+    printf("  span: first entry %.2f, last end %.2f (%.2f us)\n", first_entry, span_end, span_end - first_entry);
+    if (marker)
+        printf("  stamping kernels: before the call %.2f, after it %.2f: %.2f us before the first entry, %.2f after "
+               "the last end (%.2f us marker to marker)\n",
+               (double)(long long)(hm[0] - t1) / 1000.0, (double)(long long)(hm[1] - t1) / 1000.0,
+               first_entry - (double)(long long)(hm[0] - t1) / 1000.0,
+               (double)(long long)(hm[1] - t1) / 1000.0 - span_end, (double)(long long)(hm[1] - hm[0]) / 1000.0);
+    /* blocks running (wait released, not ended) at each whole microsecond: the ramp and the tail */
+    const int fin = has(0, 4) ? 4 : 3; /* the end, or the loop's end where no cluster merge stamps one */
+    double last = 0;
+    for (int i = 0; i < nb; i++)
+        if (has(i, fin))
+            last = std::max(last, us(i, fin));
+    printf("  blocks running (to the %s) at 0, 1, 2, ... us:", fin == 4 ? "end" : "loop's end");
+    for (int t = 0; t <= (int)last; t++) {
+        int n = 0;
+        for (int i = 0; i < nb; i++)
+            n += has(i, fin) && us(i, 1) <= t && us(i, fin) > t;
+        printf(" %d", n);
+    }
+    printf("\n");
     if (verbose)
         for (int i = 0; i < nb; i++) {
             printf("    block %4d  SM %3llu", i, st[i * 16 + 6]);
