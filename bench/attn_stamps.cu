@@ -175,7 +175,8 @@ int main(int argc, char **argv)
     unsigned long long t1 = ~0ull;
     for (int i = 0; i < nb; i++)
         t1 = std::min(t1, st[i * 16 + 1]);
-    auto us = [&](int i, int slot) { return (double)(long long)(st[i * 16 + slot] - t1) / 1000.0; };
+    auto rel = [&](unsigned long long t) { return (double)(long long)(t - t1) / 1000.0; }; /* us after t1 */
+    auto us = [&](int i, int slot) { return rel(st[i * 16 + slot]); };
     auto has = [&](int i, int slot) { return st[i * 16 + slot] != 0; };
     /* slot: 0 entry, 1 wait released, 2 first tile landed, 3 loop done, 4 end (cluster merge),
      * 5 prologue done, 6 SM, 7 tiles, 8 consumer 0 has the length, 9 q, k, v loaded, 10 rotary
@@ -209,7 +210,7 @@ int main(int argc, char **argv)
         for (int k = 0; k < 3; k++) {
             std::vector<double> v;
             for (int i = 0; i < ncb; i++)
-                v.push_back((double)(long long)(cs[3 * i + k] - t1) / 1000.0);
+                v.push_back(rel(cs[3 * i + k]));
             summary(cn[k], v);
             if (k == 2)
                 span_end = std::max(span_end, *std::max_element(v.begin(), v.end()));
@@ -219,9 +220,7 @@ int main(int argc, char **argv)
     if (marker)
         printf("  stamping kernels: before the call %.2f, after it %.2f: %.2f us before the first entry, %.2f after "
                "the last end (%.2f us marker to marker)\n",
-               (double)(long long)(hm[0] - t1) / 1000.0, (double)(long long)(hm[1] - t1) / 1000.0,
-               first_entry - (double)(long long)(hm[0] - t1) / 1000.0,
-               (double)(long long)(hm[1] - t1) / 1000.0 - span_end, (double)(long long)(hm[1] - hm[0]) / 1000.0);
+               rel(hm[0]), rel(hm[1]), first_entry - rel(hm[0]), rel(hm[1]) - span_end, rel(hm[1]) - rel(hm[0]));
     /* blocks running (wait released, not ended) at each whole microsecond: the ramp and the tail */
     const int fin = has(0, 4) ? 4 : 3; /* the end, or the loop's end where no cluster merge stamps one */
     double last = 0;
