@@ -10,11 +10,12 @@
  *   prologue done, first tile landed (past the first stage's barrier), loop done
  *   (consumers merged), end (after the cluster merge, if any).
  *
- *   bash bench/attn_stamps.sh 128 fp16 && build/stamps/attn_stamps 8 32 8 4096 [splits] [-p|-m] [-v]
+ *   bash bench/attn_stamps.sh 128 fp16 && build/stamps/attn_stamps 8 32 8 4096 [splits] [-p|-m] [-k] [-v]
  *   (B, H, Hkv, L; splits 0 = automatic; -p: an event recorded between the calls, as in
  *   ftbench's per-call timing, so that no call overlaps the one before it; -m: a one-thread
  *   kernel that stamps %globaltimer between the calls instead, so that the gaps before the
- *   first block and after the last one are seen; -v prints every block with its SM). The
+ *   first block and after the last one are seen; -k: split counters, so the block that
+ *   ends last merges instead of the combine kernel; -v prints every block with its SM). The
  *   combine kernel (splits through the workspace) stamps its blocks' entry, wait release
  *   and end too. */
 #include <algorithm>
@@ -60,11 +61,11 @@ static void summary(const char *name, std::vector<double> v)
 int main(int argc, char **argv)
 {
     if (argc < 5) {
-        fprintf(stderr, "usage: %s B H Hkv L [splits] [-p|-m] [-v]\n", argv[0]);
+        fprintf(stderr, "usage: %s B H Hkv L [splits] [-p|-m] [-k] [-v]\n", argv[0]);
         return 2;
     }
     const int B = atoi(argv[1]), H = atoi(argv[2]), Hkv = atoi(argv[3]), L = atoi(argv[4]);
-    int splits = 0, verbose = 0, per_call = 0, marker = 0;
+    int splits = 0, verbose = 0, per_call = 0, marker = 0, counters = 0;
     for (int i = 5; i < argc; i++) {
         if (!strcmp(argv[i], "-v"))
             verbose = 1;
@@ -72,6 +73,8 @@ int main(int argc, char **argv)
             per_call = 1;
         else if (!strcmp(argv[i], "-m"))
             marker = 1;
+        else if (!strcmp(argv[i], "-k"))
+            counters = 1;
         else
             splits = atoi(argv[i]);
     }
@@ -121,6 +124,11 @@ int main(int argc, char **argv)
     a.lengths = len;
     a.workspace = ws;
     a.workspace_bytes = wsb;
+    if (counters) { /* split counters: the block that ends last merges, no combine kernel */
+        a.split_counters_bytes = ft_attention_split_counter_bytes(B, H);
+        CK(cudaMalloc((void **)&a.split_counters, a.split_counters_bytes));
+        CK(cudaMemset(a.split_counters, 0, a.split_counters_bytes));
+    }
     a.layout = FT_KV_BHLD;
     a.splits = splits;
     int per_sm = 0; /* the one-head kernel's blocks an SM, and its clusters the device holds at once */

@@ -41,6 +41,7 @@ typedef struct bench_opts {
     /* attention */
     int batch, heads, kv_heads, head_size, len, layout, splits, impl;
     int indir; /* self_attention: beam width of a random cache indirection table (0: none) */
+    int counters; /* self_ and cross_attention: split counters (FT_ATTN_SPLIT_COUNTERS), zeroed once */
     /* encoder pieces and layers */
     int seq, hidden, ffn, avg_len, mem_len, use_mask, remove_padding, causal;
     /* decoding: vocabulary, top-K / beam width, top-p, update_logits mode */
@@ -291,7 +292,14 @@ static int attn_table(const bench_opts *o)
     return o->indir > 0 && strcmp(o->kernel, "self_attention") == 0;
 }
 
-/* attention: slots 0 k cache, 1 v cache, 2 q, 3 k, 4 v, 5 out, 6 lengths, 7 workspace.
+/* The slot of the split counters (--counters), after the table if any. */
+static int attn_counter_slot(const bench_opts *o)
+{
+    return attn_table(o) ? 9 : 8;
+}
+
+/* attention: slots 0 k cache, 1 v cache, 2 q, 3 k, 4 v, 5 out, 6 lengths, 7 workspace,
+ * then the table (--indirection) and the split counters (--counters), zeroed once.
  * Every sequence holds len-1 cached steps and appends one: len steps are attended. */
 static int attn_buffers(const bench_opts *o, buf_spec *sp)
 {
@@ -312,9 +320,15 @@ static int attn_buffers(const bench_opts *o, buf_spec *sp)
         sp[8].rotate = 0;
         sp[8].fill = FILL_BEAMS;
         sp[8].range = o->indir;
-        return 9;
     }
-    return 8;
+    const int n = attn_counter_slot(o);
+    if (!o->counters)
+        return n;
+    sp[n].count = ft_attention_split_counter_bytes(o->batch, o->heads) / sizeof(int);
+    sp[n].is_int = 1;
+    sp[n].rotate = 0;
+    sp[n].fill = FILL_ZERO;
+    return n + 1;
 }
 
 static double attn_bytes(const bench_opts *o)
@@ -332,10 +346,11 @@ static void attn_describe(const bench_opts *o, char *variant, char *shape, size_
     char table[32] = "";
     if (attn_table(o))
         snprintf(table, sizeof table, " table W=%d", o->indir);
+    const char *counters = o->counters ? " counters" : "";
     if (o->splits)
-        snprintf(variant, len, "%s splits=%d%s%s", layout, o->splits, impl, table);
+        snprintf(variant, len, "%s splits=%d%s%s%s", layout, o->splits, impl, table, counters);
     else
-        snprintf(variant, len, "%s splits=auto%s%s", layout, impl, table);
+        snprintf(variant, len, "%s splits=auto%s%s%s", layout, impl, table, counters);
     snprintf(shape, len, "B=%d H=%d Hkv=%d D=%d L=%d", o->batch, o->heads, o->kv_heads, o->head_size, o->len);
 }
 
@@ -364,6 +379,10 @@ static ft_status run_self_attention(const bench_opts *o, void **b, cudaStream_t 
         a.cache_indirection = (const int *)b[8];
         a.beam_width = o->indir;
     }
+    if (o->counters) {
+        a.split_counters = (unsigned int *)b[attn_counter_slot(o)];
+        a.split_counters_bytes = ft_attention_split_counter_bytes(o->batch, o->heads);
+    }
     return ft_masked_self_attention_decode(o->dt, o->head_size, &a, s);
 }
 
@@ -386,6 +405,10 @@ static ft_status run_cross_attention(const bench_opts *o, void **b, cudaStream_t
     a.layout = o->layout == FT_KV_LBHD ? FT_KV_BLHD : (ft_kv_layout)o->layout;
     a.splits = o->splits;
     a.impl = (ft_attn_impl)o->impl;
+    if (o->counters) {
+        a.split_counters = (unsigned int *)b[attn_counter_slot(o)];
+        a.split_counters_bytes = ft_attention_split_counter_bytes(o->batch, o->heads);
+    }
     return ft_cross_attention_decode(o->dt, o->head_size, &a, s);
 }
 
@@ -1066,6 +1089,7 @@ static const char *suite[] = {
     "add_bias_act --dtype bf16 --m 16384 --n 4096 --act silu",
     /* decoder attention: the attention issue's shapes, GQA, layouts, splits, dtypes */
     "self_attention --dtype fp16 --batch 1 --heads 32 --head-size 128 --len 4096",
+    "self_attention --dtype fp16 --batch 1 --heads 32 --head-size 128 --len 4096 --counters",
     "self_attention --dtype fp16 --batch 1 --heads 32 --head-size 128 --len 4096 --impl register",
     "self_attention --dtype fp16 --batch 1 --heads 32 --head-size 128 --len 4096 --splits 1",
     "self_attention --dtype fp16 --batch 8 --heads 32 --head-size 128 --len 4096",
@@ -1156,6 +1180,7 @@ static void usage(FILE *f)
                "  attention:   --batch B --heads H [--kv-heads Hkv] --head-size D --len L\n"
                "               [--layout bhld|lbhd|blhd] [--splits S (0 automatic)] [--impl register|async]\n"
                "               [--indirection W: read the cache through a random beam table of width W]\n"
+               "               [--counters: split counters, the last block merges the splits]\n"
                "  encoder:     --batch B --heads H --seq S [--head-size D] [--mask] [--avg-len A] [--causal]\n"
                "  layers:      --batch B --seq S --hidden N --heads H --ffn F [--remove-padding]\n"
                "               decoder_layer: --len L (cached steps) --mem-len Lmem\n"
@@ -1182,6 +1207,8 @@ static int parse(int argc, char **argv, bench_opts *o)
             o->remove_padding = 1;
         else if (strcmp(a, "--causal") == 0)
             o->causal = 1;
+        else if (strcmp(a, "--counters") == 0)
+            o->counters = 1;
         else if (a[0] != '-' && !o->kernel)
             o->kernel = a;
         else if (!v) {

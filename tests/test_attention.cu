@@ -3,7 +3,8 @@
  * Built once per dtype (FT_ATTN_TEST_DT = fp32 | fp16 | bf16, so the three compile in
  * parallel); one test per generated head size of that dtype, registered from
  * ft/variants.h. Each runs fixed cases (GQA ratios 1, 4, 8 and H; both cache layouts;
- * rotary off, interleaved, half, partial; split-KV off, automatic and forced; lengths
+ * rotary off, interleaved, half, partial; split-KV off, automatic and forced, merged in a
+ * cluster, by the combine kernel or by the last block through split counters; lengths
  * 0, 1, the last slot, past one sub-chunk; empty slots and over-capacity rows; cross-
  * attention with memory bias and per-sequence lengths) and random ones, each through the
  * register kernel and (compute capability 9.0+) the shared-memory one. Outputs and the
@@ -39,6 +40,8 @@ typedef struct attn_case {
     int no_workspace;     /* automatic splits without a workspace */
     int beam;             /* self: > 0 reads through a random cache indirection table of this beam width */
     int calls;            /* launches one after the other on the same workspace, each checked (0: 1) */
+    int counters;         /* split counters (zeroed once, checked zero after every call): 1 on every
+                             call, 2 on every second call (the others through the combine kernel) */
     int lengths[16];
 } attn_case;
 
@@ -119,6 +122,10 @@ static void run_case(ft_test *t, ft_dtype dt, int D, const attn_case *c, ref_rng
     const size_t ws_bytes = ft_attention_workspace_bytes(B, H, D, FT_ATTN_MAX_SPLITS);
     void *ws = dev_alloc(ws_bytes);
     dev_poison(ws, ws_bytes); /* the workspace needs no initialisation: NaN partials until written */
+    const size_t cnt_bytes = ft_attention_split_counter_bytes(B, H);
+    unsigned *cnt = (unsigned *)dev_alloc(cnt_bytes);
+    FT_CHECK_CUDA(cudaMemset(cnt, 0, cnt_bytes)); /* once: every call leaves them zeroed */
+    unsigned *cnt_host = (unsigned *)malloc(cnt_bytes);
     dev_upload(dq, q, nq, dt);
     dev_upload(dkn, kn, nkv, dt);
     dev_upload(dvn, vn, nkv, dt);
@@ -150,11 +157,11 @@ static void run_case(ft_test *t, ft_dtype dt, int D, const attn_case *c, ref_rng
 
     char what[256];
     snprintf(what, sizeof what,
-             "%s h%d %s B=%d H=%d Hkv=%d L=%d layout=%d rope=%d rd=%d splits=%d bias=%d impl=%s beam=%d len0=%d "
-             "len_last=%d",
+             "%s h%d %s B=%d H=%d Hkv=%d L=%d layout=%d rope=%d rd=%d splits=%d bias=%d impl=%s beam=%d "
+             "counters=%d len0=%d len_last=%d",
              c->is_self ? "self" : "cross", D, ft_dtype_name(dt), B, H, Hkv, L, c->layout, c->rope, c->rotary_dim,
-             c->splits, c->with_bias, c->impl == FT_ATTN_IMPL_ASYNC ? "async" : "register", c->beam, c->lengths[0],
-             c->lengths[B - 1]);
+             c->splits, c->with_bias, c->impl == FT_ATTN_IMPL_ASYNC ? "async" : "register", c->beam, c->counters,
+             c->lengths[0], c->lengths[B - 1]);
 
     ref_attn r;
     memset(&r, 0, sizeof r);
@@ -204,6 +211,7 @@ static void run_case(ft_test *t, ft_dtype dt, int D, const attn_case *c, ref_rng
     const ref_tol tol = attn_tolerance(dt);
     /* several calls on one workspace: each must leave it fit for the next (split counters) */
     for (int call = 0; call < (c->calls > 1 ? c->calls : 1) && st == FT_OK; call++) {
+        unsigned *counters = c->counters == 1 || (c->counters == 2 && call % 2 == 1) ? cnt : NULL;
         if (call > 0) {
             dev_poison(dout, nq * es);
             snprintf(what + strlen(what), sizeof what - strlen(what), "%s%d", call == 1 ? " call " : ",", call + 1);
@@ -232,6 +240,8 @@ static void run_case(ft_test *t, ft_dtype dt, int D, const attn_case *c, ref_rng
             a.splits = c->splits;
             a.workspace = c->no_workspace ? NULL : ws;
             a.workspace_bytes = c->no_workspace ? 0 : ws_bytes;
+            a.split_counters = counters;
+            a.split_counters_bytes = counters ? cnt_bytes : 0;
             a.impl = (ft_attn_impl)c->impl;
             a.cache_indirection = dindir;
             a.beam_width = c->beam;
@@ -253,6 +263,8 @@ static void run_case(ft_test *t, ft_dtype dt, int D, const attn_case *c, ref_rng
             a.splits = c->splits;
             a.workspace = ws;
             a.workspace_bytes = ws_bytes;
+            a.split_counters = counters;
+            a.split_counters_bytes = counters ? cnt_bytes : 0;
             a.impl = (ft_attn_impl)c->impl;
             st = CROSS_DECODE(D, &a, 0);
         }
@@ -260,6 +272,12 @@ static void run_case(ft_test *t, ft_dtype dt, int D, const attn_case *c, ref_rng
         FT_CHECK_CUDA(cudaDeviceSynchronize());
         FT_EXPECT(t, st == FT_OK, "%s: status %s (%s)", what, ft_status_string(st), ft_last_error());
         if (st == FT_OK) {
+            /* the split counters are back to zero, whichever path the call took */
+            FT_CHECK_CUDA(cudaMemcpy(cnt_host, cnt, cnt_bytes, cudaMemcpyDeviceToHost));
+            size_t nonzero = 0;
+            for (size_t i = 0; i < cnt_bytes / sizeof(unsigned); i++)
+                nonzero += cnt_host[i] != 0;
+            FT_EXPECT(t, nonzero == 0, "%s: %zu split counters left nonzero", what, nonzero);
             dev_download(got, dout, nq, dt);
             /* rows past capacity must be NaN: compare those separately */
             size_t nan_rows_ok = 1;
@@ -291,12 +309,13 @@ static void run_case(ft_test *t, ft_dtype dt, int D, const attn_case *c, ref_rng
             }
         }
     }
-    void *bufs[] = {dq, dkn, dvn, dqb, dkb, dvb, dkc, dvc, dout, dlen, ws, dindir};
+    void *bufs[] = {dq, dkn, dvn, dqb, dkb, dvb, dkc, dvc, dout, dlen, ws, cnt, dindir};
     for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++)
         FT_CHECK_CUDA(cudaFree(bufs[i]));
     for (int i = 0; i < staged.n; i++)
         FT_CHECK_CUDA(cudaFree(staged.src[i]));
     free(indir);
+    free(cnt_host);
     free(q);
     free(kn);
     free(vn);
@@ -386,13 +405,29 @@ static void attention_test(ft_test *t)
          * and several calls on one workspace; strided rows through an indirection table */
         const int l15[] = {7999, 1234};
         cases[n] = self_case(2, 4, 4, 8000, FT_KV_BHLD, FT_ROPE_HALF, 0, 9, l15);
+        cases[n].counters = 2;
         cases[n++].calls = 3;
         const int l16[] = {3999, 3999, 0, 0};
         cases[n] = self_case(4, 4, 2, 4000, FT_KV_LBHD, FT_ROPE_INTERLEAVED, 0, 9, l16);
         cases[n].beam = 2;
+        cases[n].counters = 2;
         cases[n++].calls = 2;
         const int l17[] = {1999};
         cases[n] = self_case(1, 32, 32, 2000, FT_KV_BHLD, FT_ROPE_NONE, 0, 0, l17);
+        cases[n].counters = 2;
+        cases[n++].calls = 2;
+        /* split counters: the block that ends last merges (an empty slot, a row past
+         * capacity, an empty split; a head group on tensor cores in 12 splits), every call
+         * leaving them zeroed */
+        const int l18[] = {7999, -1, 8000};
+        cases[n] = self_case(3, 4, 4, 8000, FT_KV_BHLD, FT_ROPE_NONE, 0, 9, l18);
+        cases[n].counters = 1;
+        cases[n++].calls = 2;
+        cases[n] = self_case(2, 3, 3, 8, FT_KV_BHLD, FT_ROPE_NONE, 0, 5, l6);
+        cases[n++].counters = 1;
+        const int l19[] = {5999};
+        cases[n] = self_case(1, 16, 2, 6000, FT_KV_BHLD, FT_ROPE_INTERLEAVED, 0, 12, l19);
+        cases[n].counters = 1;
         cases[n++].calls = 2;
     }
     {
@@ -432,6 +467,7 @@ static void attention_test(ft_test *t)
         c.lengths[0] = 5000;
         c.lengths[1] = 1;
         c.calls = 2;
+        c.counters = 2;
         cases[n++] = c;
     }
     /* random shapes */
@@ -448,6 +484,7 @@ static void attention_test(ft_test *t)
         c.rope = c.is_self ? (int)ref_rng_range(&rng, 0, 2) : 0;
         c.splits = (int)ref_rng_range(&rng, 0, 2) == 2 ? (int)ref_rng_range(&rng, 2, 9) : (int)ref_rng_range(&rng, 0, 1);
         c.with_bias = i % 3 != 0;
+        c.counters = i % 2;
         for (int b = 0; b < c.B; b++)
             c.lengths[b] = c.is_self ? (int)ref_rng_range(&rng, 0, c.L - 1) : (int)ref_rng_range(&rng, 1, c.L);
         cases[n++] = c;

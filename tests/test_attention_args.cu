@@ -121,6 +121,12 @@ FT_TEST(attention_args_options)
     EXPECT_SELF(t, a.workspace = NULL, FT_ERR_INVALID_ARGUMENT, "need a workspace");
     EXPECT_SELF(t, a.workspace_bytes = 100, FT_ERR_INVALID_ARGUMENT, "need a workspace");
     EXPECT_SELF(t, a.workspace = P(0x100004), FT_ERR_MISALIGNED, "workspace");
+    EXPECT_SELF(t, (a.split_counters = (unsigned *)P(0x200000), a.split_counters_bytes = 63), FT_ERR_INVALID_ARGUMENT,
+                "split_counters of 63 bytes, 64 needed");
+    EXPECT_SELF(t, (a.split_counters = (unsigned *)P(0x200002), a.split_counters_bytes = 64), FT_ERR_MISALIGNED,
+                "split_counters must be 4-byte aligned");
+    EXPECT_CROSS(t, (a.split_counters = (unsigned *)P(0x200000), a.split_counters_bytes = 4), FT_ERR_INVALID_ARGUMENT,
+                 "split_counters of 4 bytes, 64 needed");
     EXPECT_SELF(t, a.impl = (ft_attn_impl)3, FT_ERR_INVALID_ARGUMENT, "impl must be");
     EXPECT_CROSS(t, a.impl = (ft_attn_impl)-1, FT_ERR_INVALID_ARGUMENT, "impl must be");
     EXPECT_CROSS(t, a.layout = FT_KV_LBHD, FT_ERR_INVALID_ARGUMENT, "FT_KV_BLHD or FT_KV_BHLD");
@@ -207,6 +213,8 @@ FT_TEST(attention_workspace_size)
     FT_EXPECT(t, ft_attention_workspace_bytes(2, 8, 128, 1) == 0, "one split needs no workspace");
     FT_EXPECT(t, ft_attention_workspace_bytes(2, 8, 128, 4) == (size_t)4 * 2 * 8 * 130 * 4, "4 splits");
     FT_EXPECT(t, ft_attention_workspace_bytes(0, 8, 128, 4) == 0, "empty batch");
+    FT_EXPECT(t, ft_attention_split_counter_bytes(2, 8) == 64, "a counter per (sequence, head)");
+    FT_EXPECT(t, ft_attention_split_counter_bytes(0, 8) == 0, "empty batch: no counters");
 }
 
 /* The split-count rule of the D64 tensor-map form (256 bytes of K and V a step), on 132
@@ -237,6 +245,28 @@ FT_TEST(attention_cluster_split_rule)
     p.max_seq = 4096, p.splits = 6, p.chunk = 683;
     ft_attn_prefer_cluster_splits(&p, 2, 132, 256);
     FT_EXPECT(t, p.splits == 6 && p.chunk == 683, "6 splits: %d splits of %d steps", p.splits, p.chunk);
+}
+
+/* Who merges forced splits of the register kernel (planned without asking the device):
+ * with split counters the block that ends last, without them the combine kernel. */
+FT_TEST(attention_split_counter_plan)
+{
+    const unsigned *cnt = (const unsigned *)P(0x200000);
+    const void *ws = P(0x100000);
+    const size_t ws_bytes = ft_attention_workspace_bytes(2, 8, 128, 9);
+    for (int splits = 1; splits <= 9; splits += 8)
+        for (int with = 0; with < 2; with++) {
+            ft_attn_plan p;
+            memset(&p, 0, sizeof p);
+            ft_status st = ft_attn_check_shape("plan", 2, 8, 2, 4000, 128, &p);
+            if (st == FT_OK)
+                st = ft_attn_plan_grid_h128_fp16("plan", &p, FT_ATTN_IMPL_REGISTER, FT_KV_LBHD, 0, splits, 4000, ws_bytes,
+                                                 ws, with ? cnt : NULL);
+            FT_EXPECT(t, st == FT_OK, "splits %d, counters %d: %s", splits, with, ft_last_error());
+            FT_EXPECT(t, p.splits == splits && p.cmerge == 0 && p.lmerge == (splits > 1 && with),
+                      "splits %d, counters %d: planned %d splits, cmerge %d, lmerge %d", splits, with, p.splits,
+                      p.cmerge, p.lmerge);
+        }
 }
 
 int main(int argc, char **argv)

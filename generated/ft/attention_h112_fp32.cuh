@@ -47,6 +47,7 @@ typedef struct ft_attn_kargs_h112_fp32 {
     int B, H, Hkv, G, L, layout;
     int splits, chunk;
     int cmerge; /* sm_90 kernel: the splits are one cluster and merge in it */
+    unsigned int *counters; /* [B * H]: split counters, the last block of a row block merges (or NULL) */
     const int *indir; /* self-attention: cache indirection table [B, L], or NULL */
     int beam;         /* rows per item for indir */
     int64_t seq_stride; /* elements between the same step of consecutive sequences */
@@ -103,6 +104,48 @@ static __device__ __forceinline__ float ft_attn_invalid_value_h112_fp32(const ft
     return empty ? 0.0f : __int_as_float(0x7fc00000);
 }
 
+/* Element d of (sequence, head) row `row` merged from the split partials: sum_s acc_s
+ * 2^(m_s - M) / sum_s l_s 2^(m_s - M). The splits go in groups of 8, each group's pairs and
+ * partials requested at once and merged into the running result (for 8 splits or fewer,
+ * the formula above in one round trip). Empty splits carry l = 0 and m = -inf and drop out;
+ * an empty split's partial was never written. The loads go to the L2, where the partials
+ * of blocks on other multiprocessors are (this kernel's, when the last block merges). */
+static __device__ __forceinline__ float ft_attn_merge_splits_h112_fp32(const ft_attn_kargs_h112_fp32 *a, int64_t row,
+                                                                    int d)
+{
+    const int64_t plane = (int64_t)a->B * a->H;
+    float M = -INFINITY, num = 0.0f, den = 0.0f;
+    for (int s0 = 0; s0 < a->splits; s0 += 8) {
+        float2 ml[8];
+        float acc[8];
+#pragma unroll
+        for (int k = 0; k < 8; k++) {
+            const int s = s0 + k;
+            ml[k] = s < a->splits ? __ldcg(&a->ws_ml[s * plane + row]) : make_float2(-INFINITY, 0.0f);
+            acc[k] = s < a->splits ? __ldcg(&a->ws[(s * plane + row) * 112 + d]) : 0.0f;
+        }
+        float mg = M;
+#pragma unroll
+        for (int k = 0; k < 8; k++)
+            if (ml[k].y > 0.0f)
+                mg = fmaxf(mg, ml[k].x);
+        if (mg == -INFINITY)
+            continue; /* nothing but empty splits so far */
+        const float c = exp2f(M - mg); /* 0 while M is -inf */
+        num *= c;
+        den *= c;
+#pragma unroll
+        for (int k = 0; k < 8; k++)
+            if (ml[k].y > 0.0f) {
+                const float w = exp2f(ml[k].x - mg);
+                den += ml[k].y * w;
+                num += acc[k] * w;
+            }
+        M = mg;
+    }
+    return num / den;
+}
+
 /* ---------------------------------------------------------------- 1 query head(s) per block */
 
 static __global__ void __launch_bounds__(256, 2) ft_attn_decode_h112_fp32_g1(ft_attn_kargs_h112_fp32 a)
@@ -130,7 +173,7 @@ static __global__ void __launch_bounds__(256, 2) ft_attn_decode_h112_fp32_g1(ft_
 
     int steps, new_pos;
     if (!ft_attn_row_h112_fp32(&a, b, &steps, &new_pos)) {
-        if (a.splits == 1) /* otherwise the combine kernel writes the row */
+        if (a.splits == 1 || (a.counters != NULL && split == 0)) /* otherwise the combine kernel writes the row */
             for (int i = tid; i < ng * D; i += NT)
                 a.out[((int64_t)b * a.H + h0) * D + i] = ft_from_float_fp32(ft_attn_invalid_value_h112_fp32(&a, b));
         return;
@@ -416,6 +459,24 @@ static __global__ void __launch_bounds__(256, 2) ft_attn_decode_h112_fp32_g1(ft_
         if (a.splits > 1 && tid == 0)
             a.ws_ml[(int64_t)split * a.B * a.H + (int64_t)b * a.H + h0 + g] = make_float2(m[g], l[g]);
         __syncthreads();
+    }
+    if (a.counters != NULL) {
+        __shared__ int ft_last;
+        __threadfence(); /* this thread's partials reach the device before the block is counted */
+        __syncthreads();
+        if (tid == 0) {
+            ft_last = atomicAdd(&a.counters[blockIdx.x], 1u) == (unsigned)a.splits - 1u;
+            if (ft_last)
+                a.counters[blockIdx.x] = 0u; /* every split of the row block is in */
+        }
+        __syncthreads();
+        if (ft_last) {
+            __threadfence(); /* the partials are read after the count that covers them */
+            for (int i = tid; i < ng * D; i += NT) {
+                const int64_t row = (int64_t)b * a.H + h0 + i / D;
+                a.out[row * D + i % D] = ft_from_float_fp32(ft_attn_merge_splits_h112_fp32(&a, row, i % D));
+            }
+        }
     }
 }
 
@@ -446,7 +507,7 @@ static __global__ void __launch_bounds__(256, 1) ft_attn_decode_h112_fp32_g2(ft_
 
     int steps, new_pos;
     if (!ft_attn_row_h112_fp32(&a, b, &steps, &new_pos)) {
-        if (a.splits == 1) /* otherwise the combine kernel writes the row */
+        if (a.splits == 1 || (a.counters != NULL && split == 0)) /* otherwise the combine kernel writes the row */
             for (int i = tid; i < ng * D; i += NT)
                 a.out[((int64_t)b * a.H + h0) * D + i] = ft_from_float_fp32(ft_attn_invalid_value_h112_fp32(&a, b));
         return;
@@ -733,54 +794,39 @@ static __global__ void __launch_bounds__(256, 1) ft_attn_decode_h112_fp32_g2(ft_
             a.ws_ml[(int64_t)split * a.B * a.H + (int64_t)b * a.H + h0 + g] = make_float2(m[g], l[g]);
         __syncthreads();
     }
+    if (a.counters != NULL) {
+        __shared__ int ft_last;
+        __threadfence(); /* this thread's partials reach the device before the block is counted */
+        __syncthreads();
+        if (tid == 0) {
+            ft_last = atomicAdd(&a.counters[blockIdx.x], 1u) == (unsigned)a.splits - 1u;
+            if (ft_last)
+                a.counters[blockIdx.x] = 0u; /* every split of the row block is in */
+        }
+        __syncthreads();
+        if (ft_last) {
+            __threadfence(); /* the partials are read after the count that covers them */
+            for (int i = tid; i < ng * D; i += NT) {
+                const int64_t row = (int64_t)b * a.H + h0 + i / D;
+                a.out[row * D + i % D] = ft_from_float_fp32(ft_attn_merge_splits_h112_fp32(&a, row, i % D));
+            }
+        }
+    }
 }
 
-/* Merges the split partials of one (sequence, head): out = sum_s acc_s 2^(m_s - M) /
- * sum_s l_s 2^(m_s - M). The splits go in groups of 8, each group's pairs and partials
- * requested at once and merged into the running result (for 8 splits or fewer, the formula
- * above in one round trip). Empty splits carry l = 0 and m = -inf and drop out; an empty
- * split's partial was never written. */
+/* The second kernel of split-KV through the workspace: one block per (sequence, head). */
 static __global__ void __launch_bounds__(112) ft_attn_combine_h112_fp32(ft_attn_kargs_h112_fp32 a)
 {
     const int row = blockIdx.x, b = row / a.H, d = threadIdx.x;
     int steps, new_pos;
     ft_pdl_trigger(); /* the next kernel (a dependent launch) may be scheduled behind this one */
     ft_pdl_wait();    /* launched to overlap the split kernel's tail: its partials are complete from here */
-    const int64_t plane = (int64_t)a.B * a.H;
-    float M = -INFINITY, num = 0.0f, den = 0.0f;
-    for (int s0 = 0; s0 < a.splits; s0 += 8) {
-        float2 ml[8];
-        float acc[8];
-#pragma unroll
-        for (int k = 0; k < 8; k++) {
-            const int s = s0 + k;
-            ml[k] = s < a.splits ? a.ws_ml[s * plane + row] : make_float2(-INFINITY, 0.0f);
-            acc[k] = s < a.splits ? a.ws[(s * plane + row) * 112 + d] : 0.0f;
-        }
-        float mg = M;
-#pragma unroll
-        for (int k = 0; k < 8; k++)
-            if (ml[k].y > 0.0f)
-                mg = fmaxf(mg, ml[k].x);
-        if (mg == -INFINITY)
-            continue; /* nothing but empty splits so far */
-        const float c = exp2f(M - mg); /* 0 while M is -inf */
-        num *= c;
-        den *= c;
-#pragma unroll
-        for (int k = 0; k < 8; k++)
-            if (ml[k].y > 0.0f) {
-                const float w = exp2f(ml[k].x - mg);
-                den += ml[k].y * w;
-                num += acc[k] * w;
-            }
-        M = mg;
-    }
+    const float v = ft_attn_merge_splits_h112_fp32(&a, row, d);
     if (!ft_attn_row_h112_fp32(&a, b, &steps, &new_pos)) {
         a.out[(int64_t)row * 112 + d] = ft_from_float_fp32(ft_attn_invalid_value_h112_fp32(&a, b));
         return;
     }
-    a.out[(int64_t)row * 112 + d] = ft_from_float_fp32(num / den);
+    a.out[(int64_t)row * 112 + d] = ft_from_float_fp32(v);
 }
 
 /* ---------------------------------------------------------------- sm_90: the cache streamed through shared memory */
@@ -982,7 +1028,7 @@ static __global__ void __launch_bounds__(288, 2) ft_attn_async_h112_fp32_g1(ft_a
     if (!ft_attn_row_h112_fp32(&a, b, &steps, &new_pos)) { /* the whole cluster, if any, leaves here */
         if (spec > 0)
             ft_mbar_wait(&full[0], 0); /* no block leaves with a copy into its shared memory in flight */
-        if (a.splits == 1 || (a.cmerge && split == 0)) /* otherwise the combine kernel writes the row */
+        if (a.splits == 1 || ((a.cmerge || a.counters != NULL) && split == 0)) /* else the combine kernel writes it */
             for (int i = tid; i < ng * D; i += blockDim.x)
                 a.out[((int64_t)b * a.H + h0) * D + i] = ft_from_float_fp32(ft_attn_invalid_value_h112_fp32(&a, b));
         return;
@@ -1171,6 +1217,24 @@ static __global__ void __launch_bounds__(288, 2) ft_attn_async_h112_fp32_g1(ft_a
                 a.ws[((int64_t)split * a.B * a.H + row) * D + d] = num;
                 if (d == 0) /* an empty split leaves (-inf, 0): the combine kernel drops it */
                     a.ws_ml[(int64_t)split * a.B * a.H + row] = make_float2(M, den);
+            }
+        }
+    if (a.counters != NULL) {
+            __shared__ int ft_last;
+            __threadfence(); /* this thread's partials reach the device before the block is counted */
+            ft_named_sync(1, NTC);
+            if (tid == 0) {
+                ft_last = atomicAdd(&a.counters[rb], 1u) == (unsigned)a.splits - 1u;
+                if (ft_last)
+                    a.counters[rb] = 0u; /* every split of the row block is in */
+            }
+            ft_named_sync(1, NTC);
+            if (ft_last) {
+                __threadfence(); /* the partials are read after the count that covers them */
+                for (int i = tid; i < ng * D; i += NTC) {
+                    const int64_t row = (int64_t)b * a.H + h0 + i / D;
+                    a.out[row * D + i % D] = ft_from_float_fp32(ft_attn_merge_splits_h112_fp32(&a, row, i % D));
+                }
             }
         }
     }
@@ -1379,7 +1443,7 @@ static __global__ void __launch_bounds__(512, 1) ft_attn_async_h112_fp32_g2(ft_a
     if (!ft_attn_row_h112_fp32(&a, b, &steps, &new_pos)) { /* the whole cluster, if any, leaves here */
         if (spec > 0)
             ft_mbar_wait(&full[0], 0); /* no block leaves with a copy into its shared memory in flight */
-        if (a.splits == 1 || (a.cmerge && split == 0)) /* otherwise the combine kernel writes the row */
+        if (a.splits == 1 || ((a.cmerge || a.counters != NULL) && split == 0)) /* else the combine kernel writes it */
             for (int i = tid; i < ng * D; i += blockDim.x)
                 a.out[((int64_t)b * a.H + h0) * D + i] = ft_from_float_fp32(ft_attn_invalid_value_h112_fp32(&a, b));
         return;
@@ -1570,6 +1634,24 @@ static __global__ void __launch_bounds__(512, 1) ft_attn_async_h112_fp32_g2(ft_a
                     a.ws_ml[(int64_t)split * a.B * a.H + row] = make_float2(M, den);
             }
         }
+    if (a.counters != NULL) {
+            __shared__ int ft_last;
+            __threadfence(); /* this thread's partials reach the device before the block is counted */
+            ft_named_sync(1, NTC);
+            if (tid == 0) {
+                ft_last = atomicAdd(&a.counters[rb], 1u) == (unsigned)a.splits - 1u;
+                if (ft_last)
+                    a.counters[rb] = 0u; /* every split of the row block is in */
+            }
+            ft_named_sync(1, NTC);
+            if (ft_last) {
+                __threadfence(); /* the partials are read after the count that covers them */
+                for (int i = tid; i < ng * D; i += NTC) {
+                    const int64_t row = (int64_t)b * a.H + h0 + i / D;
+                    a.out[row * D + i % D] = ft_from_float_fp32(ft_attn_merge_splits_h112_fp32(&a, row, i % D));
+                }
+            }
+        }
     }
     if (!a.cmerge)
         return;
@@ -1710,10 +1792,11 @@ static inline int ft_attn_heads_per_block_h112_fp32(int G)
  * the register kernel (B8 H32 D128 L4096 fp16 FT_KV_LBHD: 249 us against 181;
  * cross-attention B64 H8 D64 L512 FT_KV_BLHD: 66.9 against 29.7; B32 H32 D128 L1024
  * through a random table of 4 beams: 295.6 against 245.0), which FT_ATTN_IMPL_ASYNC
- * still allows. `indirect`: the call reads through a cache indirection table. */
+ * still allows. `indirect`: the call reads through a cache indirection table; `counters`:
+ * its split counters (FT_ATTN_SPLIT_COUNTERS), or NULL. */
 static inline ft_status ft_attn_plan_grid_h112_fp32(const char *fn, ft_attn_plan *p, ft_attn_impl impl, int layout,
                                                  int indirect, int splits, int max_seq, size_t ws_bytes,
-                                                 const void *ws)
+                                                 const void *ws, const unsigned int *counters)
 {
     ft_status st;
     if ((st = ft_attn_check_impl(fn, impl)) != FT_OK)
@@ -1757,6 +1840,9 @@ static inline ft_status ft_attn_plan_grid_h112_fp32(const char *fn, ft_attn_plan
         p->cmerge = blocks <= fit ||
                     ws == NULL || ft_attention_workspace_bytes(p->B, p->H, 112, p->splits) > ws_bytes;
     }
+    /* splits through the workspace: merged by the block that ends last where the call has
+     * split counters, else by the combine kernel */
+    p->lmerge = p->splits > 1 && !p->cmerge && counters != NULL;
     if (p->async && blocks * p->splits > INT32_MAX)
         return ft_fail(FT_ERR_UNSUPPORTED, "%s: %lld blocks exceed the grid; split the batch", fn,
                        (long long)(blocks * p->splits));
@@ -1764,7 +1850,7 @@ static inline ft_status ft_attn_plan_grid_h112_fp32(const char *fn, ft_attn_plan
 }
 
 static inline ft_status ft_attn_launch_h112_fp32(const char *fn, ft_attn_kargs_h112_fp32 *k, ft_attn_plan *p,
-                                              void *ws, cudaStream_t stream)
+                                              void *ws, unsigned int *counters, cudaStream_t stream)
 {
     k->B = p->B;
     k->H = p->H;
@@ -1775,6 +1861,7 @@ static inline ft_status ft_attn_launch_h112_fp32(const char *fn, ft_attn_kargs_h
     k->chunk = p->chunk;
     k->qk_scale = p->qk_scale;
     k->cmerge = p->cmerge;
+    k->counters = p->lmerge ? counters : NULL;
     k->ws = p->cmerge ? NULL : (float *)ws;
     k->ws_ml = p->splits > 1 && !p->cmerge ? (float2 *)((float *)ws + (size_t)p->splits * p->B * p->H * 112) : NULL;
     const dim3 grid((unsigned)(p->B * p->Hkv * p->passes), (unsigned)p->splits);
@@ -1789,7 +1876,7 @@ static inline ft_status ft_attn_launch_h112_fp32(const char *fn, ft_attn_kargs_h
         st = kernel == NULL ? ft_fail(FT_ERR_UNSUPPORTED, "%s: no shared-memory kernel for %d heads per block", fn, p->gq)
                             : ft_launch_ex(fn, kernel, dim3(nblocks), dim3((unsigned)threads), (size_t)smem, stream,
                                            args, cluster, 1);
-        if (st != FT_OK || p->splits == 1 || p->cmerge)
+        if (st != FT_OK || p->splits == 1 || p->cmerge || p->lmerge)
             return st;
     } else
     {
@@ -1799,7 +1886,7 @@ else if (p->gq == 2)
             ft_attn_decode_h112_fp32_g2<<<grid, 256, 0, stream>>>(*k);
         st = ft_launch_status(fn);
     }
-    if (st != FT_OK || p->splits == 1)
+    if (st != FT_OK || p->splits == 1 || p->lmerge)
         return st;
     return ft_launch_ex(fn, (const void *)ft_attn_combine_h112_fp32, dim3((unsigned)(p->B * p->H)), dim3(112), 0,
                         stream, args, 1, 1);
@@ -1852,8 +1939,10 @@ static inline ft_status ft_masked_self_attention_decode_h112_fp32(const ft_self_
     if (max_seq > args->max_len)
         return ft_fail(FT_ERR_INVALID_ARGUMENT, "%s: max_seq_len %d exceeds the cache capacity max_len %d", fn, max_seq,
                        args->max_len);
-    if ((st = ft_attn_plan_grid_h112_fp32(fn, &p, args->impl, (int)args->layout, args->cache_indirection != NULL,
-                                         args->splits, max_seq, args->workspace_bytes, args->workspace)) != FT_OK)
+    if ((st = ft_attn_check_counters(fn, &p, args->split_counters, args->split_counters_bytes)) != FT_OK ||
+        (st = ft_attn_plan_grid_h112_fp32(fn, &p, args->impl, (int)args->layout, args->cache_indirection != NULL,
+                                         args->splits, max_seq, args->workspace_bytes, args->workspace,
+                                         args->split_counters)) != FT_OK)
         return st;
     ft_attn_kargs_h112_fp32 k;
     memset(&k, 0, sizeof k);
@@ -1875,7 +1964,7 @@ static inline ft_status ft_masked_self_attention_decode_h112_fp32(const ft_self_
     k.rope = (int)args->rope;
     k.rotary_dim = rd;
     k.log2_base = log2f(base);
-    return ft_attn_launch_h112_fp32(fn, &k, &p, args->workspace, stream);
+    return ft_attn_launch_h112_fp32(fn, &k, &p, args->workspace, args->split_counters, stream);
 }
 
 /* Cross-attention of this step's query against encoder memory; see ft_cross_attention_args. */
@@ -1904,8 +1993,10 @@ static inline ft_status ft_cross_attention_decode_h112_fp32(const ft_cross_atten
     if (args->max_mem_seq_len > args->mem_len)
         return ft_fail(FT_ERR_INVALID_ARGUMENT, "%s: max_mem_seq_len %d exceeds mem_len %d", fn, args->max_mem_seq_len,
                        args->mem_len);
-    if ((st = ft_attn_plan_grid_h112_fp32(fn, &p, args->impl, (int)args->layout, 0, args->splits,
-                                         args->max_mem_seq_len, args->workspace_bytes, args->workspace)) != FT_OK)
+    if ((st = ft_attn_check_counters(fn, &p, args->split_counters, args->split_counters_bytes)) != FT_OK ||
+        (st = ft_attn_plan_grid_h112_fp32(fn, &p, args->impl, (int)args->layout, 0, args->splits,
+                                         args->max_mem_seq_len, args->workspace_bytes, args->workspace,
+                                         args->split_counters)) != FT_OK)
         return st;
     ft_attn_kargs_h112_fp32 k;
     memset(&k, 0, sizeof k);
@@ -1917,7 +2008,7 @@ static inline ft_status ft_cross_attention_decode_h112_fp32(const ft_cross_atten
     k.out = (float *)args->out;
     k.layout = (int)args->layout;
     k.is_self = 0;
-    return ft_attn_launch_h112_fp32(fn, &k, &p, args->workspace, stream);
+    return ft_attn_launch_h112_fp32(fn, &k, &p, args->workspace, args->split_counters, stream);
 }
 
 /* Adds the memory K and V biases ([Hkv*D] each, either may be NULL) once, in place,

@@ -62,6 +62,10 @@ typedef struct ft_self_attention_args {
     int splits;         /* split-KV: 0 automatic, 1 off, n > 1 forced */
     void *workspace;    /* for splits > 1: ft_attention_workspace_bytes(B, H, D, splits) */
     size_t workspace_bytes;
+    /* Optional (NULL: none), see FT_ATTN_SPLIT_COUNTERS below: device memory of at least
+       ft_attention_split_counter_bytes(B, H) bytes, zeroed once by the caller. */
+    unsigned int *split_counters;
+    size_t split_counters_bytes;
     ft_attn_impl impl;  /* 0 (automatic) unless comparing the kernels */
     /* Beam search without moving the cache (instead of ft_kv_cache_reorder): a cache
        indirection table [B, max_len] int32 on the device, or NULL. Row b reads cached
@@ -91,6 +95,8 @@ typedef struct ft_cross_attention_args {
     int splits;                 /* 0 automatic, 1 off, n > 1 forced */
     void *workspace;
     size_t workspace_bytes;
+    unsigned int *split_counters; /* as for self-attention */
+    size_t split_counters_bytes;
     ft_attn_impl impl;          /* as for self-attention */
 } ft_cross_attention_args;
 
@@ -127,6 +133,22 @@ static inline size_t ft_attention_workspace_bytes(int batch, int num_heads, int 
     return (size_t)splits * (size_t)batch * (size_t)num_heads * ((size_t)head_size + 2) * sizeof(float);
 }
 
+/* FT_ATTN_SPLIT_COUNTERS. Splits that do not merge inside a thread-block cluster write
+ * their partials to the workspace, and a second kernel merges them, unless the call has
+ * split counters: one unsigned int per (sequence, head) that the caller zeroed once
+ * (cudaMemset after allocating them). Then each block of a (sequence, head group) counts
+ * itself in when its partial is written, and the one that arrives last merges the
+ * partials and writes the output, in the same kernel, and sets the counter back to zero:
+ * every call leaves the counters zeroed, so they are zeroed only once. They hold nothing
+ * between calls (any shape may follow any other), but calls that may run at the same time
+ * (other streams) need counters of their own, as they need workspaces of their own. */
+static inline size_t ft_attention_split_counter_bytes(int batch, int num_heads)
+{
+    if (batch <= 0 || num_heads <= 0)
+        return 0;
+    return (size_t)batch * (size_t)num_heads * sizeof(unsigned int);
+}
+
 /* ---------------------------------------------------------------- host-side plan */
 
 /* What every launcher of the family resolves before launching. */
@@ -140,6 +162,7 @@ typedef struct ft_attn_plan {
     int chunk;          /* steps per split */
     int async;          /* the sm_90 shared-memory kernel */
     int cmerge;         /* its splits merge inside a cluster (2..FT_ATTN_CLUSTER_SPLITS splits) */
+    int lmerge;         /* its splits merge in the block that ends last (split counters) */
     int wide;           /* the tensor-core kernel's form with larger copies (one split) */
     float qk_scale;     /* scale * log2(e): logits live in the exp2 domain */
 } ft_attn_plan;
@@ -198,6 +221,23 @@ static inline ft_status ft_attn_check_splits(const char *fn, ft_attn_plan *p, in
         if (!ft_aligned(ws, 16))
             return ft_fail(FT_ERR_MISALIGNED, "%s: workspace must be 16-byte aligned", fn);
     }
+    return FT_OK;
+}
+
+/* The split counters of a call, if any (FT_ATTN_SPLIT_COUNTERS), checked before the device
+ * is asked anything. */
+static inline ft_status ft_attn_check_counters(const char *fn, const ft_attn_plan *p, const unsigned int *counters,
+                                               size_t bytes)
+{
+    if (counters == NULL)
+        return FT_OK;
+    const size_t need = ft_attention_split_counter_bytes(p->B, p->H);
+    if (bytes < need)
+        return ft_fail(FT_ERR_INVALID_ARGUMENT,
+                       "%s: split_counters of %zu bytes, %zu needed (ft_attention_split_counter_bytes)", fn, bytes,
+                       need);
+    if (!ft_aligned(counters, 4))
+        return ft_fail(FT_ERR_MISALIGNED, "%s: split_counters must be 4-byte aligned", fn);
     return FT_OK;
 }
 
