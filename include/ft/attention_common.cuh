@@ -139,7 +139,9 @@ static inline size_t ft_attention_workspace_bytes(int batch, int num_heads, int 
  * (cudaMemset after allocating them). Then each block of a (sequence, head group) counts
  * itself in when its partial is written, and the one that arrives last merges the
  * partials and writes the output, in the same kernel, and sets the counter back to zero:
- * every call leaves the counters zeroed, so they are zeroed only once. They hold nothing
+ * every call leaves the counters zeroed, so they are zeroed only once. The sm_90 kernels
+ * use them where the split grid runs in one wave (what the automatic plan chooses for small
+ * batches); over several waves the combine kernel is faster and is used. They hold nothing
  * between calls (any shape may follow any other), but calls that may run at the same time
  * (other streams) need counters of their own, as they need workspaces of their own. */
 static inline size_t ft_attention_split_counter_bytes(int batch, int num_heads)
