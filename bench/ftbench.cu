@@ -1103,6 +1103,8 @@ static const char *suite[] = {
     "self_attention --dtype fp16 --batch 8 --heads 32 --kv-heads 1 --head-size 64 --len 4096",
     "self_attention --dtype fp16 --batch 1 --heads 32 --kv-heads 8 --head-size 64 --len 4096",
     "self_attention --dtype fp16 --batch 8 --heads 32 --head-size 128 --len 4096 --layout lbhd",
+    "self_attention --dtype fp16 --batch 1 --heads 32 --head-size 128 --len 4096 --layout lbhd",
+    "self_attention --dtype fp16 --batch 8 --heads 32 --kv-heads 8 --head-size 128 --len 4096 --layout lbhd",
     "self_attention --dtype bf16 --batch 8 --heads 32 --head-size 128 --len 4096",
     "self_attention --dtype fp32 --batch 8 --heads 32 --head-size 128 --len 4096",
     "self_attention --dtype fp16 --batch 16 --heads 32 --head-size 80 --len 2048",
@@ -1113,6 +1115,7 @@ static const char *suite[] = {
     "self_attention --dtype fp16 --batch 32 --heads 32 --head-size 128 --len 1024 --indirection 4 --impl register",
     "kv_reorder --dtype fp16 --batch 32 --beam 4 --heads 32 --head-size 128 --len 1024",
     "cross_attention --dtype fp16 --batch 64 --heads 8 --head-size 64 --len 512 --layout blhd",
+    "cross_attention --dtype fp16 --batch 64 --heads 8 --head-size 64 --len 512 --layout blhd --impl register",
     /* encoder pieces and the composed layers: the encoder issue's shapes */
     "masked_softmax --dtype fp16 --batch 32 --heads 12 --seq 128 --head-size 64 --mask",
     "masked_softmax --dtype fp16 --batch 8 --heads 16 --seq 512 --head-size 64 --mask",

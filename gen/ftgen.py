@@ -289,8 +289,15 @@ class AttentionFamily(Family):
             ns = tune.get("ANS", ns) if gq == 1 else tune.get("AGQNS", tune.get("ANS", ns))
             if (nw + 1) * gq * D * 4 > ns * 2 * tk * row:  # the merge buffers reuse the stages
                 raise VariantError(f"attention: the merge buffer of {nw} warps x {gq} heads does not fit the stages")
+            if tk > 256:  # a tensor-map box (strided caches) holds at most 256 rows
+                raise VariantError(f"attention: {tk} steps a stage exceed the 256 rows of a tensor-map box (ATK)")
+            # strided caches (FT_KV_LBHD, FT_KV_BLHD) fill a stage with tensor-map boxes of D
+            # columns and BOX steps (dense rows, as the contiguous copies land), as many as the
+            # tile's steps need: the most steps up to 32 that divide the stage and keep each box
+            # 128-byte aligned; 0 where none does (those caches stay on the register kernel)
+            abox = max([n for n in range(1, 33) if tk % n == 0 and (n * row) % 128 == 0], default=0)
             aplan[gq] = {"NW": nw, "NT": (nw + 1) * 32, "TK": tk, "NS": ns, "IT": (tk // nw + kpi - 1) // kpi,
-                         "SMEM": ns * 2 * tk * row,
+                         "SMEM": ns * 2 * tk * row, "BOX": abox,
                          "MINB": tune.get("AMINB", 2) if gq == 1 else tune.get("AGQMINB", 1)}
         # The tensor-core head-group kernel (sm_90, 16-bit types, head sizes of whole k-steps
         # of 16 up to 128): 16 query heads of one key/value head a block as the rows of

@@ -425,6 +425,14 @@ static void attention_test(ft_test *t)
         cases[n++].calls = 2;
         cases[n] = self_case(2, 3, 3, 8, FT_KV_BHLD, FT_ROPE_NONE, 0, 5, l6);
         cases[n++].counters = 1;
+        /* FT's [Lmax, B, Hkv*D] cache through tensor-map boxes (sm_90): one head a block
+         * merged in a cluster, and with split counters (lengths off the box size) */
+        cases[n] = self_case(2, 8, 8, 3000, FT_KV_LBHD, FT_ROPE_INTERLEAVED, 0, 0, l7);
+        cases[n++].no_workspace = 1;
+        const int l20[] = {1234, 2999, 1};
+        cases[n] = self_case(3, 6, 6, 3000, FT_KV_LBHD, FT_ROPE_NONE, 0, 10, l20);
+        cases[n].counters = 1;
+        cases[n++].calls = 2;
         const int l19[] = {5999};
         cases[n] = self_case(1, 16, 2, 6000, FT_KV_BHLD, FT_ROPE_INTERLEAVED, 0, 12, l19);
         cases[n].counters = 1;

@@ -165,7 +165,9 @@ typedef struct ft_attn_plan {
     int async;          /* the sm_90 shared-memory kernel */
     int cmerge;         /* its splits merge inside a cluster (2..FT_ATTN_CLUSTER_SPLITS splits) */
     int lmerge;         /* its splits merge in the block that ends last (split counters) */
-    int wide;           /* the tensor-core kernel's form with larger copies (one split) */
+    int wide;           /* the tensor-core kernel's form: 0 r4, 1 r8 (larger copies), 2 tm (tensor maps) */
+    int tiled;          /* the sm_90 kernel reads the cache through tensor maps (tm form, or a
+                           strided cache in the one-to-four-head kernel) */
     float qk_scale;     /* scale * log2(e): logits live in the exp2 domain */
 } ft_attn_plan;
 
@@ -337,6 +339,34 @@ static __host__ __device__ __forceinline__ void ft_kv_base(int layout, int b, in
     } else { /* FT_KV_BLHD */
         *base = (int64_t)b * L * Hkv * D + (int64_t)h * D;
         *stride = (int64_t)Hkv * D;
+    }
+}
+
+/* The sm_90 kernels' tensor-map view of a cache: `rows` rows of `cols` elements, one step
+ * of every sequence and head a row or part of one: [B * Hkv * L, D] for FT_KV_BHLD, [L,
+ * B * Hkv * D] for FT_KV_LBHD, [B * L, Hkv * D] for FT_KV_BLHD. */
+static inline void ft_attn_tensor_view(int layout, int B, int Hkv, int L, int D, int64_t *rows, int64_t *cols)
+{
+    int64_t base, stride;
+    ft_kv_base(layout, 0, 0, B, Hkv, L, D, &base, &stride);
+    *cols = stride;
+    *rows = (int64_t)B * Hkv * L * D / stride;
+}
+
+/* Where step 0 of (sequence b, head h) lies in that view: row *y, from column *x (the
+ * launcher checked both fit an int). */
+static __host__ __device__ __forceinline__ void ft_attn_tensor_origin(int layout, int b, int h, int Hkv, int L, int D,
+                                                                      int *x, int *y)
+{
+    if (layout == FT_KV_BHLD) {
+        *x = 0;
+        *y = (b * Hkv + h) * L;
+    } else if (layout == FT_KV_LBHD) {
+        *x = (b * Hkv + h) * D;
+        *y = 0;
+    } else { /* FT_KV_BLHD */
+        *x = h * D;
+        *y = b * L;
     }
 }
 

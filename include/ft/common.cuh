@@ -272,6 +272,16 @@ static __device__ __forceinline__ void ft_bulk_prefetch_l2(const void *src, unsi
 #endif
 }
 
+/* The same hint for the box of a two-dimensional tensor map at (x, y) (ft_tensor_load_2d):
+ * one request however far apart the box's rows lie. */
+static __device__ __forceinline__ void ft_tensor_prefetch_l2_2d(const CUtensorMap *map, int x, int y)
+{
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    asm volatile("cp.async.bulk.prefetch.tensor.2d.L2.global.tile [%0, {%1, %2}];" ::"l"(map), "r"(x), "r"(y)
+                 : "memory");
+#endif
+}
+
 /* Tensor-map copies (sm_90): the box of a two-dimensional tensor map (a kernel parameter
  * declared `const __grid_constant__ CUtensorMap`) whose first element is at (x, y) (x the
  * inner coordinate, in elements) into shared memory at dst, counted on bar with the box's
@@ -317,7 +327,8 @@ static __device__ __forceinline__ void ft_named_sync(unsigned id, unsigned count
  * launch attributes of sm_90: `cluster` > 1 groups that many consecutive blocks into a
  * thread-block cluster (the caller checks the device has clusters); `dependent` lets the
  * kernel overlap the tail of the previous kernel in the stream on devices of compute
- * capability 9.0 and later (the kernel calls ft_pdl_wait first; a plain launch elsewhere). */
+ * capability 9.0 and later (the kernel calls ft_pdl_wait first; a plain launch elsewhere,
+ * and everywhere when FT_NO_PDL is defined before the headers). */
 static inline ft_status ft_launch_ex(const char *fn, const void *kernel, dim3 grid, dim3 block, size_t smem,
                                      cudaStream_t stream, void **args, unsigned cluster, int dependent)
 {
@@ -341,23 +352,31 @@ static inline ft_status ft_launch_ex(const char *fn, const void *kernel, dim3 gr
         attr[cfg.numAttrs].val.clusterDim.z = 1;
         cfg.numAttrs++;
     }
+#ifndef FT_NO_PDL
     if (dependent && major >= 9) {
         attr[cfg.numAttrs].id = cudaLaunchAttributeProgrammaticStreamSerialization;
         attr[cfg.numAttrs].val.programmaticStreamSerializationAllowed = 1;
         cfg.numAttrs++;
     }
+#else
+    (void)dependent;
+#endif
     return ft_launch_error(fn, cudaLaunchKernelExC(&cfg, kernel, args));
 }
 
-/* A two-dimensional tensor map for ft_tensor_load_2d over `rows` rows of `inner` 16-bit
- * elements (bf16 when `bf16`, else fp16) that start `row_bytes` apart at `base` (16-byte
- * aligned, row_bytes a multiple of 16), read in boxes of box_inner x box_rows elements in
- * the 128-byte swizzle (box_inner * 2 == 128: the 16-byte piece p of box row r lands at
- * piece p ^ (r % 8) of its 128-byte row; the box in shared memory is 1024-byte aligned).
- * The driver's encoder is looked up once, through the runtime (no link to the driver
- * library). */
-static inline ft_status ft_tensor_map_2d(const char *fn, CUtensorMap *map, const void *base, int bf16, uint64_t inner,
-                                         uint64_t rows, uint64_t row_bytes, unsigned box_inner, unsigned box_rows)
+/* A two-dimensional tensor map for ft_tensor_load_2d over `rows` rows of `inner` elements
+ * of `type` (CU_TENSOR_MAP_DATA_TYPE_FLOAT16, _BFLOAT16 or _FLOAT32) that start `row_bytes`
+ * apart at `base` (16-byte aligned, row_bytes a multiple of 16), read in boxes of box_inner
+ * x box_rows elements (each at most 256; box_inner elements a multiple of 16 bytes).
+ * `swizzle128`: the 128-byte swizzle (box_inner elements == 128 bytes: the 16-byte piece p
+ * of box row r lands at piece p ^ (r % 8) of its 128-byte row; the box in shared memory is
+ * 1024-byte aligned); else the box lands as dense rows of box_inner elements (128-byte
+ * aligned; L2 fetches of 128 bytes, as the rows may lie far apart).
+ * The driver's encoder is looked up once, through the runtime (no link to the
+ * driver library). */
+static inline ft_status ft_tensor_map_2d(const char *fn, CUtensorMap *map, const void *base, CUtensorMapDataType type,
+                                         uint64_t inner, uint64_t rows, uint64_t row_bytes, unsigned box_inner,
+                                         unsigned box_rows, int swizzle128)
 {
     static PFN_cuTensorMapEncodeTiled_v12000 encode;
     if (encode == NULL) {
@@ -373,9 +392,9 @@ static inline ft_status ft_tensor_map_2d(const char *fn, CUtensorMap *map, const
     }
     cuuint64_t dims[2] = {inner, rows}, strides[1] = {row_bytes};
     cuuint32_t box[2] = {box_inner, box_rows}, step[2] = {1, 1};
-    const CUresult r = encode(map, bf16 ? CU_TENSOR_MAP_DATA_TYPE_BFLOAT16 : CU_TENSOR_MAP_DATA_TYPE_FLOAT16, 2,
-                              (void *)base, dims, strides, box, step, CU_TENSOR_MAP_INTERLEAVE_NONE,
-                              CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
+    const CUresult r = encode(map, type, 2, (void *)base, dims, strides, box, step, CU_TENSOR_MAP_INTERLEAVE_NONE,
+                              swizzle128 ? CU_TENSOR_MAP_SWIZZLE_128B : CU_TENSOR_MAP_SWIZZLE_NONE,
+                              swizzle128 ? CU_TENSOR_MAP_L2_PROMOTION_L2_256B : CU_TENSOR_MAP_L2_PROMOTION_L2_128B,
                               CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
     if (r != CUDA_SUCCESS)
         return ft_fail(FT_ERR_CUDA, "%s: cuTensorMapEncodeTiled failed (error %d) for %llu rows of %llu elements", fn,
