@@ -863,16 +863,6 @@ static __device__ __forceinline__ void ft_attn_tile_copy_h32_fp16(__half *ks, __
 /* `nb` tensor-map boxes of `box` steps (rows x.. of the maps' rows y, y + box, ...: D
  * columns each) of K and of V into a stage's dense rows, counted on bar with their full
  * size; `stream` as above. */
-/* The L2 prefetch of what ft_attn_tile_boxes_h32_fp16 would load (`nb` boxes of K and V). */
-static __device__ __forceinline__ void ft_attn_tile_prefetch_h32_fp16(const CUtensorMap *mk, const CUtensorMap *mv, int x,
-                                                                 int y, int nb, int box)
-{
-    for (int j = 0; j < nb; j++) {
-        ft_tensor_prefetch_l2_2d(mk, x, y + j * box);
-        ft_tensor_prefetch_l2_2d(mv, x, y + j * box);
-    }
-}
-
 static __device__ __forceinline__ void ft_attn_tile_boxes_h32_fp16(__half *ks, __half *vs, const CUtensorMap *mk,
                                                               const CUtensorMap *mv, int x, int y, int nb, int box,
                                                               unsigned long long *bar, int stream)
@@ -880,6 +870,16 @@ static __device__ __forceinline__ void ft_attn_tile_boxes_h32_fp16(__half *ks, _
     for (int j = 0; j < nb; j++) {
         ft_tensor_load_2d(ks + j * box * FT_ATTN_H32_FP16_D, mk, x, y + j * box, bar, stream);
         ft_tensor_load_2d(vs + j * box * FT_ATTN_H32_FP16_D, mv, x, y + j * box, bar, stream);
+    }
+}
+
+/* The L2 prefetch of what ft_attn_tile_boxes_h32_fp16 would load (`nb` boxes of K and V). */
+static __device__ __forceinline__ void ft_attn_tile_prefetch_h32_fp16(const CUtensorMap *mk, const CUtensorMap *mv, int x,
+                                                                 int y, int nb, int box)
+{
+    for (int j = 0; j < nb; j++) {
+        ft_tensor_prefetch_l2_2d(mk, x, y + j * box);
+        ft_tensor_prefetch_l2_2d(mv, x, y + j * box);
     }
 }
 

@@ -863,16 +863,6 @@ static __device__ __forceinline__ void ft_attn_tile_copy_h48_fp32(float *ks, flo
 /* `nb` tensor-map boxes of `box` steps (rows x.. of the maps' rows y, y + box, ...: D
  * columns each) of K and of V into a stage's dense rows, counted on bar with their full
  * size; `stream` as above. */
-/* The L2 prefetch of what ft_attn_tile_boxes_h48_fp32 would load (`nb` boxes of K and V). */
-static __device__ __forceinline__ void ft_attn_tile_prefetch_h48_fp32(const CUtensorMap *mk, const CUtensorMap *mv, int x,
-                                                                 int y, int nb, int box)
-{
-    for (int j = 0; j < nb; j++) {
-        ft_tensor_prefetch_l2_2d(mk, x, y + j * box);
-        ft_tensor_prefetch_l2_2d(mv, x, y + j * box);
-    }
-}
-
 static __device__ __forceinline__ void ft_attn_tile_boxes_h48_fp32(float *ks, float *vs, const CUtensorMap *mk,
                                                               const CUtensorMap *mv, int x, int y, int nb, int box,
                                                               unsigned long long *bar, int stream)
@@ -880,6 +870,16 @@ static __device__ __forceinline__ void ft_attn_tile_boxes_h48_fp32(float *ks, fl
     for (int j = 0; j < nb; j++) {
         ft_tensor_load_2d(ks + j * box * FT_ATTN_H48_FP32_D, mk, x, y + j * box, bar, stream);
         ft_tensor_load_2d(vs + j * box * FT_ATTN_H48_FP32_D, mv, x, y + j * box, bar, stream);
+    }
+}
+
+/* The L2 prefetch of what ft_attn_tile_boxes_h48_fp32 would load (`nb` boxes of K and V). */
+static __device__ __forceinline__ void ft_attn_tile_prefetch_h48_fp32(const CUtensorMap *mk, const CUtensorMap *mv, int x,
+                                                                 int y, int nb, int box)
+{
+    for (int j = 0; j < nb; j++) {
+        ft_tensor_prefetch_l2_2d(mk, x, y + j * box);
+        ft_tensor_prefetch_l2_2d(mv, x, y + j * box);
     }
 }
 
