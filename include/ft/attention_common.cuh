@@ -165,9 +165,10 @@ typedef struct ft_attn_plan {
     int async;          /* the sm_90 shared-memory kernel */
     int cmerge;         /* its splits merge inside a cluster (2..FT_ATTN_CLUSTER_SPLITS splits) */
     int lmerge;         /* its splits merge in the block that ends last (split counters) */
-    int wide;           /* the tensor-core kernel's form: 0 r4, 1 r8 (larger copies), 2 tm (tensor maps) */
-    int tiled;          /* the sm_90 kernel reads the cache through tensor maps (tm form, or a
-                           strided cache in the one-to-four-head kernel) */
+    int wide;           /* the sm_90 kernel's form: 1-4 heads a block, 0 bulk copies, 1 tensor-map
+                           boxes (a strided cache); a tensor-core head group, 0 r4, 1 r8 (larger
+                           copies), 2 tm (tensor maps) */
+    int tiled;          /* that form reads the cache through tensor maps (the launcher encodes them) */
     float qk_scale;     /* scale * log2(e): logits live in the exp2 domain */
 } ft_attn_plan;
 
