@@ -9,7 +9,8 @@
  * attention with memory bias and per-sequence lengths) and random ones, each through the
  * register kernel and (compute capability 9.0+) the shared-memory one. Outputs and the
  * whole cache are compared after every launch; outputs are poisoned before it, and the
- * inputs arrive through a kernel queued just before it (restore_inputs). */
+ * inputs arrive through a kernel queued just before it (restore_inputs). Repeated launches
+ * of one case must give the same output bits, whichever path merged the splits. */
 #include "ft/variants.h"
 
 #include "cuda_util.h"
@@ -39,7 +40,8 @@ typedef struct attn_case {
     int impl;             /* ft_attn_impl */
     int no_workspace;     /* automatic splits without a workspace */
     int beam;             /* self: > 0 reads through a random cache indirection table of this beam width */
-    int calls;            /* launches one after the other on the same workspace, each checked (0: 1) */
+    int calls;            /* launches one after the other on the same workspace, each checked, and each
+                             giving the first one's output bits (0: 1) */
     int counters;         /* split counters (zeroed once, checked zero after every call): 1 on every
                              call, 2 on every second call (the others through the combine kernel) */
     int lengths[16];
@@ -103,7 +105,7 @@ static void run_case(ft_test *t, ft_dtype dt, int D, const attn_case *c, ref_rng
     float *qb = (float *)malloc((size_t)H * D * 4), *kb = (float *)malloc((size_t)Hkv * D * 4);
     float *vb = (float *)malloc((size_t)Hkv * D * 4);
     float *kc = (float *)malloc(ncache * 4), *vc = (float *)malloc(ncache * 4);
-    float *got = (float *)malloc((ncache > nq ? ncache : nq) * 4);
+    float *got = (float *)malloc((ncache > nq ? ncache : nq) * 4), *first = (float *)malloc(nq * 4);
     double *ref = (double *)malloc(nq * sizeof(double)), *refc = (double *)malloc(ncache * sizeof(double));
     fill_normal(q, nq, rng, 0.0, 1.0, dt);
     fill_normal(kn, nkv, rng, 0.0, 1.0, dt);
@@ -279,6 +281,12 @@ static void run_case(ft_test *t, ft_dtype dt, int D, const attn_case *c, ref_rng
                 nonzero += cnt_host[i] != 0;
             FT_EXPECT(t, nonzero == 0, "%s: %zu split counters left nonzero", what, nonzero);
             dev_download(got, dout, nq, dt);
+            /* every call gives the same bits, whichever path merged the splits (the combine
+             * kernel or split counters) and whichever block of a row merged them */
+            if (call == 0)
+                memcpy(first, got, nq * 4);
+            else
+                FT_EXPECT(t, memcmp(first, got, nq * 4) == 0, "%s: the output differs from the first call's", what);
             /* rows past capacity must be NaN: compare those separately */
             size_t nan_rows_ok = 1;
             for (int b = 0; b < B; b++) {
@@ -325,6 +333,7 @@ static void run_case(ft_test *t, ft_dtype dt, int D, const attn_case *c, ref_rng
     free(kc);
     free(vc);
     free(got);
+    free(first);
     free(ref);
     free(refc);
 }
