@@ -7,8 +7,12 @@
  *   entry (before the wait; negative: the block started while the kernel before it ran),
  *   wait released; the producer's first tile requested and its length read; consumer 0's
  *   length read, q, k, v loaded (the prologue's first barrier), rotary done (its second),
- *   prologue done, first tile landed (past the first stage's barrier), loop done
- *   (consumers merged), end (after the cluster merge, if any).
+ *   prologue done, first tile landed (past the first stage's barrier), last tile landed,
+ *   the last tile's rows done, out of the loop, every consumer warp past it, the warps'
+ *   partials in shared memory, the block's partials written, counted in (split counters),
+ *   loop done (consumers merged; with split counters, the last block's merge included), end
+ *   (after the cluster merge, if any). The last seven are stamped by the one-to-four-head
+ *   kernel only.
  *
  *   bash bench/attn_stamps.sh 128 fp16 && build/stamps/attn_stamps 8 32 8 4096 [splits] [-p|-m] [-k] [-v]
  *   (B, H, Hkv, L; splits 0 = automatic; -p: an event recorded between the calls, as in
@@ -171,10 +175,10 @@ int main(int argc, char **argv)
            splits, ms * 1000 / reps, reps,
            per_call ? "calls, an event between" : marker ? "calls, a stamping kernel between" : "back to back");
 
-    std::vector<unsigned long long> st(1 << 17); /* 16 slots a block */
+    std::vector<unsigned long long> st(1 << 18); /* 32 slots a block */
     CK(cudaMemcpyFromSymbol(st.data(), ST_CAT(ft_attn_stamps_, ST_SUFFIX, ), st.size() * sizeof(st[0])));
     int nb = 0;
-    while (nb < (1 << 13) && st[nb * 16 + 1] != 0)
+    while (nb < (1 << 13) && st[nb * 32 + 1] != 0)
         nb++;
     if (nb == 0) {
         printf("  no stamps: not a STAMP=1 build, or not the sm_90 kernel\n");
@@ -182,17 +186,22 @@ int main(int argc, char **argv)
     }
     unsigned long long t1 = ~0ull;
     for (int i = 0; i < nb; i++)
-        t1 = std::min(t1, st[i * 16 + 1]);
+        t1 = std::min(t1, st[i * 32 + 1]);
     auto rel = [&](unsigned long long t) { return (double)(long long)(t - t1) / 1000.0; }; /* us after t1 */
-    auto us = [&](int i, int slot) { return rel(st[i * 16 + slot]); };
-    auto has = [&](int i, int slot) { return st[i * 16 + slot] != 0; };
+    auto us = [&](int i, int slot) { return rel(st[i * 32 + slot]); };
+    auto has = [&](int i, int slot) { return st[i * 32 + slot] != 0; };
     /* slot: 0 entry, 1 wait released, 2 first tile landed, 3 loop done, 4 end (cluster merge),
      * 5 prologue done, 6 SM, 7 tiles, 8 consumer 0 has the length, 9 q, k, v loaded, 10 rotary
-     * done, 11 producer's first tile requested, 12 producer has the length */
+     * done, 11 producer's first tile requested, 12 producer has the length, 13 last tile landed,
+     * 14 the block's partials written (before the split counters' merge), 15 the last tile's
+     * rows done, 16 out of the loop, 17 every consumer past it, 18 the warps' partials in
+     * shared memory, 19 counted in (split counters); 32 slots a block */
     static const struct { int slot; const char *name; } rows[] = {
         {0, "entry"}, {1, "wait released"}, {11, "producer: tile 0 asked"}, {12, "producer: length"},
         {8, "consumer: length"}, {9, "q, k, v loaded"}, {10, "rotary done"}, {5, "prologue done"},
-        {2, "first tile landed"}, {3, "loop done"}, {4, "end"}};
+        {2, "first tile landed"}, {13, "last tile landed"}, {15, "last tile's rows done"}, {16, "out of the loop"},
+        {17, "warps past the loop"}, {18, "warp partials shared"}, {14, "partials written"}, {19, "split counted"},
+        {3, "loop done"}, {4, "end"}};
     printf("  %d blocks (us from the first release; block 0 had %llu tiles)\n", nb, st[7]);
     for (const auto &r : rows) {
         std::vector<double> v;
@@ -245,7 +254,7 @@ int main(int argc, char **argv)
     printf("\n");
     if (verbose)
         for (int i = 0; i < nb; i++) {
-            printf("    block %4d  SM %3llu", i, st[i * 16 + 6]);
+            printf("    block %4d  SM %3llu", i, st[i * 32 + 6]);
             for (const auto &r : rows)
                 if (r.slot != 0)
                     printf(" %8.2f", has(i, r.slot) ? us(i, r.slot) : 0.0);

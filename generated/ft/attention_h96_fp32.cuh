@@ -462,21 +462,20 @@ static __global__ void __launch_bounds__(256, 2) ft_attn_decode_h96_fp32_g1(ft_a
     }
     if (a.counters != NULL) {
         __shared__ int ft_last;
-        __threadfence(); /* this thread's partials reach the device before the block is counted */
-        __syncthreads();
+        __syncthreads(); /* every thread's partials are written before the block is counted in */
         if (tid == 0) {
-            ft_last = atomicAdd(&a.counters[blockIdx.x], 1u) == (unsigned)a.splits - 1u;
+            /* release: the block's partials before its count; acquire: the other blocks'
+             * partials (counted before) before the loads below */
+            ft_last = ft_atomic_add_acq_rel(&a.counters[blockIdx.x], 1u) == (unsigned)a.splits - 1u;
             if (ft_last)
                 a.counters[blockIdx.x] = 0u; /* every split of the row block is in */
         }
         __syncthreads();
-        if (ft_last) {
-            __threadfence(); /* the partials are read after the count that covers them */
+        if (ft_last) /* thread 0's acquire, then the barrier: the partials are read after the count */
             for (int i = tid; i < ng * D; i += NT) {
                 const int64_t row = (int64_t)b * a.H + h0 + i / D;
                 a.out[row * D + i % D] = ft_from_float_fp32(ft_attn_merge_splits_h96_fp32(&a, row, i % D));
             }
-        }
     }
 }
 
@@ -796,21 +795,20 @@ static __global__ void __launch_bounds__(256, 1) ft_attn_decode_h96_fp32_g4(ft_a
     }
     if (a.counters != NULL) {
         __shared__ int ft_last;
-        __threadfence(); /* this thread's partials reach the device before the block is counted */
-        __syncthreads();
+        __syncthreads(); /* every thread's partials are written before the block is counted in */
         if (tid == 0) {
-            ft_last = atomicAdd(&a.counters[blockIdx.x], 1u) == (unsigned)a.splits - 1u;
+            /* release: the block's partials before its count; acquire: the other blocks'
+             * partials (counted before) before the loads below */
+            ft_last = ft_atomic_add_acq_rel(&a.counters[blockIdx.x], 1u) == (unsigned)a.splits - 1u;
             if (ft_last)
                 a.counters[blockIdx.x] = 0u; /* every split of the row block is in */
         }
         __syncthreads();
-        if (ft_last) {
-            __threadfence(); /* the partials are read after the count that covers them */
+        if (ft_last) /* thread 0's acquire, then the barrier: the partials are read after the count */
             for (int i = tid; i < ng * D; i += NT) {
                 const int64_t row = (int64_t)b * a.H + h0 + i / D;
                 a.out[row * D + i % D] = ft_from_float_fp32(ft_attn_merge_splits_h96_fp32(&a, row, i % D));
             }
-        }
     }
 }
 
@@ -1250,21 +1248,20 @@ static __global__ void __launch_bounds__(288, 2) ft_attn_async_h96_fp32_g1(ft_at
         }
     if (a.counters != NULL) {
             __shared__ int ft_last;
-            __threadfence(); /* this thread's partials reach the device before the block is counted */
-            ft_named_sync(1, NTC);
+            ft_named_sync(1, NTC); /* every thread's partials are written before the block is counted in */
             if (tid == 0) {
-                ft_last = atomicAdd(&a.counters[rb], 1u) == (unsigned)a.splits - 1u;
+                /* release: the block's partials before its count; acquire: the other blocks'
+                 * partials (counted before) before the loads below */
+                ft_last = ft_atomic_add_acq_rel(&a.counters[rb], 1u) == (unsigned)a.splits - 1u;
                 if (ft_last)
                     a.counters[rb] = 0u; /* every split of the row block is in */
             }
             ft_named_sync(1, NTC);
-            if (ft_last) {
-                __threadfence(); /* the partials are read after the count that covers them */
+            if (ft_last) /* thread 0's acquire, then the barrier: the partials are read after the count */
                 for (int i = tid; i < ng * D; i += NTC) {
                     const int64_t row = (int64_t)b * a.H + h0 + i / D;
                     a.out[row * D + i % D] = ft_from_float_fp32(ft_attn_merge_splits_h96_fp32(&a, row, i % D));
                 }
-            }
         }
     }
     if (!a.cmerge)
@@ -1581,21 +1578,20 @@ static __global__ void __launch_bounds__(288, 2) ft_attn_async_h96_fp32_g1_tm(ft
         }
     if (a.counters != NULL) {
             __shared__ int ft_last;
-            __threadfence(); /* this thread's partials reach the device before the block is counted */
-            ft_named_sync(1, NTC);
+            ft_named_sync(1, NTC); /* every thread's partials are written before the block is counted in */
             if (tid == 0) {
-                ft_last = atomicAdd(&a.counters[rb], 1u) == (unsigned)a.splits - 1u;
+                /* release: the block's partials before its count; acquire: the other blocks'
+                 * partials (counted before) before the loads below */
+                ft_last = ft_atomic_add_acq_rel(&a.counters[rb], 1u) == (unsigned)a.splits - 1u;
                 if (ft_last)
                     a.counters[rb] = 0u; /* every split of the row block is in */
             }
             ft_named_sync(1, NTC);
-            if (ft_last) {
-                __threadfence(); /* the partials are read after the count that covers them */
+            if (ft_last) /* thread 0's acquire, then the barrier: the partials are read after the count */
                 for (int i = tid; i < ng * D; i += NTC) {
                     const int64_t row = (int64_t)b * a.H + h0 + i / D;
                     a.out[row * D + i % D] = ft_from_float_fp32(ft_attn_merge_splits_h96_fp32(&a, row, i % D));
                 }
-            }
         }
     }
     if (!a.cmerge)
@@ -2002,21 +1998,20 @@ static __global__ void __launch_bounds__(512, 1) ft_attn_async_h96_fp32_g4(ft_at
         }
     if (a.counters != NULL) {
             __shared__ int ft_last;
-            __threadfence(); /* this thread's partials reach the device before the block is counted */
-            ft_named_sync(1, NTC);
+            ft_named_sync(1, NTC); /* every thread's partials are written before the block is counted in */
             if (tid == 0) {
-                ft_last = atomicAdd(&a.counters[rb], 1u) == (unsigned)a.splits - 1u;
+                /* release: the block's partials before its count; acquire: the other blocks'
+                 * partials (counted before) before the loads below */
+                ft_last = ft_atomic_add_acq_rel(&a.counters[rb], 1u) == (unsigned)a.splits - 1u;
                 if (ft_last)
                     a.counters[rb] = 0u; /* every split of the row block is in */
             }
             ft_named_sync(1, NTC);
-            if (ft_last) {
-                __threadfence(); /* the partials are read after the count that covers them */
+            if (ft_last) /* thread 0's acquire, then the barrier: the partials are read after the count */
                 for (int i = tid; i < ng * D; i += NTC) {
                     const int64_t row = (int64_t)b * a.H + h0 + i / D;
                     a.out[row * D + i % D] = ft_from_float_fp32(ft_attn_merge_splits_h96_fp32(&a, row, i % D));
                 }
-            }
         }
     }
     if (!a.cmerge)
@@ -2333,21 +2328,20 @@ static __global__ void __launch_bounds__(512, 1) ft_attn_async_h96_fp32_g4_tm(ft
         }
     if (a.counters != NULL) {
             __shared__ int ft_last;
-            __threadfence(); /* this thread's partials reach the device before the block is counted */
-            ft_named_sync(1, NTC);
+            ft_named_sync(1, NTC); /* every thread's partials are written before the block is counted in */
             if (tid == 0) {
-                ft_last = atomicAdd(&a.counters[rb], 1u) == (unsigned)a.splits - 1u;
+                /* release: the block's partials before its count; acquire: the other blocks'
+                 * partials (counted before) before the loads below */
+                ft_last = ft_atomic_add_acq_rel(&a.counters[rb], 1u) == (unsigned)a.splits - 1u;
                 if (ft_last)
                     a.counters[rb] = 0u; /* every split of the row block is in */
             }
             ft_named_sync(1, NTC);
-            if (ft_last) {
-                __threadfence(); /* the partials are read after the count that covers them */
+            if (ft_last) /* thread 0's acquire, then the barrier: the partials are read after the count */
                 for (int i = tid; i < ng * D; i += NTC) {
                     const int64_t row = (int64_t)b * a.H + h0 + i / D;
                     a.out[row * D + i % D] = ft_from_float_fp32(ft_attn_merge_splits_h96_fp32(&a, row, i % D));
                 }
-            }
         }
     }
     if (!a.cmerge)

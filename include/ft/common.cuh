@@ -306,6 +306,24 @@ static __device__ __forceinline__ void ft_tensor_load_2d(void *dst, const CUtens
 #endif
 }
 
+/* atomicAdd with acquire-release semantics at device scope: the caller's writes, and those
+ * of the threads that reached a block barrier before it, are visible to whichever thread
+ * reads the value it leaves, and the writes of the threads that added before it are
+ * visible to the caller (and, after a block barrier, to its block). Lighter than a
+ * __threadfence() (a sequentially consistent fence) on each side of a plain atomicAdd. */
+static __device__ __forceinline__ unsigned ft_atomic_add_acq_rel(unsigned *p, unsigned v)
+{
+    unsigned old;
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 700
+    asm volatile("atom.acq_rel.gpu.global.add.u32 %0, [%1], %2;" : "=r"(old) : "l"(p), "r"(v) : "memory");
+#else
+    __threadfence();
+    old = atomicAdd(p, v);
+    __threadfence();
+#endif
+    return old;
+}
+
 /* Orders this thread's earlier generic-proxy accesses to shared memory before later
  * asynchronous-proxy operations on it: each thread that read a buffer calls it before the
  * barrier or mbarrier arrival after which a bulk copy refills the buffer. */
