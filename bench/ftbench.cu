@@ -286,7 +286,8 @@ static ft_status run_add_bias_residual(const bench_opts *o, void **b, cudaStream
 }
 
 /* Whether a self_attention run reads through a random cache indirection table (the
- * attention buffers also serve kv_read and cross_attention, which take none). */
+ * attention buffers also serve kv_read, kv_stream, launch_empty and cross_attention, which
+ * take none). */
 static int attn_table(const bench_opts *o)
 {
     return o->indir > 0 && strcmp(o->kernel, "self_attention") == 0;
@@ -444,6 +445,117 @@ static ft_status run_kv_read(const bench_opts *o, void **b, cudaStream_t s)
     const size_t bytes = (size_t)o->batch * o->kv_heads * o->len * o->head_size * ft_dtype_size(o->dt);
     kv_read_kernel<<<4 * sms, 512, 0, s>>>((const uint4 *)b[0], (const uint4 *)b[1], bytes / 16, (unsigned *)b[5]);
     return cudaGetLastError() == cudaSuccess ? FT_OK : FT_ERR_CUDA;
+}
+
+/* kv_stream: the same bytes streamed as the sm_90 attention kernel streams them, and nothing
+ * else done: a block per (key/value head, split), a producer warp filling three 32 KB
+ * stages with bulk copies of K rows and V rows (L2 evict-first), four warps releasing each
+ * stage as it lands; launched as a programmatic dependent. A decode step's time minus this
+ * is what its compute, merge and write cost where they do not overlap the stream.
+ * --splits as self_attention's (0: the most, in powers of two, that keep the grid within
+ * two blocks an SM). [B, Hkv, L, D] caches whose rows of a head fill whole 16 KB tiles. */
+enum { KVS_STAGES = 3, KVS_TILE = 16384, KVS_CONSUMERS = 4 };
+
+static __global__ void __launch_bounds__(32 * (KVS_CONSUMERS + 1))
+    kv_stream_kernel(const char *k, const char *v, size_t head_bytes, int splits, int per, unsigned *sink)
+{
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    extern __shared__ __align__(128) unsigned char kvs_stages[];
+    __shared__ __align__(8) unsigned long long full[KVS_STAGES], empty[KVS_STAGES];
+    const int head = blockIdx.x / splits, split = blockIdx.x % splits, warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+    if (threadIdx.x == 0) {
+        for (int i = 0; i < KVS_STAGES; i++) {
+            ft_mbar_init(&full[i], 1);
+            ft_mbar_init(&empty[i], KVS_CONSUMERS);
+        }
+        ft_mbar_init_fence();
+    }
+    __syncthreads();
+    ft_pdl_wait();
+    const char *kh = k + head * head_bytes, *vh = v + head * head_bytes;
+    if (warp == KVS_CONSUMERS) {
+        if (lane == 0)
+            for (int i = 0; i < per; i++) {
+                const int st = i % KVS_STAGES;
+                const size_t off = (size_t)(split * per + i) * KVS_TILE;
+                if (i >= KVS_STAGES)
+                    ft_mbar_wait(&empty[st], (unsigned)(i / KVS_STAGES - 1) & 1u);
+                ft_mbar_expect_tx(&full[st], 2u * KVS_TILE);
+                ft_bulk_load_stream(kvs_stages + (size_t)st * 2 * KVS_TILE, kh + off, KVS_TILE, &full[st]);
+                ft_bulk_load_stream(kvs_stages + (size_t)st * 2 * KVS_TILE + KVS_TILE, vh + off, KVS_TILE, &full[st]);
+            }
+        return;
+    }
+    unsigned acc = 0;
+    for (int i = 0; i < per; i++) {
+        const int st = i % KVS_STAGES;
+        ft_mbar_wait(&full[st], (unsigned)(i / KVS_STAGES) & 1u);
+        const uint4 w = ((const uint4 *)(kvs_stages + (size_t)st * 2 * KVS_TILE))[threadIdx.x];
+        acc ^= w.x ^ w.w;
+        ft_fence_proxy_async(); /* the read before the copy that refills the stage */
+        __syncwarp();
+        if (lane == 0)
+            ft_mbar_arrive(&empty[st]);
+    }
+    if (acc == 0x9e3779b9u) /* practically never: keeps the reads */
+        sink[blockIdx.x & 15] = acc;
+#endif
+}
+
+static ft_status run_kv_stream(const bench_opts *o, void **b, cudaStream_t s)
+{
+    static int sms = 0, major = 0;
+    if (sms == 0 && (cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0) != cudaSuccess ||
+                     cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, 0) != cudaSuccess ||
+                     cudaFuncSetAttribute((const void *)kv_stream_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                          2 * KVS_STAGES * KVS_TILE) != cudaSuccess))
+        return FT_ERR_CUDA;
+    size_t head_bytes = (size_t)o->len * o->head_size * ft_dtype_size(o->dt);
+    const int heads = o->batch * o->kv_heads, tiles = (int)(head_bytes / KVS_TILE);
+    int splits = o->splits;
+    if (splits <= 0)
+        for (splits = 1; 2 * splits <= tiles && tiles % (2 * splits) == 0 && (int64_t)heads * 2 * splits <= 2 * sms;)
+            splits *= 2;
+    if (major < 9 || o->layout != FT_KV_BHLD || head_bytes % KVS_TILE != 0 || tiles % splits != 0) {
+        fprintf(stderr, "ftbench: kv_stream needs sm_90, --layout bhld and whole %d-byte tiles a head, as many a "
+                        "split (%zu bytes a head, %d splits)\n", KVS_TILE, head_bytes, splits);
+        return FT_ERR_UNSUPPORTED;
+    }
+    const char *k = (const char *)b[0], *v = (const char *)b[1];
+    int per = tiles / splits;
+    unsigned *sink = (unsigned *)b[5];
+    void *args[] = {&k, &v, &head_bytes, &splits, &per, &sink};
+    return ft_launch_ex("kv_stream", (const void *)kv_stream_kernel, dim3((unsigned)(heads * splits)),
+                        dim3(32 * (KVS_CONSUMERS + 1)), 2 * KVS_STAGES * KVS_TILE, s, args, 1, 1);
+}
+
+/* launch_empty: an empty kernel, launched as the attention kernels are (a programmatic
+ * dependent, 128 threads a block, a block an SM): the fixed cost of a call, timed as every
+ * row is. Takes self_attention's flags and buffers and moves no bytes. */
+static __global__ void launch_empty_kernel(int x)
+{
+    ft_pdl_wait();
+    if (x == 0x5eed) /* never: keeps the launch */
+        printf("%d\n", x);
+}
+
+static ft_status run_launch_empty(const bench_opts *o, void **b, cudaStream_t s)
+{
+    (void)o;
+    (void)b;
+    static int sms = 0;
+    if (sms == 0 && cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0) != cudaSuccess)
+        return FT_ERR_CUDA;
+    int x = 0;
+    void *args[] = {&x};
+    return ft_launch_ex("launch_empty", (const void *)launch_empty_kernel, dim3((unsigned)sms), dim3(128), 0, s, args,
+                        1, 1);
+}
+
+static double no_bytes(const bench_opts *o)
+{
+    (void)o;
+    return 0.0;
 }
 
 /* kv_reorder: what a cache indirection table saves. The K and V caches of a
@@ -913,6 +1025,10 @@ static const kernel_desc kernels[] = {
      attn_buffers, run_self_attention, attn_bytes, attn_describe},
     {"kv_read", "floor of self_attention: its K and V caches read once, same flags", attn_buffers, run_kv_read,
      attn_bytes, attn_describe},
+    {"kv_stream", "self_attention's K and V streamed as its sm_90 kernel streams them, nothing else, same flags (--splits)",
+     attn_buffers, run_kv_stream, attn_bytes, attn_describe},
+    {"launch_empty", "an empty kernel launched as the attention kernels are: a call's fixed cost", attn_buffers,
+     run_launch_empty, no_bytes, attn_describe},
     {"kv_reorder", "K and V caches gathered by parent beam (what --indirection saves), --batch --beam --kv-heads --head-size --len",
      reorder_buffers, run_kv_reorder, reorder_bytes, reorder_describe},
     {"cross_attention", "decode step against memory, same flags (--layout bhld|blhd)", attn_buffers,
