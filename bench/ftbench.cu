@@ -504,29 +504,29 @@ static __global__ void __launch_bounds__(32 * (KVS_CONSUMERS + 1))
 
 static ft_status run_kv_stream(const bench_opts *o, void **b, cudaStream_t s)
 {
-    static int sms = 0, major = 0;
-    if (sms == 0 && (cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0) != cudaSuccess ||
-                     cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, 0) != cudaSuccess ||
-                     cudaFuncSetAttribute((const void *)kv_stream_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                          2 * KVS_STAGES * KVS_TILE) != cudaSuccess))
-        return FT_ERR_CUDA;
+    static int raised[64]; /* ft_smem_limit's record of the kernel's shared-memory limit */
+    const int smem = 2 * KVS_STAGES * KVS_TILE;
+    int sms = 0, major = 0;
+    ft_status st;
+    if ((st = ft_sm_count("kv_stream", &sms)) != FT_OK || (st = ft_cc_major("kv_stream", &major)) != FT_OK)
+        return st;
     size_t head_bytes = (size_t)o->len * o->head_size * ft_dtype_size(o->dt);
     const int heads = o->batch * o->kv_heads, tiles = (int)(head_bytes / KVS_TILE);
     int splits = o->splits;
     if (splits <= 0)
         for (splits = 1; 2 * splits <= tiles && tiles % (2 * splits) == 0 && (int64_t)heads * 2 * splits <= 2 * sms;)
             splits *= 2;
-    if (major < 9 || o->layout != FT_KV_BHLD || head_bytes % KVS_TILE != 0 || tiles % splits != 0) {
-        fprintf(stderr, "ftbench: kv_stream needs sm_90, --layout bhld and whole %d-byte tiles a head, as many a "
-                        "split (%zu bytes a head, %d splits)\n", KVS_TILE, head_bytes, splits);
-        return FT_ERR_UNSUPPORTED;
-    }
+    if (major < 9 || o->layout != FT_KV_BHLD || head_bytes % KVS_TILE != 0 || tiles % splits != 0)
+        return ft_fail(FT_ERR_UNSUPPORTED, "kv_stream needs sm_90, --layout bhld and whole %d-byte tiles a head, as "
+                       "many a split (%zu bytes a head, %d splits)", KVS_TILE, head_bytes, splits);
+    if ((st = ft_smem_limit("kv_stream", (const void *)kv_stream_kernel, smem, raised)) != FT_OK)
+        return st;
     const char *k = (const char *)b[0], *v = (const char *)b[1];
     int per = tiles / splits;
     unsigned *sink = (unsigned *)b[5];
     void *args[] = {&k, &v, &head_bytes, &splits, &per, &sink};
     return ft_launch_ex("kv_stream", (const void *)kv_stream_kernel, dim3((unsigned)(heads * splits)),
-                        dim3(32 * (KVS_CONSUMERS + 1)), 2 * KVS_STAGES * KVS_TILE, s, args, 1, 1);
+                        dim3(32 * (KVS_CONSUMERS + 1)), (size_t)smem, s, args, 1, 1);
 }
 
 /* launch_empty: an empty kernel, launched as the attention kernels are (a programmatic
@@ -543,10 +543,10 @@ static ft_status run_launch_empty(const bench_opts *o, void **b, cudaStream_t s)
 {
     (void)o;
     (void)b;
-    static int sms = 0;
-    if (sms == 0 && cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0) != cudaSuccess)
-        return FT_ERR_CUDA;
-    int x = 0;
+    int sms = 0, x = 0;
+    ft_status st = ft_sm_count("launch_empty", &sms);
+    if (st != FT_OK)
+        return st;
     void *args[] = {&x};
     return ft_launch_ex("launch_empty", (const void *)launch_empty_kernel, dim3((unsigned)sms), dim3(128), 0, s, args,
                         1, 1);
