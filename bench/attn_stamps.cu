@@ -175,10 +175,11 @@ int main(int argc, char **argv)
            splits, ms * 1000 / reps, reps,
            per_call ? "calls, an event between" : marker ? "calls, a stamping kernel between" : "back to back");
 
-    std::vector<unsigned long long> st(1 << 18); /* 32 slots a block */
+    const int slots = 32; /* a block's stamps (the template's ft_attn_stamps_*, 1 << 18 of them) */
+    std::vector<unsigned long long> st(1 << 18);
     CK(cudaMemcpyFromSymbol(st.data(), ST_CAT(ft_attn_stamps_, ST_SUFFIX, ), st.size() * sizeof(st[0])));
     int nb = 0;
-    while (nb < (1 << 13) && st[nb * 32 + 1] != 0)
+    while (nb < (1 << 13) && st[nb * slots + 1] != 0)
         nb++;
     if (nb == 0) {
         printf("  no stamps: not a STAMP=1 build, or not the sm_90 kernel\n");
@@ -186,16 +187,16 @@ int main(int argc, char **argv)
     }
     unsigned long long t1 = ~0ull;
     for (int i = 0; i < nb; i++)
-        t1 = std::min(t1, st[i * 32 + 1]);
+        t1 = std::min(t1, st[i * slots + 1]);
     auto rel = [&](unsigned long long t) { return (double)(long long)(t - t1) / 1000.0; }; /* us after t1 */
-    auto us = [&](int i, int slot) { return rel(st[i * 32 + slot]); };
-    auto has = [&](int i, int slot) { return st[i * 32 + slot] != 0; };
+    auto us = [&](int i, int slot) { return rel(st[i * slots + slot]); };
+    auto has = [&](int i, int slot) { return st[i * slots + slot] != 0; };
     /* slot: 0 entry, 1 wait released, 2 first tile landed, 3 loop done, 4 end (cluster merge),
      * 5 prologue done, 6 SM, 7 tiles, 8 consumer 0 has the length, 9 q, k, v loaded, 10 rotary
      * done, 11 producer's first tile requested, 12 producer has the length, 13 last tile landed,
      * 14 the block's partials written (before the split counters' merge), 15 the last tile's
      * rows done, 16 out of the loop, 17 every consumer past it, 18 the warps' partials in
-     * shared memory, 19 counted in (split counters); 32 slots a block */
+     * shared memory, 19 counted in (split counters) */
     static const struct { int slot; const char *name; } rows[] = {
         {0, "entry"}, {1, "wait released"}, {11, "producer: tile 0 asked"}, {12, "producer: length"},
         {8, "consumer: length"}, {9, "q, k, v loaded"}, {10, "rotary done"}, {5, "prologue done"},
@@ -254,7 +255,7 @@ int main(int argc, char **argv)
     printf("\n");
     if (verbose)
         for (int i = 0; i < nb; i++) {
-            printf("    block %4d  SM %3llu", i, st[i * 32 + 6]);
+            printf("    block %4d  SM %3llu", i, st[i * slots + 6]);
             for (const auto &r : rows)
                 if (r.slot != 0)
                     printf(" %8.2f", has(i, r.slot) ? us(i, r.slot) : 0.0);
