@@ -1218,6 +1218,9 @@ static const char *suite[] = {
     "self_attention --dtype fp16 --batch 8 --heads 32 --kv-heads 1 --head-size 128 --len 4096",
     "self_attention --dtype fp16 --batch 8 --heads 32 --kv-heads 1 --head-size 64 --len 4096",
     "self_attention --dtype fp16 --batch 1 --heads 32 --kv-heads 8 --head-size 64 --len 4096",
+    /* pairs of heads (tensor cores at D64 and D128) */
+    "self_attention --dtype fp16 --batch 8 --heads 32 --kv-heads 16 --head-size 128 --len 4096",
+    "self_attention --dtype fp16 --batch 256 --heads 8 --kv-heads 4 --head-size 64 --len 512",
     "self_attention --dtype fp16 --batch 8 --heads 32 --head-size 128 --len 4096 --layout lbhd",
     "self_attention --dtype fp16 --batch 1 --heads 32 --head-size 128 --len 4096 --layout lbhd",
     "self_attention --dtype fp16 --batch 8 --heads 32 --kv-heads 8 --head-size 128 --len 4096 --layout lbhd",

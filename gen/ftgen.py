@@ -375,6 +375,15 @@ class AttentionFamily(Family):
         return {
             "packed": self.has_packed(params), "mplans": mplans, "APF": apf, "STAMP": tune.get("STAMP", 0),
             "MTS": tune.get("MTS", 1 if row == 128 else 0),
+            # the smallest head group taken on tensor cores: pairs too where the tm form exists
+            # (H100, fp16, ftbench per call / device us, tensor cores against four heads a block
+            # on CUDA cores, H32 Hkv16 D128 L4096: B1 19.5 / 16.2 against 22.3 / 18.7, B8 93.0 /
+            # 89.3 against 96.2 / 92.2; D64 B256 H8 Hkv4 L512 50.9 / 46.7 against 75.6 / 70.8,
+            # B64 H16 Hkv8 L1024 48.7 / 44.8 against 60.6 / 55.7). Without it (D32, D80, D96),
+            # pairs stay on CUDA cores: B8 H32 Hkv16 L4096 D32 47.2 against 31.4, D96 77.6 against
+            # 72.8. One head stays there at every size (B256 H8 D64 L512 94.9 against 94.6, B1
+            # H32 D128 L4096 29.8 against 29.5). MG overrides it for tuning runs.
+            "MG": tune.get("MG", 2 if any(mp["TM"] for mp in mplans) else 3),
             "async": W == 16, "AVEC": a_vec, "ATPK": a_tpk, "ACPT": a_cpt, "aword": f"ft_word_{dt}x{a_vec}",
             "aunpack": f"ft_unpack_{dt}x{a_vec}", "KPI": kpi, "aplan": aplan,
             "dtype": dt, "T": DTYPES[dt]["T"], "esize": es, "D": D, "W": W,

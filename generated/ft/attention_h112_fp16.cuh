@@ -2360,8 +2360,8 @@ static inline ft_status ft_attn_plan_grid_h112_fp16(const char *fn, ft_attn_plan
             return st;
         if (major >= 9) {
             /* a head group of 3 or more: the tensor-core kernel, 16 heads a block (B8 H32 D128
-             * L4096 fp16 on the H100, Hkv1 / Hkv8 / Hkv16: 21.1 / 55.1 / 100.5 us against 42.2 /
-             * 54.8 / 95.0 for four heads a block on CUDA cores) */
+             * L4096 fp16 on the H100, Hkv1 / Hkv8: 21.1 / 55.1 us against 42.2 / 54.8 for four
+             * heads a block on CUDA cores; gen/ftgen.py has the pairs' figures) */
             if (p->G >= 3) {
                 p->gq = FT_ATTN_H112_FP16_MGQ;
                 p->passes = (p->G + p->gq - 1) / p->gq;

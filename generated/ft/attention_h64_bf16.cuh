@@ -3902,16 +3902,16 @@ static inline ft_status ft_attn_plan_grid_h64_bf16(const char *fn, ft_attn_plan 
     /* strided steps (FT_KV_LBHD, FT_KV_BLHD) run on the sm_90 kernels through tensor maps
      * where the kernel has a box for them (a head group: the tm form) */
     const int tm_auto = layout == FT_KV_BHLD ||
-                        (tm_rows && (p->G >= 3 ? 1 : ft_attn_async_box_h64_bf16(p->gq) > 0));
+                        (tm_rows && (p->G >= 2 ? 1 : ft_attn_async_box_h64_bf16(p->gq) > 0));
     if (impl == FT_ATTN_IMPL_ASYNC || (impl == FT_ATTN_IMPL_AUTO && !indirect && tm_auto)) {
         int major = 0, per_sm = 0;
         if ((st = ft_cc_major(fn, &major)) != FT_OK)
             return st;
         if (major >= 9) {
-            /* a head group of 3 or more: the tensor-core kernel, 16 heads a block (B8 H32 D128
-             * L4096 fp16 on the H100, Hkv1 / Hkv8 / Hkv16: 21.1 / 55.1 / 100.5 us against 42.2 /
-             * 54.8 / 95.0 for four heads a block on CUDA cores) */
-            if (p->G >= 3) {
+            /* a head group of 2 or more: the tensor-core kernel, 16 heads a block (B8 H32 D128
+             * L4096 fp16 on the H100, Hkv1 / Hkv8: 21.1 / 55.1 us against 42.2 / 54.8 for four
+             * heads a block on CUDA cores; gen/ftgen.py has the pairs' figures) */
+            if (p->G >= 2) {
                 p->gq = FT_ATTN_H64_BF16_MGQ;
                 p->passes = (p->G + p->gq - 1) / p->gq;
             }
