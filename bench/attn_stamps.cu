@@ -141,7 +141,7 @@ int main(int argc, char **argv)
                FT_ATTN_CLUSTER_SPLITS);
         for (int size = 2; size <= FT_ATTN_CLUSTER_SPLITS; size++) {
             int fit = 0;
-            ST_CAT(ft_attn_async_clusters_, ST_SUFFIX, )("attn_stamps", 1, 0, size, &fit);
+            ST_CAT(ft_attn_async_clusters_, ST_SUFFIX, )("attn_stamps", 1, 0, size, 0, &fit);
             printf(" %d", fit);
         }
         printf("\n");

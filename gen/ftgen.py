@@ -276,11 +276,17 @@ class AttentionFamily(Family):
         kpi = 32 // a_tpk  # keys a warp covers per instruction (ATPK lanes per key)
         aplan = {}
         for gq in gq_list:
-            # one head per block: 8 consumer warps, two blocks per SM; a group of heads does
-            # GQ times the arithmetic per byte and takes 15 (+1 producer: 512 threads, up to
-            # 128 registers) in one block (H200, B8 H32 Hkv8 D128 L4096 fp16 with 16: 52.8 us
-            # against 62.8 with 8)
-            nw = tune.get("ANW" if gq == 1 else "AGQNW", 8 if gq == 1 else 15)
+            # one head per block: 8 consumer warps, two blocks per SM. A group of heads (the
+            # head groups that do not run on tensor cores: fp32, D160 and up, pairs where there
+            # is no tm form) does GQ times the arithmetic per byte and takes 7 (+1 producer: 256
+            # threads), two blocks per SM, so that one block's start and end overlap the
+            # other's stream (H100, ftbench device us, 7 warps two an SM / 15 warps one an SM:
+            # fp16 B256 H8 Hkv4 D32 L512 38.9 / 57.5, D48 40.3 / 52.8, D96 67.7 / 76.0, fp16
+            # B64 H16 Hkv8 D256 L1024 183.8 / 191.7, fp32 B256 H32 Hkv8 D48 L256 74.4 / 132.5,
+            # fp16 B1 H32 Hkv8 D256 L4096 21.9 / 24.9; few blocks of long rows are as fast:
+            # fp16 B8 H32 Hkv8 D256 L4096 96.8 / 96.9, B8 H32 Hkv16 D32 L4096 26.8 / 27.0). The
+            # launcher's split plan and FT_ATTN_SOLO_SMEM keep a launch of one wave at one an SM.
+            nw = tune.get("ANW" if gq == 1 else "AGQNW", 8 if gq == 1 else 7)
             tk = nw * kpi * max(1, (16384 // row) // (nw * kpi))
             if 2 * tk * row > 32 * 1024:  # wide lane groups and odd rows: a warp's keys fill part of its slots
                 tk = nw * max(1, (16384 // row) // nw)
@@ -298,7 +304,7 @@ class AttentionFamily(Family):
             abox = max([n for n in range(1, 33) if tk % n == 0 and (n * row) % 128 == 0], default=0)
             aplan[gq] = {"NW": nw, "NT": (nw + 1) * 32, "TK": tk, "NS": ns, "IT": (tk // nw + kpi - 1) // kpi,
                          "SMEM": ns * 2 * tk * row, "BOX": abox,
-                         "MINB": tune.get("AMINB", 2) if gq == 1 else tune.get("AGQMINB", 1)}
+                         "MINB": tune.get("AMINB", 2) if gq == 1 else tune.get("AGQMINB", 2)}
         # The tensor-core head-group kernel (sm_90, 16-bit types, head sizes of whole k-steps
         # of 16 up to 128): 16 query heads of one key/value head a block as the rows of
         # mma.sync m16n8k16. Shared memory holds each stage's rows in copies of MR rows padded
@@ -314,17 +320,17 @@ class AttentionFamily(Family):
             mnw = tune.get("MNW", 4)
             mkw = 32  # steps of a warp in a stage: 4 key n-tiles
 
-            def stage_plan(stage, align):
+            def stage_plan(stage, align, nw=mnw):
                 """Stages, blocks per SM and dynamic shared memory of a form whose stages are
-                `stage` bytes, `align` more to start them on a boundary."""
-                static = 16 * D * 4 + 2 * D * 4 + 2 * row + 16 * (mnw + 1) * 8 + 256
+                `stage` bytes, `align` more to start them on a boundary, `nw` consumer warps."""
+                static = 16 * D * 4 + 2 * D * 4 + 2 * row + 16 * (nw + 1) * 8 + 256
                 mns = max(2, min(4, (96 * 1024) // stage))
                 mminb = 2 if 2 * (mns * stage + align + static + 1024) <= 228 * 1024 else 1
                 if mminb == 1:
                     mns = max(2, min(4, (200 * 1024) // stage))
                 mns, mminb = tune.get("MNS", mns), tune.get("MMINB", mminb)
-                if (mnw + 1) * 16 * D * 4 > mns * stage:
-                    raise VariantError(f"attention: the merge buffer of {mnw} warps x 16 heads does not fit the stages")
+                if (nw + 1) * 16 * D * 4 > mns * stage:
+                    raise VariantError(f"attention: the merge buffer of {nw} warps x 16 heads does not fit the stages")
                 # shared memory asked for so that no more than MINB blocks share an SM: where the
                 # registers and stages would let a third in (D32, D64), the blocks of a
                 # dependent launch crowd onto the SMs that free up first (B64 H12 Hkv4 D64
@@ -369,11 +375,33 @@ class AttentionFamily(Family):
                 mplans.append({"name": "tm", "NW": mnw, "NT": (mnw + 1) * 32, "R": tk, "KW": mkw, "TK": tk,
                                "NS": mns, "CS": 0, "HALF": stage // 2, "STAGE": stage, "SMEM": smem,
                                "MINB": mminb, "TM": 1, "BOX": box})
+                # Short rows (D128: one tm block per SM): a fourth form, ts, the tm kernel with MSNW
+                # (2) consumer warps and stages of 32 steps a warp, so that two blocks share an SM.
+                # Where a row's steps fit in the tm form's stages at once, a block has nothing of
+                # its own to overlap its start and its end with; a second block on the SM does.
+                # The launcher takes it unsplit, with more row blocks than SMs, for rows of at most
+                # NS x TK steps of the tm form (H100, fp16, ftbench device us, ts / tm, H32 Hkv8
+                # D128: B256 L256 100.9 / 150.2, B64 L256 30.2 / 34.8, B128 H64 L256 66.1 / 75.3,
+                # B256 L384 142.2 / 168.1, cross-attention B256 L256 94.5 / 100.8; longer rows
+                # lose: B256 L512 190.8 / 196.8 but B128 L512 96.4 / 94.7, B256 L768 284.1 / 272.2;
+                # so do grids of one wave: B8 L256 9.2 / 7.4). MSHORT=0 leaves it out.
+                snw = tune.get("MSNW", 2)
+                if mminb == 1 and tune.get("MSHORT", 1) and (snw * mkw) % box == 0:
+                    stk = snw * mkw
+                    sstage = 2 * stk * row
+                    sns, sminb, ssmem = stage_plan(sstage, 1024, snw)
+                    if sminb > 1:
+                        mplans.append({"name": "ts", "NW": snw, "NT": (snw + 1) * 32, "R": stk, "KW": mkw, "TK": stk,
+                                       "NS": sns, "CS": 0, "HALF": sstage // 2, "STAGE": sstage, "SMEM": ssmem,
+                                       "MINB": sminb, "TM": 1, "BOX": box, "ROWS": mns * tk})
         # sm_90 kernels, launched as programmatic dependents: a split's first tile prefetched
         # into the L2 while the kernel before them ends (APF=0: not, for tuning runs)
         apf = tune.get("APF", 1)
+        # head-group launches of one wave ask for shared memory that holds each block alone on
+        # its SM (GQPAD=0: not, for tuning runs)
+        gqpad = tune.get("GQPAD", 1)
         return {
-            "packed": self.has_packed(params), "mplans": mplans, "APF": apf, "STAMP": tune.get("STAMP", 0),
+            "packed": self.has_packed(params), "mplans": mplans, "APF": apf, "GQPAD": gqpad, "STAMP": tune.get("STAMP", 0),
             "MTS": tune.get("MTS", 1 if row == 128 else 0),
             # the smallest head group taken on tensor cores: pairs too where the tm form exists
             # (H100, fp16, ftbench per call / device us, tensor cores against four heads a block

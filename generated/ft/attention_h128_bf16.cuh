@@ -13,7 +13,7 @@
  *
  * Structs, layouts and rotary styles are in ft/attention_common.cuh. Grouped-query and
  * multi-query attention: one block serves 4 query heads of one key/value head, so the
- * cache is read once per group (on sm_90, 16 heads on tensor cores: ft_attn_mma_r4/r8/tm_h128_bf16). Split-KV: a sequence's steps are spread over several
+ * cache is read once per group (on sm_90, 16 heads on tensor cores: ft_attn_mma_r4/r8/tm/ts_h128_bf16). Split-KV: a sequence's steps are spread over several
  * blocks whose partial results (running max, sum, unnormalised output) are merged by a
  * second kernel; the launcher picks the split from the multiprocessor count. No limit on
  * the cache length: each block walks its steps in sub-chunks of 4096 logits
@@ -1632,10 +1632,10 @@ static __global__ void __launch_bounds__(288, 2) ft_attn_async_h128_bf16_g1_tm(f
 #endif
 }
 
-/* 4 head(s) a block: 15 consumer warps, 3 stages of 60 steps (92160 bytes). */
-#define FT_ATTN_H128_BF16_G4_ATHREADS 512
-#define FT_ATTN_H128_BF16_G4_ASMEM 92160
-#define FT_ATTN_H128_BF16_G4_ABOX 30 /* steps of a tensor-map box (strided caches; 0: none) */
+/* 4 head(s) a block: 7 consumer warps, 3 stages of 56 steps (86016 bytes). */
+#define FT_ATTN_H128_BF16_G4_ATHREADS 256
+#define FT_ATTN_H128_BF16_G4_ASMEM 86016
+#define FT_ATTN_H128_BF16_G4_ABOX 28 /* steps of a tensor-map box (strided caches; 0: none) */
 
 /* Rows [0, n) of a stage (n <= KW, the same for the whole warp; `full`: n == KW, known at
  * the call) into the warp's running max m (per head, uniform), sum l and output acc (per
@@ -1645,12 +1645,12 @@ static __device__ __forceinline__ void ft_attn_async_rows_h128_bf16_g4(const __n
                                                                      const float (*qr)[8], float *m,
                                                                      float *l, float (*acc)[8])
 {
-    enum { D = FT_ATTN_H128_BF16_D, VEC = FT_ATTN_H128_BF16_AVEC, TPK = FT_ATTN_H128_BF16_ATPK, CPT = FT_ATTN_H128_BF16_ACPT, KPI = 32 / TPK, IT = 2, GQ = 4 };
+    enum { D = FT_ATTN_H128_BF16_D, VEC = FT_ATTN_H128_BF16_AVEC, TPK = FT_ATTN_H128_BF16_ATPK, CPT = FT_ATTN_H128_BF16_ACPT, KPI = 32 / TPK, IT = 4, GQ = 4 };
     float lg[GQ][IT];
 #pragma unroll
     for (int it = 0; it < IT; it++) {
         const int r = it * KPI + slot;
-        const int ok = (full && (it + 1) * KPI <= 4) || r < n;
+        const int ok = (full && (it + 1) * KPI <= 8) || r < n;
         float kf[CPT * VEC];
 #pragma unroll
         for (int c = 0; c < CPT; c++) {
@@ -1698,7 +1698,7 @@ static __device__ __forceinline__ void ft_attn_async_rows_h128_bf16_g4(const __n
 #pragma unroll
     for (int it = 0; it < IT; it++) {
         const int r = it * KPI + slot;
-        if ((full && (it + 1) * KPI <= 4) || r < n)
+        if ((full && (it + 1) * KPI <= 8) || r < n)
 #pragma unroll
             for (int c = 0; c < CPT; c++) {
                 float vf[VEC];
@@ -1715,12 +1715,12 @@ static __device__ __forceinline__ void ft_attn_async_rows_h128_bf16_g4(const __n
 
 /* Grid: blockIdx.x = (row block) * splits + split, a cluster of `splits` blocks when
  * a.cmerge. */
-static __global__ void __launch_bounds__(512, 1) ft_attn_async_h128_bf16_g4(ft_attn_kargs_h128_bf16 a)
+static __global__ void __launch_bounds__(256, 2) ft_attn_async_h128_bf16_g4(ft_attn_kargs_h128_bf16 a)
 {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
     enum {
-        D = FT_ATTN_H128_BF16_D, VEC = FT_ATTN_H128_BF16_AVEC, TPK = FT_ATTN_H128_BF16_ATPK, CPT = FT_ATTN_H128_BF16_ACPT, NW = 15, NTC = NW * 32,
-        TK = 60, KW = TK / NW, NS = 3, GQ = 4, ROW = D * 2
+        D = FT_ATTN_H128_BF16_D, VEC = FT_ATTN_H128_BF16_AVEC, TPK = FT_ATTN_H128_BF16_ATPK, CPT = FT_ATTN_H128_BF16_ACPT, NW = 7, NTC = NW * 32,
+        TK = 56, KW = TK / NW, NS = 3, GQ = 4, ROW = D * 2
     };
     extern __shared__ __align__(128) unsigned char ft_attn_stages[]; /* NS x (K rows, V rows) */
     __shared__ __align__(8) unsigned long long full[NS], empty[NS];
@@ -2054,15 +2054,15 @@ static __global__ void __launch_bounds__(512, 1) ft_attn_async_h128_bf16_g4(ft_a
 
 /* The same kernel for a strided cache (FT_KV_LBHD, FT_KV_BLHD; no indirection table, the
  * launcher checks): tmk, tmv map the caches as ft_attn_tensor_view, and a stage fills with
- * boxes of 30 steps. A kernel of its own, so that the bulk-copy one above takes no
+ * boxes of 28 steps. A kernel of its own, so that the bulk-copy one above takes no
  * tensor maps. */
-static __global__ void __launch_bounds__(512, 1) ft_attn_async_h128_bf16_g4_tm(ft_attn_kargs_h128_bf16 a,
+static __global__ void __launch_bounds__(256, 2) ft_attn_async_h128_bf16_g4_tm(ft_attn_kargs_h128_bf16 a,
     const __grid_constant__ CUtensorMap tmk, const __grid_constant__ CUtensorMap tmv)
 {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
     enum {
-        D = FT_ATTN_H128_BF16_D, VEC = FT_ATTN_H128_BF16_AVEC, TPK = FT_ATTN_H128_BF16_ATPK, CPT = FT_ATTN_H128_BF16_ACPT, NW = 15, NTC = NW * 32,
-        TK = 60, KW = TK / NW, NS = 3, GQ = 4, ROW = D * 2, BOX = 30
+        D = FT_ATTN_H128_BF16_D, VEC = FT_ATTN_H128_BF16_AVEC, TPK = FT_ATTN_H128_BF16_ATPK, CPT = FT_ATTN_H128_BF16_ACPT, NW = 7, NTC = NW * 32,
+        TK = 56, KW = TK / NW, NS = 3, GQ = 4, ROW = D * 2, BOX = 28
     };
     extern __shared__ __align__(128) unsigned char ft_attn_stages[]; /* NS x (K rows, V rows) */
     __shared__ __align__(8) unsigned long long full[NS], empty[NS];
@@ -2402,7 +2402,9 @@ static __global__ void __launch_bounds__(512, 1) ft_attn_async_h128_bf16_g4_tm(f
  * Where rows are whole 128-byte pieces (D64, D128) and contiguous, a third form, tm, takes
  * r8's place (and r4's at D64): its stages are filled by tensor-map boxes
  * (cp.async.bulk.tensor) in the 128-byte swizzle, steps in order, the 16-byte piece p of a
- * row at p ^ (row % 8), which keeps ldmatrix conflict-free without padding. */
+ * row at p ^ (row % 8), which keeps ldmatrix conflict-free without padding. Where the tm
+ * form runs one block per SM (D128), a fourth, ts, is the same kernel with half the
+ * consumer warps and stages, two blocks an SM, for many short rows (the launcher's rule). */
 #define FT_ATTN_H128_BF16_MGQ 16
 
 /* r4: 4 rows a copy (1040-byte pitch), 4 consumer warps, 3 stages of 128 steps (199680 bytes). */
@@ -3735,6 +3737,454 @@ static __global__ void __launch_bounds__(160, 1) ft_attn_mma_tm_h128_bf16(ft_att
 #endif
 }
 
+/* ts: tensor-map boxes of 32 rows x 64 columns in the 128-byte swizzle, 2 consumer warps, 3 stages of 64 steps (99328 bytes). */
+#define FT_ATTN_H128_BF16_MTS_THREADS 96
+#define FT_ATTN_H128_BF16_MTS_SMEM 99328
+#define FT_ATTN_H128_BF16_MTS_BOX 32 /* rows of a box */
+
+/* A stage's K and V boxes: rows y.. of the tensor maps, from column x; columns
+ * [x + 64 p, x + 64 p + 64) of K in st + p * TK * 128 (128 bytes a row), of V in st + HALF
+ * + ..., box j of them at row j * BOX. */
+static __device__ __forceinline__ void ft_attn_mma_copy_ts_h128_bf16(unsigned char *st, int x, int y, const CUtensorMap *mk,
+                                                                        const CUtensorMap *mv, int stream,
+                                                                        unsigned long long *bar)
+{
+    enum { ROW = FT_ATTN_H128_BF16_D * 2, TK = 64, HALF = 16384, BOX = FT_ATTN_H128_BF16_MTS_BOX };
+    /* rows in order, K and V of each piece side by side */
+#pragma unroll
+    for (int j = 0; j < TK / BOX; j++)
+#pragma unroll
+        for (int p = 0; p < ROW / 128; p++) {
+            ft_tensor_load_2d(st + p * TK * 128 + j * BOX * 128, mk, x + p * 64, y + j * BOX, bar, stream);
+            ft_tensor_load_2d(st + HALF + p * TK * 128 + j * BOX * 128, mv, x + p * 64, y + j * BOX, bar, stream);
+        }
+}
+
+/* The L2 prefetch of what ft_attn_mma_copy_ts_h128_bf16 would load. */
+static __device__ __forceinline__ void ft_attn_mma_prefetch_ts_h128_bf16(int x, int y, const CUtensorMap *mk,
+                                                                            const CUtensorMap *mv)
+{
+    enum { ROW = FT_ATTN_H128_BF16_D * 2, TK = 64, BOX = FT_ATTN_H128_BF16_MTS_BOX };
+    for (int j = 0; j < TK / BOX; j++)
+        for (int p = 0; p < ROW / 128; p++) {
+            ft_tensor_prefetch_l2_2d(mk, x + p * 64, y + j * BOX);
+            ft_tensor_prefetch_l2_2d(mv, x + p * 64, y + j * BOX);
+        }
+}
+
+/* Grid and clusters as ft_attn_async_h128_bf16_g*; rows of 16 heads (pass = which 16). Any
+ * layout without an indirection table (the launcher checks): tmk, tmv map the caches as
+ * rows of one step's elements (ft_attn_tensor_view). */
+static __global__ void __launch_bounds__(96, 2) ft_attn_mma_ts_h128_bf16(ft_attn_kargs_h128_bf16 a,
+    const __grid_constant__ CUtensorMap tmk, const __grid_constant__ CUtensorMap tmv)
+{
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    enum {
+        D = FT_ATTN_H128_BF16_D, NW = 2, NTC = NW * 32, R = 64, KW = 32, TK = 64, NS = 3,
+        GQ = FT_ATTN_H128_BF16_MGQ, ROW = D * 2, CS = 0, HALF = 16384, STAGE = 32768,
+        J = 8 * R / KW /* rows of one copy among the 8 of an ldmatrix */
+    };
+    extern __shared__ __align__(128) unsigned char ft_attn_stages[]; /* NS x (K copies, V copies) */
+    __shared__ __align__(8) unsigned long long full[NS], empty[NS];
+    __shared__ __align__(16) float q_s[GQ][D];
+    __shared__ __align__(16) float kv_new[2][D];
+    __shared__ __align__(16) __nv_bfloat16 kv_row[2][D];
+    __shared__ float2 ml_s[NW][GQ];
+    __shared__ float2 blk_ml[GQ]; /* cluster merge: this block's (max, sum) per head */
+
+    ft_pdl_trigger(); /* the next kernel (combine, or a dependent launch) may be scheduled; it waits for this grid's end */
+    const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
+    const int split = blockIdx.x % a.splits, rb = blockIdx.x / a.splits;
+    const int passes = (a.G + GQ - 1) / GQ;
+    const int pass = rb % passes;
+    const int kvh = (rb / passes) % a.Hkv;
+    const int b = rb / passes / a.Hkv;
+    const int h0 = kvh * a.G + pass * GQ;
+    const int ng = min(GQ, a.G - pass * GQ);
+
+    const int s0 = split * a.chunk;
+    int64_t kvbase, kvstride;
+    ft_kv_base(a.layout, b, kvh, a.B, a.Hkv, a.L, D, &kvbase, &kvstride);
+    /* Contiguous steps (bulk copies of a tile's rows) or steps the tensor maps address
+     * (boxes of them): the first tile is requested before the
+     * sequence's length is known, whose load is a DRAM round trip at the kernel's start — as
+     * many steps from s0 as the split can hold (at most TK, within the capacity). Steps from
+     * the new token's position on land in the stage and are never used (the new token's own
+     * row, which this call writes, is read from kv_row). Each key/value head read by one
+     * block only (one pass) streams past the L2 (evict first). */
+    const int first = s0 < a.L ? min(min(TK, a.L - s0), split == a.splits - 1 ? TK : a.chunk) : 0; /* steps of tile 0 */
+    /* tensor maps (ft_attn_tensor_view) address the steps, step t of this (sequence, head)
+     * in row ty + t from column tx */
+    const int stream = passes == 1, spec = first;
+    int tx, ty;
+    ft_attn_tensor_origin(a.layout, b, kvh, a.Hkv, a.L, D, &tx, &ty);
+    float *red = (float *)ft_attn_stages; /* after the stages: [NW][GQ][D] partials, then [GQ][D] */
+
+    if (tid == 0) {
+#pragma unroll
+        for (int s = 0; s < NS; s++) {
+            ft_mbar_init(&full[s], 1);
+            /* every consumer thread releases a stage itself, after its own reads: the order
+             * compute-sanitizer's racecheck follows (one arrival a warp after __syncwarp, which
+             * it does not, read as a hazard; the H100 times both alike) */
+            ft_mbar_init(&empty[s], NTC);
+        }
+        ft_mbar_init_fence();
+    }
+    __syncthreads();
+    /* Launched as a programmatic dependent (sm_90): the set-up above overlaps the end of the
+     * kernel before this one in the stream, and so does an L2 prefetch of the split's first
+     * tile (`first` steps; row by row for strided steps, a request per box where tensor
+     * maps address them, none through an indirection table, whose entries that kernel may
+     * write; a request per row in the tensor-map kernels held their first boxes behind it,
+     * on the H100 cross-attention B64 H8 D64 L512 BLHD fp16 took 31.0 / 26.0 us per call /
+     * back to back so, 27.5 / 23.0 with a request per box). Every SM's writes land in
+     * the L2, so no line fetched early is read stale; nothing the kernel reads or writes is
+     * touched before the wait. A consumer warp issues it, so the producer's first copy
+     * waits for nothing. (Prefetching 3 or 6 tiles, bounded by a relaxed read of the length,
+     * was slower on the H100: B1 H32 D128 L4096 fp16 26.9 and 26.3 us against 25.8, B64 H12
+     * D64 L1024 70.7 and 71.8 against 64.6.) */
+    if (warp == NW - 1 && lane == 0 && first > 0) {
+        if (kvstride == D) { /* contiguous steps: one request each */
+            ft_bulk_prefetch_l2(a.k_cache + kvbase + (int64_t)s0 * D, (unsigned)first * ROW);
+            ft_bulk_prefetch_l2(a.v_cache + kvbase + (int64_t)s0 * D, (unsigned)first * ROW);
+        } else { /* a request per box: the rows lie apart */
+            ft_attn_mma_prefetch_ts_h128_bf16(tx, ty + s0, &tmk, &tmv);
+        }
+    }
+    ft_pdl_wait();
+    /* the boxes' swizzle repeats every 1024 bytes: the stages start on such a boundary */
+    unsigned char *const stages = (unsigned char *)(((uintptr_t)ft_attn_stages + 1023) & ~(uintptr_t)1023);
+    if (warp == NW && spec > 0 && lane == 0) {
+        ft_mbar_expect_tx(&full[0], 2u * TK * ROW); /* whole boxes, whatever the steps */
+        ft_attn_mma_copy_ts_h128_bf16(stages, tx, ty + s0, &tmk, &tmv, stream, &full[0]);
+    }
+
+    int steps, new_pos;
+    if (!ft_attn_row_h128_bf16(&a, b, &steps, &new_pos)) { /* the whole cluster, if any, leaves here */
+        if (spec > 0)
+            ft_mbar_wait(&full[0], 0); /* no block leaves with a copy into its shared memory in flight */
+        if (a.splits == 1 || ((a.cmerge || a.counters != NULL) && split == 0)) /* else the combine kernel writes it */
+            for (int i = tid; i < ng * D; i += blockDim.x)
+                a.out[((int64_t)b * a.H + h0) * D + i] = ft_from_float_bf16(ft_attn_invalid_value_h128_bf16(&a, b));
+        return;
+    }
+    const int s1 = split == a.splits - 1 ? steps : min(steps, s0 + a.chunk);
+    const int owner = new_pos >= s0 && new_pos < s1; /* this block holds the new token (its last step) */
+    const int cache_end = new_pos >= 0 ? min(s1, new_pos) : s1; /* steps read from the cache */
+    /* the stages cover [s0, s1), the new token included; tile 0 copies at most min(TK,
+     * chunk) cached steps (the last split's: TK), all below the capacity: within spec */
+    const int ntiles = s1 > s0 ? (s1 - s0 + TK - 1) / TK : 0;
+
+    if (warp == NW) {
+        /* ---- producer: stage s = i % NS is refilled once the consumers released its previous use */
+        for (int i = spec > 0 ? 1 : 0; i < ntiles; i++) {
+            const int s = i % NS, t0 = s0 + i * TK, nc = max(0, min(TK, cache_end - t0));
+            if (i >= NS)
+                ft_mbar_wait(&empty[s], ((i / NS) & 1) ^ 1);
+            if (lane == 0) {
+                /* whole boxes (rows past the cached ones are never used); a tile of the new
+                 * token alone: an arrival */
+                ft_mbar_expect_tx(&full[s], nc > 0 ? 2u * TK * ROW : 0u);
+                if (nc > 0)
+                    ft_attn_mma_copy_ts_h128_bf16(stages + (size_t)s * STAGE, tx, ty + t0, &tmk, &tmv, stream,
+                                                            &full[s]);
+            }
+        }
+    } else {
+        /* ---- consumers (warps 0..NW-1, barrier 1 among them) */
+    /* ---- prologue: q (+bias, rotary, scale) and the new k, v (+bias, rotary, rounded) */
+        for (int i = tid; i < ng * D; i += NTC) {
+            const int64_t qi = ((int64_t)b * a.H + h0) * D + i;
+            q_s[i / D][i % D] = ft_to_float_bf16(a.q[qi]) + (a.q_bias ? ft_to_float_bf16(a.q_bias[(int64_t)h0 * D + i]) : 0.0f);
+        }
+        if (owner) {
+            for (int i = tid; i < 2 * D; i += NTC) {
+                const int which = i / D, d = i % D;
+                const int64_t ki = ((int64_t)b * a.Hkv + kvh) * D + d;
+                const __nv_bfloat16 *src = which ? a.v_new : a.k_new;
+                const __nv_bfloat16 *bias = which ? a.v_bias : a.k_bias;
+                kv_new[which][d] = ft_to_float_bf16(src[ki]) + (bias ? ft_to_float_bf16(bias[(int64_t)kvh * D + d]) : 0.0f);
+            }
+        }
+        ft_named_sync(1, NTC);
+        if (a.rope != FT_ROPE_NONE) { /* uniform: a kernel argument */
+            /* rotary reads pairs, so every thread computes its values before any is written */
+            float rq[(GQ * D + NTC - 1) / NTC], rk[(D + NTC - 1) / NTC];
+    #pragma unroll
+            for (int r = 0; r < (GQ * D + NTC - 1) / NTC; r++) {
+                const int i = tid + r * NTC;
+                if (i < ng * D)
+                    rq[r] = ft_rope_elem(q_s[i / D], i % D, new_pos, a.rope, a.rotary_dim, a.log2_base) * a.qk_scale;
+            }
+    #pragma unroll
+            for (int r = 0; r < (D + NTC - 1) / NTC; r++) {
+                const int d = tid + r * NTC;
+                if (owner && d < D)
+                    rk[r] = ft_rope_elem(kv_new[0], d, new_pos, a.rope, a.rotary_dim, a.log2_base);
+            }
+            ft_named_sync(1, NTC);
+    #pragma unroll
+            for (int r = 0; r < (GQ * D + NTC - 1) / NTC; r++) {
+                const int i = tid + r * NTC;
+                if (i < ng * D)
+                    q_s[i / D][i % D] = rq[r];
+            }
+    #pragma unroll
+            for (int r = 0; r < (D + NTC - 1) / NTC; r++) {
+                const int d = tid + r * NTC;
+                if (owner && d < D)
+                    kv_new[0][d] = rk[r];
+            }
+        } else {
+            /* without rotary each thread scales the q elements it loaded: no pairs, no barrier,
+             * and none of the rotary code on the path (the tensor-core kernel on the H100, B8
+             * H32 Hkv8 D128 L4096 fp16: this part of the prologue took 1.2 us through the
+             * rotary loops, 0.2 us so; the step 49.7 us, 48.6 so) */
+            for (int i = tid; i < ng * D; i += NTC)
+                q_s[i / D][i % D] *= a.qk_scale;
+        }
+        /* the new k, v rounded as stored; each thread the elements it loaded (and rotated) */
+        for (int d = tid; d < D; d += NTC)
+            if (owner) {
+                /* attend to the new k, v exactly as stored, as every later step will */
+                const __nv_bfloat16 kq = ft_from_float_bf16(kv_new[0][d]), vq = ft_from_float_bf16(kv_new[1][d]);
+                kv_new[0][d] = ft_to_float_bf16(kq);
+                kv_new[1][d] = ft_to_float_bf16(vq);
+                if (pass == 0) {
+                    a.k_cache[kvbase + (int64_t)new_pos * kvstride + d] = kq;
+                    a.v_cache[kvbase + (int64_t)new_pos * kvstride + d] = vq;
+                }
+            }
+        ft_named_sync(1, NTC);
+
+        if (owner) {
+            for (int i = tid; i < 2 * D; i += NTC)
+                kv_row[i / D][i % D] = ft_from_float_bf16(kv_new[i / D][i % D]);
+            ft_named_sync(1, NTC);
+        }
+        const int g = lane >> 2, tq = lane & 3;
+        /* Q as A fragments (rows g, g + 8; heads past the group are zero) */
+        unsigned qf[D / 16][4];
+#pragma unroll
+        for (int kk = 0; kk < D / 16; kk++)
+#pragma unroll
+            for (int e = 0; e < 4; e++) {
+                const int r = g + (e & 1) * 8, c = kk * 16 + 2 * tq + (e >> 1) * 8;
+                float f[2] = {0.0f, 0.0f};
+                if (r < ng) {
+                    f[0] = q_s[r][c];
+                    f[1] = q_s[r][c + 1];
+                }
+                qf[kk][e] = ft_pack_bf16x2(f);
+            }
+        float o[D / 8][4], m[2] = {-INFINITY, -INFINITY}, l[2] = {0.0f, 0.0f};
+#pragma unroll
+        for (int j = 0; j < D / 8; j++)
+            o[j][0] = o[j][1] = o[j][2] = o[j][3] = 0.0f;
+        const int r0 = warp * KW;
+        /* ldmatrix rows of this lane (K: matrix lane/8 = n-tile pair half, k half; V transposed:
+         * k half, n half), in step order; the 16-byte piece of a row is XORed with row % 8
+         * (= lane % 8), so kx / vx are the lane's part of that */
+        const int koff = (r0 + (lane >> 4) * 8 + (lane & 7)) * 128, kx = ((lane >> 3) & 1) ^ (lane & 7);
+        const int voff = (r0 + ((lane >> 3) & 1) * 8 + (lane & 7)) * 128, vx = (lane >> 4) ^ (lane & 7);
+
+        for (int i = 0; i < ntiles; i++) {
+            const int s = i % NS, t0 = s0 + i * TK, n = min(TK, s1 - t0), nc = max(0, min(TK, cache_end - t0));
+            unsigned char *kb = stages + (size_t)s * STAGE, *vb = kb + HALF;
+            ft_mbar_wait(&full[s], (i / NS) & 1);
+            if (r0 < n) {
+                if (nc < r0 + KW) {
+                    /* rows from nc on: the new token (as stored) at nc if it is this tile's, then zeros in V */
+                    for (int r = max(nc, r0); r < r0 + KW; r++) {
+                        for (int c = lane; c < ROW / 16; c += 32) {
+                            const int off = (c >> 3) * TK * 128 + r * 128 + (((c & 7) ^ (r & 7)) << 4);
+                            uint4 *kd = (uint4 *)(kb + off) - c, *vd = (uint4 *)(vb + off) - c; /* [c] is the piece */
+                            if (r < n) {
+                                kd[c] = ((const uint4 *)kv_row[0])[c];
+                                vd[c] = ((const uint4 *)kv_row[1])[c];
+                            } else {
+                                vd[c] = make_uint4(0u, 0u, 0u, 0u);
+                            }
+                        }
+                    }
+                    __syncwarp();
+                }
+                /* S = Q K^T over the warp's KW steps: column p of n-tile q is row q * J + p % J of
+                 * copy p / J */
+                float sc[4][4];
+#pragma unroll
+                for (int q = 0; q < 4; q++)
+                    sc[q][0] = sc[q][1] = sc[q][2] = sc[q][3] = 0.0f;
+#pragma unroll
+                for (int kk = 0; kk < D / 16; kk++)
+#pragma unroll
+                    for (int qp = 0; qp < 2; qp++) {
+                        unsigned r[4];
+                        ft_ldsm_x4(r, kb + koff + qp * 16 * 128 + (kk >> 2) * TK * 128 + ((((kk & 3) << 1) ^ kx) << 4));
+                        ft_mma_bf16(sc[2 * qp], qf[kk], r[0], r[1]);
+                        ft_mma_bf16(sc[2 * qp + 1], qf[kk], r[2], r[3]);
+                    }
+                if (r0 + KW > n)
+#pragma unroll
+                    for (int q = 0; q < 4; q++)
+#pragma unroll
+                        for (int e = 0; e < 4; e++)
+                            if (r0 + q * 8 + 2 * tq + (e & 1) >= n)
+                                sc[q][e] = -INFINITY;
+                /* online softmax in the exp2 domain (q carries scale * log2 e); the four lanes of
+                 * a row hold its KW steps between them */
+#pragma unroll
+                for (int h = 0; h < 2; h++) {
+                    float mx = fmaxf(sc[0][2 * h], sc[0][2 * h + 1]);
+#pragma unroll
+                    for (int q = 1; q < 4; q++)
+                        mx = fmaxf(mx, fmaxf(sc[q][2 * h], sc[q][2 * h + 1]));
+                    mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
+                    mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
+                    const float mnew = fmaxf(m[h], mx); /* finite: the warp has a step in this tile */
+                    const float alpha = ft_exp2_approx(m[h] - mnew);
+                    m[h] = mnew;
+                    float sum = 0.0f;
+#pragma unroll
+                    for (int q = 0; q < 4; q++) {
+                        sc[q][2 * h] = ft_exp2_approx(sc[q][2 * h] - mnew);
+                        sc[q][2 * h + 1] = ft_exp2_approx(sc[q][2 * h + 1] - mnew);
+                        sum += sc[q][2 * h] + sc[q][2 * h + 1];
+                    }
+                    l[h] = l[h] * alpha + sum;
+#pragma unroll
+                    for (int j = 0; j < D / 8; j++) {
+                        o[j][2 * h] *= alpha;
+                        o[j][2 * h + 1] *= alpha;
+                    }
+                }
+                /* O += P V: k-step c takes n-tiles 2c (k 0..7) and 2c + 1 (k 8..15) */
+#pragma unroll
+                for (int c = 0; c < 2; c++) {
+                    unsigned pa[4];
+                    pa[0] = ft_pack_bf16x2(&sc[2 * c][0]);
+                    pa[1] = ft_pack_bf16x2(&sc[2 * c][2]);
+                    pa[2] = ft_pack_bf16x2(&sc[2 * c + 1][0]);
+                    pa[3] = ft_pack_bf16x2(&sc[2 * c + 1][2]);
+#pragma unroll
+                    for (int dp = 0; dp < D / 16; dp++) {
+                        unsigned r[4];
+                        ft_ldsm_x4_trans(r, vb + voff + c * 16 * 128 + (dp >> 2) * TK * 128 + ((((dp & 3) << 1) ^ vx) << 4));
+                        ft_mma_bf16(o[2 * dp], pa, r[0], r[1]);
+                        ft_mma_bf16(o[2 * dp + 1], pa, r[2], r[3]);
+                    }
+                }
+            }
+            ft_fence_proxy_async(); /* these reads and writes before the bulk copy that refills the stage */
+            ft_mbar_arrive(&empty[s]);
+        }
+        if (spec > 0 && ntiles == 0)
+            ft_mbar_wait(&full[0], 0); /* an unused first tile has landed before the stages hold partials */
+
+        /* ---- the warp's partials (row sums over the quad), then the warps merged */
+#pragma unroll
+        for (int h = 0; h < 2; h++) {
+            l[h] += __shfl_xor_sync(0xffffffffu, l[h], 1);
+            l[h] += __shfl_xor_sync(0xffffffffu, l[h], 2);
+        }
+        ft_named_sync(1, NTC); /* every consumer is past its last stage */
+#pragma unroll
+        for (int j = 0; j < D / 8; j++)
+#pragma unroll
+            for (int h = 0; h < 2; h++)
+                *(float2 *)&red[(warp * GQ + g + 8 * h) * D + j * 8 + 2 * tq] = make_float2(o[j][2 * h], o[j][2 * h + 1]);
+        if (tq == 0)
+#pragma unroll
+            for (int h = 0; h < 2; h++)
+                ml_s[warp][g + 8 * h] = make_float2(m[h], l[h]);
+        ft_named_sync(1, NTC);
+        for (int i = tid; i < ng * D; i += NTC) {
+            const int g = i / D, d = i % D;
+            float M = -INFINITY;
+#pragma unroll
+            for (int w = 0; w < NW; w++)
+                if (ml_s[w][g].y > 0.0f)
+                    M = fmaxf(M, ml_s[w][g].x);
+            float num = 0.0f, den = 0.0f;
+#pragma unroll
+            for (int w = 0; w < NW; w++) {
+                const float2 ml = ml_s[w][g];
+                if (ml.y > 0.0f) { /* a warp without rows drops out */
+                    const float wt = ft_exp2_approx(ml.x - M);
+                    num += red[(w * GQ + g) * D + d] * wt;
+                    den += ml.y * wt;
+                }
+            }
+            const int64_t row = (int64_t)b * a.H + h0 + g;
+            if (a.splits == 1) {
+                a.out[row * D + d] = ft_from_float_bf16(num / den);
+            } else if (a.cmerge) {
+                red[NW * GQ * D + i] = num; /* read by the cluster's blocks below */
+                if (d == 0)
+                    blk_ml[g] = make_float2(M, den);
+            } else {
+                a.ws[((int64_t)split * a.B * a.H + row) * D + d] = num;
+                if (d == 0) /* an empty split leaves (-inf, 0): the combine kernel drops it */
+                    a.ws_ml[(int64_t)split * a.B * a.H + row] = make_float2(M, den);
+            }
+        }
+    if (a.counters != NULL) {
+            __shared__ int ft_last;
+            ft_named_sync(1, NTC); /* every thread's partials are written before the block is counted in */
+            if (tid == 0) {
+                /* release: the block's partials before its count; acquire: the other blocks'
+                 * partials (counted before) before the loads below */
+                ft_last = ft_atomic_add_acq_rel(&a.counters[rb], 1u) == (unsigned)a.splits - 1u;
+                if (ft_last)
+                    a.counters[rb] = 0u; /* every split of the row block is in */
+            }
+            ft_named_sync(1, NTC);
+            if (ft_last) /* thread 0's acquire, then the barrier: the partials are read after the count */
+                for (int i = tid; i < ng * D; i += NTC) {
+                    const int64_t row = (int64_t)b * a.H + h0 + i / D;
+                    a.out[row * D + i % D] = ft_from_float_bf16(ft_attn_merge_splits_h128_bf16(&a, row, i % D));
+                }
+        }
+    }
+    if (!a.cmerge)
+        return;
+
+    /* ---- cluster merge: block `split` finishes every splits-th element of the group's output */
+    cooperative_groups::cluster_group cluster = cooperative_groups::this_cluster();
+    cluster.sync(); /* every block's partials are in its shared memory */
+    const int cs = a.splits;
+    for (int i = split * NTC + tid; tid < NTC && i < ng * D; i += cs * NTC) {
+        const int g = i / D;
+        /* every block's pair and partial requested at once (unrolled to the most splits a
+         * cluster merges): a loop of dependent remote reads took about 2 us here */
+        float2 ml[FT_ATTN_CLUSTER_SPLITS];
+        float part[FT_ATTN_CLUSTER_SPLITS];
+#pragma unroll
+        for (int r = 0; r < FT_ATTN_CLUSTER_SPLITS; r++)
+            if (r < cs) {
+                ml[r] = *cluster.map_shared_rank(&blk_ml[g], (unsigned)r);
+                part[r] = *cluster.map_shared_rank(&red[NW * GQ * D + i], (unsigned)r);
+            }
+        float M = -INFINITY;
+#pragma unroll
+        for (int r = 0; r < FT_ATTN_CLUSTER_SPLITS; r++)
+            if (r < cs && ml[r].y > 0.0f)
+                M = fmaxf(M, ml[r].x);
+        float num = 0.0f, den = 0.0f;
+#pragma unroll
+        for (int r = 0; r < FT_ATTN_CLUSTER_SPLITS; r++)
+            if (r < cs && ml[r].y > 0.0f) { /* an empty split drops out */
+                const float wt = ft_exp2_approx(ml[r].x - M);
+                num += part[r] * wt;
+                den += ml[r].y * wt;
+            }
+        a.out[((int64_t)b * a.H + h0) * D + i] = ft_from_float_bf16(num / den);
+    }
+    cluster.sync(); /* no block leaves while its shared memory is read */
+#endif
+}
+
 /* The sm_90 kernel for `gq` heads per block in form `wide` (1-4 heads: 0 bulk copies, 1
  * tensor-map boxes of a strided cache; a head group: 0 r4, 1 r8, 2 tm), its index among
  * the generated ones, threads and dynamic shared memory; NULL where none was generated. */
@@ -3782,6 +4232,12 @@ static inline const void *ft_attn_async_kernel_h128_bf16(int gq, int wide, int *
         *smem = FT_ATTN_H128_BF16_MTM_SMEM;
         return (const void *)ft_attn_mma_tm_h128_bf16;
     }
+    if (gq == FT_ATTN_H128_BF16_MGQ && wide == 3) {
+        *index = 7;
+        *threads = FT_ATTN_H128_BF16_MTS_THREADS;
+        *smem = FT_ATTN_H128_BF16_MTS_SMEM;
+        return (const void *)ft_attn_mma_ts_h128_bf16;
+    }
     *index = -1;
     *threads = *smem = 0;
     return NULL;
@@ -3791,7 +4247,7 @@ static inline const void *ft_attn_async_kernel_h128_bf16(int gq, int wide, int *
  * per device (after raising the kernel's dynamic shared-memory limit to its stages). */
 static inline ft_status ft_attn_async_occupancy_h128_bf16(const char *fn, int gq, int wide, int *blocks)
 {
-    static int cache[7][64];
+    static int cache[8][64];
     int gi, threads, smem;
     const void *kernel = ft_attn_async_kernel_h128_bf16(gq, wide, &gi, &threads, &smem);
     if (kernel == NULL)
@@ -3802,8 +4258,10 @@ static inline ft_status ft_attn_async_occupancy_h128_bf16(const char *fn, int gq
         *blocks = cache[gi][dev];
         return FT_OK;
     }
+    /* a head group on CUDA cores may be launched asking for FT_ATTN_SOLO_SMEM (p->solo) */
+    const int limit = gq != 1 && gq != FT_ATTN_H128_BF16_MGQ && smem < FT_ATTN_SOLO_SMEM ? FT_ATTN_SOLO_SMEM : smem;
     if (e == cudaSuccess)
-        e = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
+        e = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, limit);
     if (e == cudaSuccess)
         e = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&n, kernel, threads, (size_t)smem);
     if (e != cudaSuccess) {
@@ -3820,15 +4278,19 @@ static inline ft_status ft_attn_async_occupancy_h128_bf16(const char *fn, int gq
 }
 
 /* Clusters of `size` blocks of the sm_90 kernel for `gq` heads (form `wide`) that the device
- * runs at once, looked up once per device and size. */
-static inline ft_status ft_attn_async_clusters_h128_bf16(const char *fn, int gq, int wide, int size, int *clusters)
+ * runs at once, looked up once per device and size; `solo`: launched with
+ * FT_ATTN_SOLO_SMEM (p->solo). */
+static inline ft_status ft_attn_async_clusters_h128_bf16(const char *fn, int gq, int wide, int size, int solo,
+                                                          int *clusters)
 {
-    static int cache[7][FT_ATTN_CLUSTER_SPLITS + 1][64];
+    static int cache[8][2][FT_ATTN_CLUSTER_SPLITS + 1][64];
     int gi, threads, smem;
     const void *kernel = ft_attn_async_kernel_h128_bf16(gq, wide, &gi, &threads, &smem);
     if (kernel == NULL || size < 1 || size > FT_ATTN_CLUSTER_SPLITS)
         return ft_fail(FT_ERR_UNSUPPORTED, "%s: no cluster of %d blocks for %d heads per block", fn, size, gq);
-    return ft_cluster_capacity(fn, kernel, threads, smem, size, cache[gi][size], clusters);
+    solo = solo && smem < FT_ATTN_SOLO_SMEM;
+    return ft_cluster_capacity(fn, kernel, threads, solo ? FT_ATTN_SOLO_SMEM : smem, size, cache[gi][solo][size],
+                               clusters);
 }
 
 /* y[i] += bias over a [B, Hkv, Lmem, D] or [B, Lmem, Hkv*D] memory, in place. */
@@ -3893,7 +4355,7 @@ static inline ft_status ft_attn_plan_grid_h128_bf16(const char *fn, ft_attn_plan
     if ((st = ft_attn_check_splits(fn, p, splits, max_seq, 128, ws_bytes, ws)) != FT_OK)
         return st; /* before the device is asked anything */
     int slots = 0, sms = 0, one_per_sm = 0;
-    p->async = p->tiled = 0;
+    p->async = p->tiled = p->solo = 0;
     /* tensor maps can address this cache (the sm_90 kernels' view: rows of one step's
      * elements, int32 coordinates) where no indirection table picks the rows */
     int64_t tm_r, tm_c;
@@ -3918,7 +4380,10 @@ static inline ft_status ft_attn_plan_grid_h128_bf16(const char *fn, ft_attn_plan
             if ((st = ft_sm_count(fn, &sms)) != FT_OK || (st = ft_attn_async_occupancy_h128_bf16(fn, p->gq, 0, &per_sm)) != FT_OK)
                 return st;
             p->async = 1;
-            slots = sms * per_sm;
+            /* splits fill one block an SM for a head group on CUDA cores, whose launch then
+             * holds each SM alone (p->solo): split for two an SM, the blocks shared the SMs
+             * (H100, fp16, device us, B2 H32 Hkv8 D256 L4096: 35.1 so, 31.5 split for one) */
+            slots = sms * (p->gq != 1 && p->gq != FT_ATTN_H128_BF16_MGQ ? 1 : per_sm);
             one_per_sm = per_sm == 1;
         }
     }
@@ -3955,6 +4420,17 @@ static inline ft_status ft_attn_plan_grid_h128_bf16(const char *fn, ft_attn_plan
         p->wide = 2;
         p->tiled = 1;
     }
+    if (p->async && p->wide == 2 && p->splits == 1 && p->max_seq <= 384 && blocks > sms) {
+        /* unsplit rows that the tm form's stages hold at once (384 steps), more row blocks than
+         * SMs: the ts form, two blocks an SM, so that one block's start and end overlap the
+         * other's stream (H100, fp16, ftbench device us, ts / tm, H32 Hkv8: B256 L256 100.9 /
+         * 150.2, B64 L256 30.2 / 34.8, B256 L384 142.2 / 168.1; in one wave the tm form's
+         * blocks, an SM each, are faster: B8 L256 9.2 / 7.4; gen/ftgen.py has longer rows) */
+        int per_sm = 0; /* also raises its shared-memory limit before its launch */
+        if ((st = ft_attn_async_occupancy_h128_bf16(fn, p->gq, 3, &per_sm)) != FT_OK)
+            return st;
+        p->wide = 3;
+    }
     if (p->async && !p->tiled && layout != FT_KV_BHLD && tm_rows && p->gq != FT_ATTN_H128_BF16_MGQ &&
         ft_attn_async_box_h128_bf16(p->gq) > 0) {
         /* strided steps: the kernel fed by tensor-map boxes, not a bulk copy per row */
@@ -3965,12 +4441,14 @@ static inline ft_status ft_attn_plan_grid_h128_bf16(const char *fn, ft_attn_plan
         p->tiled = 1;
     }
     p->cmerge = 0;
+    /* a head group on CUDA cores in one wave of one block an SM: each block alone on its SM */
+    p->solo = p->async && p->gq != 1 && p->gq != FT_ATTN_H128_BF16_MGQ && blocks * p->splits <= sms;
     if (p->async && p->splits > 1 && p->splits <= FT_ATTN_CLUSTER_SPLITS) {
         /* clusters must fit on the device at once, or the last ones run as a second wave
          * (the H100 holds fewer than 32 clusters of 8 two-per-SM blocks: B1 H32 D128 L4096
          * took 36.0 us so against 32.7 through the workspace); then the workspace, if any */
         int fit = 0;
-        if ((st = ft_attn_async_clusters_h128_bf16(fn, p->gq, p->wide, p->splits, &fit)) != FT_OK)
+        if ((st = ft_attn_async_clusters_h128_bf16(fn, p->gq, p->wide, p->splits, p->solo, &fit)) != FT_OK)
             return st;
         p->cmerge = blocks <= fit ||
                     ws == NULL || ft_attention_workspace_bytes(p->B, p->H, 128, p->splits) > ws_bytes;
@@ -4013,10 +4491,10 @@ static inline ft_status ft_attn_launch_h128_bf16(const char *fn, ft_attn_kargs_h
          * kernel's box of steps x 128 columns, as dense rows */
         int64_t rows, cols;
         ft_attn_tensor_view(k->layout, p->B, p->Hkv, p->L, 128, &rows, &cols);
-        const int swz = p->wide == 2;
+        const int swz = p->wide >= 2;
         unsigned box_rows = (unsigned)ft_attn_async_box_h128_bf16(p->gq);
         if (swz)
-            box_rows = FT_ATTN_H128_BF16_MTM_BOX;
+            box_rows = p->wide == 3 ? FT_ATTN_H128_BF16_MTS_BOX : FT_ATTN_H128_BF16_MTM_BOX;
         const unsigned box_cols = swz ? 64u : 128u;
         const CUtensorMapDataType type = CU_TENSOR_MAP_DATA_TYPE_BFLOAT16;
         if ((st = ft_tensor_map_2d(fn, &tmk, k->k_cache, type, (uint64_t)cols, (uint64_t)rows, (uint64_t)cols * 2,
@@ -4034,8 +4512,9 @@ static inline ft_status ft_attn_launch_h128_bf16(const char *fn, ft_attn_kargs_h
         int gi, threads, smem;
         const void *kernel = ft_attn_async_kernel_h128_bf16(p->gq, p->wide, &gi, &threads, &smem);
         st = kernel == NULL ? ft_fail(FT_ERR_UNSUPPORTED, "%s: no shared-memory kernel for %d heads per block", fn, p->gq)
-                            : ft_launch_ex(fn, kernel, dim3(nblocks), dim3((unsigned)threads), (size_t)smem, stream,
-                                           args, cluster, 1);
+                            : ft_launch_ex(fn, kernel, dim3(nblocks), dim3((unsigned)threads),
+                                           (size_t)(p->solo && smem < FT_ATTN_SOLO_SMEM ? FT_ATTN_SOLO_SMEM : smem),
+                                           stream, args, cluster, 1);
         if (st != FT_OK || p->splits == 1 || p->cmerge || p->lmerge)
             return st;
     } else

@@ -1632,10 +1632,10 @@ static __global__ void __launch_bounds__(288, 2) ft_attn_async_h256_fp32_g1_tm(f
 #endif
 }
 
-/* 4 head(s) a block: 15 consumer warps, 3 stages of 15 steps (92160 bytes). */
-#define FT_ATTN_H256_FP32_G4_ATHREADS 512
-#define FT_ATTN_H256_FP32_G4_ASMEM 92160
-#define FT_ATTN_H256_FP32_G4_ABOX 15 /* steps of a tensor-map box (strided caches; 0: none) */
+/* 4 head(s) a block: 7 consumer warps, 3 stages of 14 steps (86016 bytes). */
+#define FT_ATTN_H256_FP32_G4_ATHREADS 256
+#define FT_ATTN_H256_FP32_G4_ASMEM 86016
+#define FT_ATTN_H256_FP32_G4_ABOX 14 /* steps of a tensor-map box (strided caches; 0: none) */
 
 /* Rows [0, n) of a stage (n <= KW, the same for the whole warp; `full`: n == KW, known at
  * the call) into the warp's running max m (per head, uniform), sum l and output acc (per
@@ -1645,12 +1645,12 @@ static __device__ __forceinline__ void ft_attn_async_rows_h256_fp32_g4(const flo
                                                                      const float (*qr)[8], float *m,
                                                                      float *l, float (*acc)[8])
 {
-    enum { D = FT_ATTN_H256_FP32_D, VEC = FT_ATTN_H256_FP32_AVEC, TPK = FT_ATTN_H256_FP32_ATPK, CPT = FT_ATTN_H256_FP32_ACPT, KPI = 32 / TPK, IT = 1, GQ = 4 };
+    enum { D = FT_ATTN_H256_FP32_D, VEC = FT_ATTN_H256_FP32_AVEC, TPK = FT_ATTN_H256_FP32_ATPK, CPT = FT_ATTN_H256_FP32_ACPT, KPI = 32 / TPK, IT = 2, GQ = 4 };
     float lg[GQ][IT];
 #pragma unroll
     for (int it = 0; it < IT; it++) {
         const int r = it * KPI + slot;
-        const int ok = (full && (it + 1) * KPI <= 1) || r < n;
+        const int ok = (full && (it + 1) * KPI <= 2) || r < n;
         float kf[CPT * VEC];
 #pragma unroll
         for (int c = 0; c < CPT; c++) {
@@ -1698,7 +1698,7 @@ static __device__ __forceinline__ void ft_attn_async_rows_h256_fp32_g4(const flo
 #pragma unroll
     for (int it = 0; it < IT; it++) {
         const int r = it * KPI + slot;
-        if ((full && (it + 1) * KPI <= 1) || r < n)
+        if ((full && (it + 1) * KPI <= 2) || r < n)
 #pragma unroll
             for (int c = 0; c < CPT; c++) {
                 float vf[VEC];
@@ -1715,12 +1715,12 @@ static __device__ __forceinline__ void ft_attn_async_rows_h256_fp32_g4(const flo
 
 /* Grid: blockIdx.x = (row block) * splits + split, a cluster of `splits` blocks when
  * a.cmerge. */
-static __global__ void __launch_bounds__(512, 1) ft_attn_async_h256_fp32_g4(ft_attn_kargs_h256_fp32 a)
+static __global__ void __launch_bounds__(256, 2) ft_attn_async_h256_fp32_g4(ft_attn_kargs_h256_fp32 a)
 {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
     enum {
-        D = FT_ATTN_H256_FP32_D, VEC = FT_ATTN_H256_FP32_AVEC, TPK = FT_ATTN_H256_FP32_ATPK, CPT = FT_ATTN_H256_FP32_ACPT, NW = 15, NTC = NW * 32,
-        TK = 15, KW = TK / NW, NS = 3, GQ = 4, ROW = D * 4
+        D = FT_ATTN_H256_FP32_D, VEC = FT_ATTN_H256_FP32_AVEC, TPK = FT_ATTN_H256_FP32_ATPK, CPT = FT_ATTN_H256_FP32_ACPT, NW = 7, NTC = NW * 32,
+        TK = 14, KW = TK / NW, NS = 3, GQ = 4, ROW = D * 4
     };
     extern __shared__ __align__(128) unsigned char ft_attn_stages[]; /* NS x (K rows, V rows) */
     __shared__ __align__(8) unsigned long long full[NS], empty[NS];
@@ -2054,15 +2054,15 @@ static __global__ void __launch_bounds__(512, 1) ft_attn_async_h256_fp32_g4(ft_a
 
 /* The same kernel for a strided cache (FT_KV_LBHD, FT_KV_BLHD; no indirection table, the
  * launcher checks): tmk, tmv map the caches as ft_attn_tensor_view, and a stage fills with
- * boxes of 15 steps. A kernel of its own, so that the bulk-copy one above takes no
+ * boxes of 14 steps. A kernel of its own, so that the bulk-copy one above takes no
  * tensor maps. */
-static __global__ void __launch_bounds__(512, 1) ft_attn_async_h256_fp32_g4_tm(ft_attn_kargs_h256_fp32 a,
+static __global__ void __launch_bounds__(256, 2) ft_attn_async_h256_fp32_g4_tm(ft_attn_kargs_h256_fp32 a,
     const __grid_constant__ CUtensorMap tmk, const __grid_constant__ CUtensorMap tmv)
 {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
     enum {
-        D = FT_ATTN_H256_FP32_D, VEC = FT_ATTN_H256_FP32_AVEC, TPK = FT_ATTN_H256_FP32_ATPK, CPT = FT_ATTN_H256_FP32_ACPT, NW = 15, NTC = NW * 32,
-        TK = 15, KW = TK / NW, NS = 3, GQ = 4, ROW = D * 4, BOX = 15
+        D = FT_ATTN_H256_FP32_D, VEC = FT_ATTN_H256_FP32_AVEC, TPK = FT_ATTN_H256_FP32_ATPK, CPT = FT_ATTN_H256_FP32_ACPT, NW = 7, NTC = NW * 32,
+        TK = 14, KW = TK / NW, NS = 3, GQ = 4, ROW = D * 4, BOX = 14
     };
     extern __shared__ __align__(128) unsigned char ft_attn_stages[]; /* NS x (K rows, V rows) */
     __shared__ __align__(8) unsigned long long full[NS], empty[NS];
@@ -2431,8 +2431,10 @@ static inline ft_status ft_attn_async_occupancy_h256_fp32(const char *fn, int gq
         *blocks = cache[gi][dev];
         return FT_OK;
     }
+    /* a head group on CUDA cores may be launched asking for FT_ATTN_SOLO_SMEM (p->solo) */
+    const int limit = gq != 1 && smem < FT_ATTN_SOLO_SMEM ? FT_ATTN_SOLO_SMEM : smem;
     if (e == cudaSuccess)
-        e = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
+        e = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, limit);
     if (e == cudaSuccess)
         e = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&n, kernel, threads, (size_t)smem);
     if (e != cudaSuccess) {
@@ -2449,15 +2451,19 @@ static inline ft_status ft_attn_async_occupancy_h256_fp32(const char *fn, int gq
 }
 
 /* Clusters of `size` blocks of the sm_90 kernel for `gq` heads (form `wide`) that the device
- * runs at once, looked up once per device and size. */
-static inline ft_status ft_attn_async_clusters_h256_fp32(const char *fn, int gq, int wide, int size, int *clusters)
+ * runs at once, looked up once per device and size; `solo`: launched with
+ * FT_ATTN_SOLO_SMEM (p->solo). */
+static inline ft_status ft_attn_async_clusters_h256_fp32(const char *fn, int gq, int wide, int size, int solo,
+                                                          int *clusters)
 {
-    static int cache[4][FT_ATTN_CLUSTER_SPLITS + 1][64];
+    static int cache[4][2][FT_ATTN_CLUSTER_SPLITS + 1][64];
     int gi, threads, smem;
     const void *kernel = ft_attn_async_kernel_h256_fp32(gq, wide, &gi, &threads, &smem);
     if (kernel == NULL || size < 1 || size > FT_ATTN_CLUSTER_SPLITS)
         return ft_fail(FT_ERR_UNSUPPORTED, "%s: no cluster of %d blocks for %d heads per block", fn, size, gq);
-    return ft_cluster_capacity(fn, kernel, threads, smem, size, cache[gi][size], clusters);
+    solo = solo && smem < FT_ATTN_SOLO_SMEM;
+    return ft_cluster_capacity(fn, kernel, threads, solo ? FT_ATTN_SOLO_SMEM : smem, size, cache[gi][solo][size],
+                               clusters);
 }
 
 /* y[i] += bias over a [B, Hkv, Lmem, D] or [B, Lmem, Hkv*D] memory, in place. */
@@ -2522,7 +2528,7 @@ static inline ft_status ft_attn_plan_grid_h256_fp32(const char *fn, ft_attn_plan
     if ((st = ft_attn_check_splits(fn, p, splits, max_seq, 256, ws_bytes, ws)) != FT_OK)
         return st; /* before the device is asked anything */
     int slots = 0, sms = 0;
-    p->async = p->tiled = 0;
+    p->async = p->tiled = p->solo = 0;
     /* tensor maps can address this cache (the sm_90 kernels' view: rows of one step's
      * elements, int32 coordinates) where no indirection table picks the rows */
     int64_t tm_r, tm_c;
@@ -2540,7 +2546,10 @@ static inline ft_status ft_attn_plan_grid_h256_fp32(const char *fn, ft_attn_plan
             if ((st = ft_sm_count(fn, &sms)) != FT_OK || (st = ft_attn_async_occupancy_h256_fp32(fn, p->gq, 0, &per_sm)) != FT_OK)
                 return st;
             p->async = 1;
-            slots = sms * per_sm;
+            /* splits fill one block an SM for a head group on CUDA cores, whose launch then
+             * holds each SM alone (p->solo): split for two an SM, the blocks shared the SMs
+             * (H100, fp16, device us, B2 H32 Hkv8 D256 L4096: 35.1 so, 31.5 split for one) */
+            slots = sms * (p->gq != 1 ? 1 : per_sm);
         }
     }
     blocks = (int64_t)p->B * p->Hkv * p->passes; /* the tensor-core kernel's groups are larger */
@@ -2561,12 +2570,14 @@ static inline ft_status ft_attn_plan_grid_h256_fp32(const char *fn, ft_attn_plan
         p->tiled = 1;
     }
     p->cmerge = 0;
+    /* a head group on CUDA cores in one wave of one block an SM: each block alone on its SM */
+    p->solo = p->async && p->gq != 1 && blocks * p->splits <= sms;
     if (p->async && p->splits > 1 && p->splits <= FT_ATTN_CLUSTER_SPLITS) {
         /* clusters must fit on the device at once, or the last ones run as a second wave
          * (the H100 holds fewer than 32 clusters of 8 two-per-SM blocks: B1 H32 D128 L4096
          * took 36.0 us so against 32.7 through the workspace); then the workspace, if any */
         int fit = 0;
-        if ((st = ft_attn_async_clusters_h256_fp32(fn, p->gq, p->wide, p->splits, &fit)) != FT_OK)
+        if ((st = ft_attn_async_clusters_h256_fp32(fn, p->gq, p->wide, p->splits, p->solo, &fit)) != FT_OK)
             return st;
         p->cmerge = blocks <= fit ||
                     ws == NULL || ft_attention_workspace_bytes(p->B, p->H, 256, p->splits) > ws_bytes;
@@ -2609,7 +2620,7 @@ static inline ft_status ft_attn_launch_h256_fp32(const char *fn, ft_attn_kargs_h
          * kernel's box of steps x 256 columns, as dense rows */
         int64_t rows, cols;
         ft_attn_tensor_view(k->layout, p->B, p->Hkv, p->L, 256, &rows, &cols);
-        const int swz = p->wide == 2;
+        const int swz = p->wide >= 2;
         unsigned box_rows = (unsigned)ft_attn_async_box_h256_fp32(p->gq);
         const unsigned box_cols = swz ? 64u : 256u;
         const CUtensorMapDataType type = CU_TENSOR_MAP_DATA_TYPE_FLOAT32;
@@ -2628,8 +2639,9 @@ static inline ft_status ft_attn_launch_h256_fp32(const char *fn, ft_attn_kargs_h
         int gi, threads, smem;
         const void *kernel = ft_attn_async_kernel_h256_fp32(p->gq, p->wide, &gi, &threads, &smem);
         st = kernel == NULL ? ft_fail(FT_ERR_UNSUPPORTED, "%s: no shared-memory kernel for %d heads per block", fn, p->gq)
-                            : ft_launch_ex(fn, kernel, dim3(nblocks), dim3((unsigned)threads), (size_t)smem, stream,
-                                           args, cluster, 1);
+                            : ft_launch_ex(fn, kernel, dim3(nblocks), dim3((unsigned)threads),
+                                           (size_t)(p->solo && smem < FT_ATTN_SOLO_SMEM ? FT_ATTN_SOLO_SMEM : smem),
+                                           stream, args, cluster, 1);
         if (st != FT_OK || p->splits == 1 || p->cmerge || p->lmerge)
             return st;
     } else

@@ -1319,7 +1319,9 @@ static __global__ void __launch_bounds__(288, 2) ft_attn_async_h80_bf16_g1_tm(ft
  * Where rows are whole 128-byte pieces (D64, D128) and contiguous, a third form, tm, takes
  * r8's place (and r4's at D64): its stages are filled by tensor-map boxes
  * (cp.async.bulk.tensor) in the 128-byte swizzle, steps in order, the 16-byte piece p of a
- * row at p ^ (row % 8), which keeps ldmatrix conflict-free without padding. */
+ * row at p ^ (row % 8), which keeps ldmatrix conflict-free without padding. Where the tm
+ * form runs one block per SM (D128), a fourth, ts, is the same kernel with half the
+ * consumer warps and stages, two blocks an SM, for many short rows (the launcher's rule). */
 #define FT_ATTN_H80_BF16_MGQ 16
 
 /* r4: 4 rows a copy (656-byte pitch), 4 consumer warps, 2 stages of 128 steps (83968 bytes). */
@@ -2253,8 +2255,10 @@ static inline ft_status ft_attn_async_occupancy_h80_bf16(const char *fn, int gq,
         *blocks = cache[gi][dev];
         return FT_OK;
     }
+    /* a head group on CUDA cores may be launched asking for FT_ATTN_SOLO_SMEM (p->solo) */
+    const int limit = gq != 1 && gq != FT_ATTN_H80_BF16_MGQ && smem < FT_ATTN_SOLO_SMEM ? FT_ATTN_SOLO_SMEM : smem;
     if (e == cudaSuccess)
-        e = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
+        e = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, limit);
     if (e == cudaSuccess)
         e = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&n, kernel, threads, (size_t)smem);
     if (e != cudaSuccess) {
@@ -2271,15 +2275,19 @@ static inline ft_status ft_attn_async_occupancy_h80_bf16(const char *fn, int gq,
 }
 
 /* Clusters of `size` blocks of the sm_90 kernel for `gq` heads (form `wide`) that the device
- * runs at once, looked up once per device and size. */
-static inline ft_status ft_attn_async_clusters_h80_bf16(const char *fn, int gq, int wide, int size, int *clusters)
+ * runs at once, looked up once per device and size; `solo`: launched with
+ * FT_ATTN_SOLO_SMEM (p->solo). */
+static inline ft_status ft_attn_async_clusters_h80_bf16(const char *fn, int gq, int wide, int size, int solo,
+                                                          int *clusters)
 {
-    static int cache[4][FT_ATTN_CLUSTER_SPLITS + 1][64];
+    static int cache[4][2][FT_ATTN_CLUSTER_SPLITS + 1][64];
     int gi, threads, smem;
     const void *kernel = ft_attn_async_kernel_h80_bf16(gq, wide, &gi, &threads, &smem);
     if (kernel == NULL || size < 1 || size > FT_ATTN_CLUSTER_SPLITS)
         return ft_fail(FT_ERR_UNSUPPORTED, "%s: no cluster of %d blocks for %d heads per block", fn, size, gq);
-    return ft_cluster_capacity(fn, kernel, threads, smem, size, cache[gi][size], clusters);
+    solo = solo && smem < FT_ATTN_SOLO_SMEM;
+    return ft_cluster_capacity(fn, kernel, threads, solo ? FT_ATTN_SOLO_SMEM : smem, size, cache[gi][solo][size],
+                               clusters);
 }
 
 /* y[i] += bias over a [B, Hkv, Lmem, D] or [B, Lmem, Hkv*D] memory, in place. */
@@ -2344,7 +2352,7 @@ static inline ft_status ft_attn_plan_grid_h80_bf16(const char *fn, ft_attn_plan 
     if ((st = ft_attn_check_splits(fn, p, splits, max_seq, 80, ws_bytes, ws)) != FT_OK)
         return st; /* before the device is asked anything */
     int slots = 0, sms = 0, one_per_sm = 0;
-    p->async = p->tiled = 0;
+    p->async = p->tiled = p->solo = 0;
     /* tensor maps can address this cache (the sm_90 kernels' view: rows of one step's
      * elements, int32 coordinates) where no indirection table picks the rows */
     int64_t tm_r, tm_c;
@@ -2369,7 +2377,10 @@ static inline ft_status ft_attn_plan_grid_h80_bf16(const char *fn, ft_attn_plan 
             if ((st = ft_sm_count(fn, &sms)) != FT_OK || (st = ft_attn_async_occupancy_h80_bf16(fn, p->gq, 0, &per_sm)) != FT_OK)
                 return st;
             p->async = 1;
-            slots = sms * per_sm;
+            /* splits fill one block an SM for a head group on CUDA cores, whose launch then
+             * holds each SM alone (p->solo): split for two an SM, the blocks shared the SMs
+             * (H100, fp16, device us, B2 H32 Hkv8 D256 L4096: 35.1 so, 31.5 split for one) */
+            slots = sms * (p->gq != 1 && p->gq != FT_ATTN_H80_BF16_MGQ ? 1 : per_sm);
             one_per_sm = per_sm == 1;
         }
     }
@@ -2403,12 +2414,14 @@ static inline ft_status ft_attn_plan_grid_h80_bf16(const char *fn, ft_attn_plan 
         p->tiled = 1;
     }
     p->cmerge = 0;
+    /* a head group on CUDA cores in one wave of one block an SM: each block alone on its SM */
+    p->solo = p->async && p->gq != 1 && p->gq != FT_ATTN_H80_BF16_MGQ && blocks * p->splits <= sms;
     if (p->async && p->splits > 1 && p->splits <= FT_ATTN_CLUSTER_SPLITS) {
         /* clusters must fit on the device at once, or the last ones run as a second wave
          * (the H100 holds fewer than 32 clusters of 8 two-per-SM blocks: B1 H32 D128 L4096
          * took 36.0 us so against 32.7 through the workspace); then the workspace, if any */
         int fit = 0;
-        if ((st = ft_attn_async_clusters_h80_bf16(fn, p->gq, p->wide, p->splits, &fit)) != FT_OK)
+        if ((st = ft_attn_async_clusters_h80_bf16(fn, p->gq, p->wide, p->splits, p->solo, &fit)) != FT_OK)
             return st;
         p->cmerge = blocks <= fit ||
                     ws == NULL || ft_attention_workspace_bytes(p->B, p->H, 80, p->splits) > ws_bytes;
@@ -2451,7 +2464,7 @@ static inline ft_status ft_attn_launch_h80_bf16(const char *fn, ft_attn_kargs_h8
          * kernel's box of steps x 80 columns, as dense rows */
         int64_t rows, cols;
         ft_attn_tensor_view(k->layout, p->B, p->Hkv, p->L, 80, &rows, &cols);
-        const int swz = p->wide == 2;
+        const int swz = p->wide >= 2;
         unsigned box_rows = (unsigned)ft_attn_async_box_h80_bf16(p->gq);
         const unsigned box_cols = swz ? 64u : 80u;
         const CUtensorMapDataType type = CU_TENSOR_MAP_DATA_TYPE_BFLOAT16;
@@ -2470,8 +2483,9 @@ static inline ft_status ft_attn_launch_h80_bf16(const char *fn, ft_attn_kargs_h8
         int gi, threads, smem;
         const void *kernel = ft_attn_async_kernel_h80_bf16(p->gq, p->wide, &gi, &threads, &smem);
         st = kernel == NULL ? ft_fail(FT_ERR_UNSUPPORTED, "%s: no shared-memory kernel for %d heads per block", fn, p->gq)
-                            : ft_launch_ex(fn, kernel, dim3(nblocks), dim3((unsigned)threads), (size_t)smem, stream,
-                                           args, cluster, 1);
+                            : ft_launch_ex(fn, kernel, dim3(nblocks), dim3((unsigned)threads),
+                                           (size_t)(p->solo && smem < FT_ATTN_SOLO_SMEM ? FT_ATTN_SOLO_SMEM : smem),
+                                           stream, args, cluster, 1);
         if (st != FT_OK || p->splits == 1 || p->cmerge || p->lmerge)
             return st;
     } else

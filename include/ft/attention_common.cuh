@@ -167,10 +167,20 @@ typedef struct ft_attn_plan {
     int lmerge;         /* its splits merge in the block that ends last (split counters) */
     int wide;           /* the sm_90 kernel's form: 1-4 heads a block, 0 bulk copies, 1 tensor-map
                            boxes (a strided cache); a tensor-core head group, 0 r4, 1 r8 (larger
-                           copies), 2 tm (tensor maps) */
+                           copies), 2 tm (tensor maps), 3 ts (tm for short rows, two blocks an SM) */
     int tiled;          /* that form reads the cache through tensor maps (the launcher encodes them) */
+    int solo;           /* launched with FT_ATTN_SOLO_SMEM of shared memory: one block an SM */
     float qk_scale;     /* scale * log2(e): logits live in the exp2 domain */
 } ft_attn_plan;
+
+/* Shared memory a launch asks for so that no second block shares an SM with one of its
+ * blocks (half of an sm_90 multiprocessor's 228 KB). A head-group kernel on CUDA cores
+ * (two blocks an SM) launched in one wave asks for it: otherwise the blocks of the next
+ * call, launched as programmatic dependents, take the second slot of the SMs at once and
+ * wait there, holding the running call back (H100, ftbench device us, padded / not: fp16
+ * B1 H32 Hkv8 D256 L4096 21.9 / 30.6, fp32 B1 H16 Hkv4 D192 L8192 26.5 / 33.5; splits
+ * merged in clusters, fp16 B8 H32 Hkv8 D256 L4096, 96.8 / 125.1). */
+#define FT_ATTN_SOLO_SMEM (114 * 1024)
 
 static inline ft_status ft_attn_check_impl(const char *fn, ft_attn_impl impl)
 {
