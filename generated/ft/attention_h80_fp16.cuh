@@ -2240,6 +2240,13 @@ static inline const void *ft_attn_async_kernel_h80_fp16(int gq, int wide, int *i
     return NULL;
 }
 
+/* Whether `gq` heads a block is a head group on CUDA cores (two blocks an SM; a launch of one
+ * wave asks for FT_ATTN_SOLO_SMEM, p->solo), not one head or the tensor-core kernel's 16. */
+static inline int ft_attn_cuda_group_h80_fp16(int gq)
+{
+    return gq != 1 && gq != FT_ATTN_H80_FP16_MGQ;
+}
+
 /* Blocks of the sm_90 kernel for `gq` heads that fit on one multiprocessor, looked up once
  * per device (after raising the kernel's dynamic shared-memory limit to its stages). */
 static inline ft_status ft_attn_async_occupancy_h80_fp16(const char *fn, int gq, int wide, int *blocks)
@@ -2256,7 +2263,7 @@ static inline ft_status ft_attn_async_occupancy_h80_fp16(const char *fn, int gq,
         return FT_OK;
     }
     /* a head group on CUDA cores may be launched asking for FT_ATTN_SOLO_SMEM (p->solo) */
-    const int limit = gq != 1 && gq != FT_ATTN_H80_FP16_MGQ && smem < FT_ATTN_SOLO_SMEM ? FT_ATTN_SOLO_SMEM : smem;
+    const int limit = ft_attn_cuda_group_h80_fp16(gq) && smem < FT_ATTN_SOLO_SMEM ? FT_ATTN_SOLO_SMEM : smem;
     if (e == cudaSuccess)
         e = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, limit);
     if (e == cudaSuccess)
@@ -2380,7 +2387,7 @@ static inline ft_status ft_attn_plan_grid_h80_fp16(const char *fn, ft_attn_plan 
             /* splits fill one block an SM for a head group on CUDA cores, whose launch then
              * holds each SM alone (p->solo): split for two an SM, the blocks shared the SMs
              * (H100, fp16, device us, B2 H32 Hkv8 D256 L4096: 35.1 so, 31.5 split for one) */
-            slots = sms * (p->gq != 1 && p->gq != FT_ATTN_H80_FP16_MGQ ? 1 : per_sm);
+            slots = sms * (ft_attn_cuda_group_h80_fp16(p->gq) ? 1 : per_sm);
             one_per_sm = per_sm == 1;
         }
     }
@@ -2415,7 +2422,7 @@ static inline ft_status ft_attn_plan_grid_h80_fp16(const char *fn, ft_attn_plan 
     }
     p->cmerge = 0;
     /* a head group on CUDA cores in one wave of one block an SM: each block alone on its SM */
-    p->solo = p->async && p->gq != 1 && p->gq != FT_ATTN_H80_FP16_MGQ && blocks * p->splits <= sms;
+    p->solo = p->async && ft_attn_cuda_group_h80_fp16(p->gq) && blocks * p->splits <= sms;
     if (p->async && p->splits > 1 && p->splits <= FT_ATTN_CLUSTER_SPLITS) {
         /* clusters must fit on the device at once, or the last ones run as a second wave
          * (the H100 holds fewer than 32 clusters of 8 two-per-SM blocks: B1 H32 D128 L4096
