@@ -2439,7 +2439,7 @@ static inline ft_status ft_attn_async_occupancy_h96_fp32(const char *fn, int gq,
         return FT_OK;
     }
     /* a head group on CUDA cores may be launched asking for FT_ATTN_SOLO_SMEM (p->solo) */
-    const int limit = ft_attn_cuda_group_h96_fp32(gq) && smem < FT_ATTN_SOLO_SMEM ? FT_ATTN_SOLO_SMEM : smem;
+    const int limit = ft_attn_launch_smem(ft_attn_cuda_group_h96_fp32(gq), smem);
     if (e == cudaSuccess)
         e = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, limit);
     if (e == cudaSuccess)
@@ -2468,8 +2468,7 @@ static inline ft_status ft_attn_async_clusters_h96_fp32(const char *fn, int gq, 
     const void *kernel = ft_attn_async_kernel_h96_fp32(gq, wide, &gi, &threads, &smem);
     if (kernel == NULL || size < 1 || size > FT_ATTN_CLUSTER_SPLITS)
         return ft_fail(FT_ERR_UNSUPPORTED, "%s: no cluster of %d blocks for %d heads per block", fn, size, gq);
-    solo = solo && smem < FT_ATTN_SOLO_SMEM;
-    return ft_cluster_capacity(fn, kernel, threads, solo ? FT_ATTN_SOLO_SMEM : smem, size, cache[gi][solo][size],
+    return ft_cluster_capacity(fn, kernel, threads, ft_attn_launch_smem(solo, smem), size, cache[gi][solo != 0][size],
                                clusters);
 }
 
@@ -2647,8 +2646,7 @@ static inline ft_status ft_attn_launch_h96_fp32(const char *fn, ft_attn_kargs_h9
         const void *kernel = ft_attn_async_kernel_h96_fp32(p->gq, p->wide, &gi, &threads, &smem);
         st = kernel == NULL ? ft_fail(FT_ERR_UNSUPPORTED, "%s: no shared-memory kernel for %d heads per block", fn, p->gq)
                             : ft_launch_ex(fn, kernel, dim3(nblocks), dim3((unsigned)threads),
-                                           (size_t)(p->solo && smem < FT_ATTN_SOLO_SMEM ? FT_ATTN_SOLO_SMEM : smem),
-                                           stream, args, cluster, 1);
+                                           (size_t)ft_attn_launch_smem(p->solo, smem), stream, args, cluster, 1);
         if (st != FT_OK || p->splits == 1 || p->cmerge || p->lmerge)
             return st;
     } else

@@ -182,6 +182,13 @@ typedef struct ft_attn_plan {
  * merged in clusters, fp16 B8 H32 Hkv8 D256 L4096, 96.8 / 125.1). */
 #define FT_ATTN_SOLO_SMEM (114 * 1024)
 
+/* Dynamic shared memory asked for by a launch of a kernel that uses `smem`: FT_ATTN_SOLO_SMEM
+ * where `solo` and it is more. */
+static inline int ft_attn_launch_smem(int solo, int smem)
+{
+    return solo && smem < FT_ATTN_SOLO_SMEM ? FT_ATTN_SOLO_SMEM : smem;
+}
+
 static inline ft_status ft_attn_check_impl(const char *fn, ft_attn_impl impl)
 {
     if (impl != FT_ATTN_IMPL_AUTO && impl != FT_ATTN_IMPL_REGISTER && impl != FT_ATTN_IMPL_ASYNC)
