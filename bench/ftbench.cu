@@ -1221,6 +1221,9 @@ static const char *suite[] = {
     /* many short rows: head groups on tensor cores two blocks an SM (D128), and on CUDA cores (D256) */
     "self_attention --dtype fp16 --batch 256 --heads 32 --kv-heads 8 --head-size 128 --len 256",
     "self_attention --dtype fp16 --batch 64 --heads 16 --kv-heads 8 --head-size 256 --len 1024",
+    /* one head a block three an SM (short rows) */
+    "self_attention --dtype fp16 --batch 256 --heads 8 --head-size 64 --len 128",
+    "self_attention --dtype fp16 --batch 256 --heads 32 --head-size 128 --len 128",
     /* pairs of heads (tensor cores at D64 and D128) */
     "self_attention --dtype fp16 --batch 8 --heads 32 --kv-heads 16 --head-size 128 --len 4096",
     "self_attention --dtype fp16 --batch 256 --heads 8 --kv-heads 4 --head-size 64 --len 512",

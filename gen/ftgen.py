@@ -302,9 +302,34 @@ class AttentionFamily(Family):
             # tile's steps need: the most steps up to 32 that divide the stage and keep each box
             # 128-byte aligned; 0 where none does (those caches stay on the register kernel)
             abox = max([n for n in range(1, 33) if tk % n == 0 and (n * row) % 128 == 0], default=0)
+            minb = tune.get("AMINB", 2) if gq == 1 else tune.get("AGQMINB", 2)
             aplan[gq] = {"NW": nw, "NT": (nw + 1) * 32, "TK": tk, "NS": ns, "IT": (tk // nw + kpi - 1) // kpi,
-                         "SMEM": ns * 2 * tk * row, "BOX": abox,
-                         "MINB": tune.get("AMINB", 2) if gq == 1 else tune.get("AGQMINB", 2)}
+                         "SMEM": ns * 2 * tk * row, "BOX": abox, "MINB": minb}
+            # Forms of the kernel (the launcher's `wide`): 0 bulk copies, 1 tensor-map boxes
+            # (strided caches, where a box fits), and for one head a block the short-row forms 2
+            # and 3 of the same: ASNS (2) stages, ASMINB (3) blocks an SM. The launcher takes
+            # them unsplit, past one wave of the long form, for rows that the long form's stages
+            # hold at once (NS x TK steps; ASROWS overrides): there a block has nothing of its
+            # own to overlap its start and end with, and a third block on the SM does (H100,
+            # fp16, ftbench per call / device us, short / long: B256 H8 D64 L64 26.9 / 23.5
+            # against 33.4 / 29.6, L128 31.9 / 29.2 against 37.3 / 33.8, L256 51.6 / 47.9 against
+            # 52.8 / 48.7, L384 72.7 / 68.0 against 73.6 / 69.8; B256 H32 D128 L128 187.9 /
+            # 184.5 against 198.9 / 196.4; B16 H32 D128 L128 18.6 / 15.2 against 19.7 / 15.6;
+            # cross-attention B256 H8 D64 L128 `[B,L,Hkv*D]` 28.0 / 25.1 against 31.9 / 27.8).
+            # Longer rows are mixed or lose: B256 H8 D64 L512 94.2 / 90.4 against 94.7 / 89.8,
+            # B128 H32 D128 L256 183.8 / 180.3 against 184.2 / 179.4, B64 H12 D64 L1024 69.3 /
+            # 65.3 against 68.7 / 64.6. ASHORT=0 leaves them out.
+            forms = [{"wide": 0, "tm": 0, "NS": ns, "MINB": minb, "SMEM": ns * 2 * tk * row, "sfx": ""}]
+            if abox:
+                forms.append(dict(forms[0], wide=1, tm=1, sfx="_tm"))
+            sns, sminb = tune.get("ASNS", 2), tune.get("ASMINB", 3)
+            if gq == 1 and tune.get("ASHORT", 1) and sminb > minb and sns * 2 * tk * row * sminb <= 192 * 1024:
+                if (nw + 1) * gq * D * 4 > sns * 2 * tk * row:
+                    raise VariantError(f"attention: the merge buffer of {nw} warps does not fit {sns} short stages")
+                short = {"NS": sns, "MINB": sminb, "SMEM": sns * 2 * tk * row}
+                forms += [dict(f, wide=f["wide"] + 2, sfx=f["sfx"] + "_s", **short) for f in forms[:2]]
+                aplan[gq]["SROWS"] = tune.get("ASROWS", ns * tk)
+            aplan[gq]["forms"] = forms
         # The tensor-core head-group kernel (sm_90, 16-bit types, head sizes of whole k-steps
         # of 16 up to 128): 16 query heads of one key/value head a block as the rows of
         # mma.sync m16n8k16. Shared memory holds each stage's rows in copies of MR rows padded

@@ -453,6 +453,13 @@ static void attention_test(ft_test *t)
         cases[n++] = self_case(12, 48, 12, 300, FT_KV_BHLD, FT_ROPE_HALF, 0, 0, l21);
         const int l22[] = {199, 5, 0, 120, 199, 33, 64, 198, 1, 77, 150, 10};
         cases[n++] = self_case(12, 24, 12, 200, FT_KV_LBHD, FT_ROPE_NONE, 0, 0, l22);
+        /* one head a block, more row blocks than two an SM fill on an H100, short rows,
+         * unsplit: the short-row forms (three blocks an SM) where the long form's stages hold
+         * the rows (rows of up to three tiles; the tensor-map form through FT's cache) */
+        const int l23[] = {189, 0, 128, 127, 17, 188, 1, 64, 63, 3, 100, 189};
+        cases[n++] = self_case(12, 24, 24, 190, FT_KV_BHLD, FT_ROPE_INTERLEAVED, 0, 0, l23);
+        const int l24[] = {59, 5, 0, 31, 58, 33, 16, 57, 1, 40, 32, 10};
+        cases[n++] = self_case(12, 24, 24, 60, FT_KV_LBHD, FT_ROPE_HALF, 0, 0, l24);
     }
     {
         attn_case c;
@@ -492,6 +499,17 @@ static void attention_test(ft_test *t)
         c.lengths[1] = 1;
         c.calls = 2;
         c.counters = 2;
+        cases[n++] = c;
+        /* short memories of one head a block past one wave (the short-row forms) */
+        c.B = 12;
+        c.H = 24;
+        c.Hkv = 24;
+        c.L = 60;
+        c.splits = 0;
+        c.calls = 1;
+        c.counters = 0;
+        for (int b = 0; b < 12; b++)
+            c.lengths[b] = 1 + (b * 37) % 60;
         cases[n++] = c;
     }
     /* random shapes */

@@ -1632,6 +1632,675 @@ static __global__ void __launch_bounds__(288, 2) ft_attn_async_h48_fp32_g1_tm(ft
 #endif
 }
 
+/* The kernel above for short rows (the launcher's form 2): 2 stages, 3 blocks an
+ * SM, so that the blocks' starts and ends overlap each other's streams; taken unsplit past
+ * one wave for rows of at most 256 steps. */
+static __global__ void __launch_bounds__(288, 3) ft_attn_async_h48_fp32_g1_s(ft_attn_kargs_h48_fp32 a)
+{
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    enum {
+        D = FT_ATTN_H48_FP32_D, VEC = FT_ATTN_H48_FP32_AVEC, TPK = FT_ATTN_H48_FP32_ATPK, CPT = FT_ATTN_H48_FP32_ACPT, NW = 8, NTC = NW * 32,
+        TK = 64, KW = TK / NW, NS = 2, GQ = 1, ROW = D * 4
+    };
+    extern __shared__ __align__(128) unsigned char ft_attn_stages[]; /* NS x (K rows, V rows) */
+    __shared__ __align__(8) unsigned long long full[NS], empty[NS];
+    __shared__ __align__(16) float q_s[GQ][D];
+    __shared__ __align__(16) float kv_new[2][D];
+    __shared__ __align__(16) float kv_row[2][D];
+    __shared__ float2 ml_s[NW][GQ];
+    __shared__ float2 blk_ml[GQ]; /* cluster merge: this block's (max, sum) per head */
+
+    ft_pdl_trigger(); /* the next kernel (combine, or a dependent launch) may be scheduled; it waits for this grid's end */
+    const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
+    const int split = blockIdx.x % a.splits, rb = blockIdx.x / a.splits;
+    const int passes = (a.G + GQ - 1) / GQ;
+    const int pass = rb % passes;
+    const int kvh = (rb / passes) % a.Hkv;
+    const int b = rb / passes / a.Hkv;
+    const int h0 = kvh * a.G + pass * GQ;
+    const int ng = min(GQ, a.G - pass * GQ);
+
+    const int s0 = split * a.chunk;
+    int64_t kvbase, kvstride;
+    ft_kv_base(a.layout, b, kvh, a.B, a.Hkv, a.L, D, &kvbase, &kvstride);
+    const float *kc = a.k_cache + kvbase, *vc = a.v_cache + kvbase;
+    /* Contiguous steps (bulk copies of a tile's rows) or steps the tensor maps address
+     * (boxes of them): the first tile is requested before the
+     * sequence's length is known, whose load is a DRAM round trip at the kernel's start — as
+     * many steps from s0 as the split can hold (at most TK, within the capacity). Steps from
+     * the new token's position on land in the stage and are never used (the new token's own
+     * row, which this call writes, is read from kv_row). Each key/value head read by one
+     * block only (one pass) streams past the L2 (evict first). */
+    const int first = s0 < a.L ? min(min(TK, a.L - s0), split == a.splits - 1 ? TK : a.chunk) : 0; /* steps of tile 0 */
+    const int contiguous = kvstride == D && !a.indir, stream = contiguous && passes == 1;
+    const int spec = contiguous ? first : 0;
+    float *red = (float *)ft_attn_stages; /* after the stages: [NW][GQ][D] partials, then [GQ][D] */
+
+    if (tid == 0) {
+#pragma unroll
+        for (int s = 0; s < NS; s++) {
+            ft_mbar_init(&full[s], 1);
+            /* every consumer thread releases a stage itself, after its own reads: the order
+             * compute-sanitizer's racecheck follows (one arrival a warp after __syncwarp, which
+             * it does not, read as a hazard; the H100 times both alike) */
+            ft_mbar_init(&empty[s], NTC);
+        }
+        ft_mbar_init_fence();
+    }
+    __syncthreads();
+    /* Launched as a programmatic dependent (sm_90): the set-up above overlaps the end of the
+     * kernel before this one in the stream, and so does an L2 prefetch of the split's first
+     * tile (`first` steps; row by row for strided steps, a request per box where tensor
+     * maps address them, none through an indirection table, whose entries that kernel may
+     * write; a request per row in the tensor-map kernels held their first boxes behind it,
+     * on the H100 cross-attention B64 H8 D64 L512 BLHD fp16 took 31.0 / 26.0 us per call /
+     * back to back so, 27.5 / 23.0 with a request per box). Every SM's writes land in
+     * the L2, so no line fetched early is read stale; nothing the kernel reads or writes is
+     * touched before the wait. A consumer warp issues it, so the producer's first copy
+     * waits for nothing. (Prefetching 3 or 6 tiles, bounded by a relaxed read of the length,
+     * was slower on the H100: B1 H32 D128 L4096 fp16 26.9 and 26.3 us against 25.8, B64 H12
+     * D64 L1024 70.7 and 71.8 against 64.6.) */
+    if (warp == NW - 1 && !a.indir && first > 0) {
+        if (contiguous) {
+            if (lane == 0) {
+                ft_bulk_prefetch_l2(kc + (int64_t)s0 * D, (unsigned)first * ROW);
+                ft_bulk_prefetch_l2(vc + (int64_t)s0 * D, (unsigned)first * ROW);
+            }
+        } else {
+            for (int r = lane; r < first; r += 32) {
+                ft_bulk_prefetch_l2(kc + (int64_t)(s0 + r) * kvstride, ROW);
+                ft_bulk_prefetch_l2(vc + (int64_t)(s0 + r) * kvstride, ROW);
+            }
+        }
+    }
+    ft_pdl_wait();
+    if (warp == NW && lane == 0 && spec > 0) {
+        float *ks = (float *)ft_attn_stages;
+        ft_mbar_expect_tx(&full[0], 2u * (unsigned)spec * ROW);
+        ft_attn_tile_copy_h48_fp32(ks, ks + TK * D, kc + (int64_t)s0 * D, vc + (int64_t)s0 * D, (unsigned)spec * ROW,
+                                   &full[0], stream);
+    }
+
+    int steps, new_pos;
+    if (!ft_attn_row_h48_fp32(&a, b, &steps, &new_pos)) { /* the whole cluster, if any, leaves here */
+        if (spec > 0)
+            ft_mbar_wait(&full[0], 0); /* no block leaves with a copy into its shared memory in flight */
+        if (a.splits == 1 || ((a.cmerge || a.counters != NULL) && split == 0)) /* else the combine kernel writes it */
+            for (int i = tid; i < ng * D; i += blockDim.x)
+                a.out[((int64_t)b * a.H + h0) * D + i] = ft_from_float_fp32(ft_attn_invalid_value_h48_fp32(&a, b));
+        return;
+    }
+    const int s1 = split == a.splits - 1 ? steps : min(steps, s0 + a.chunk);
+    const int owner = new_pos >= s0 && new_pos < s1; /* this block holds the new token */
+    const int cache_end = new_pos >= 0 ? min(s1, new_pos) : s1; /* the new token comes from kv_row */
+    /* tile 0, if any, has at most min(TK, chunk) steps (the last split's: TK), all below the
+     * capacity (cache_end <= steps <= L for a row that can be computed): within spec */
+    const int ntiles = cache_end > s0 ? (cache_end - s0 + TK - 1) / TK : 0;
+
+    if (warp == NW) {
+        /* ---- producer: stage s = i % NS is refilled once the consumers released its previous use */
+        for (int i = spec > 0 ? 1 : 0; i < ntiles; i++) {
+            const int s = i % NS, t0 = s0 + i * TK, n = min(TK, cache_end - t0);
+            float *ks = (float *)(ft_attn_stages + (size_t)s * 2 * TK * ROW), *vs = ks + TK * D;
+            if (i >= NS)
+                ft_mbar_wait(&empty[s], ((i / NS) & 1) ^ 1);
+            if (lane == 0)
+                ft_mbar_expect_tx(&full[s], 2u * (unsigned)n * ROW);
+            __syncwarp(); /* the bytes are expected before any copy can complete */
+            if (contiguous) {
+                if (lane == 0)
+                    ft_attn_tile_copy_h48_fp32(ks, vs, kc + (int64_t)t0 * D, vc + (int64_t)t0 * D, (unsigned)n * ROW,
+                                               &full[s], stream);
+            } else { /* row by row: strided steps, or rows named by the indirection table */
+                for (int r = lane; r < n; r += 32) {
+                    const int64_t off = ft_attn_step_h48_fp32(&a, b, t0 + r, kvstride);
+                    ft_bulk_load(ks + r * D, kc + off, ROW, &full[s]);
+                    ft_bulk_load(vs + r * D, vc + off, ROW, &full[s]);
+                }
+            }
+        }
+    } else {
+        /* ---- consumers (warps 0..NW-1, barrier 1 among them) */
+    /* ---- prologue: q (+bias, rotary, scale) and the new k, v (+bias, rotary, rounded) */
+        for (int i = tid; i < ng * D; i += NTC) {
+            const int64_t qi = ((int64_t)b * a.H + h0) * D + i;
+            q_s[i / D][i % D] = ft_to_float_fp32(a.q[qi]) + (a.q_bias ? ft_to_float_fp32(a.q_bias[(int64_t)h0 * D + i]) : 0.0f);
+        }
+        if (owner) {
+            for (int i = tid; i < 2 * D; i += NTC) {
+                const int which = i / D, d = i % D;
+                const int64_t ki = ((int64_t)b * a.Hkv + kvh) * D + d;
+                const float *src = which ? a.v_new : a.k_new;
+                const float *bias = which ? a.v_bias : a.k_bias;
+                kv_new[which][d] = ft_to_float_fp32(src[ki]) + (bias ? ft_to_float_fp32(bias[(int64_t)kvh * D + d]) : 0.0f);
+            }
+        }
+        ft_named_sync(1, NTC);
+        if (a.rope != FT_ROPE_NONE) { /* uniform: a kernel argument */
+            /* rotary reads pairs, so every thread computes its values before any is written */
+            float rq[(GQ * D + NTC - 1) / NTC], rk[(D + NTC - 1) / NTC];
+    #pragma unroll
+            for (int r = 0; r < (GQ * D + NTC - 1) / NTC; r++) {
+                const int i = tid + r * NTC;
+                if (i < ng * D)
+                    rq[r] = ft_rope_elem(q_s[i / D], i % D, new_pos, a.rope, a.rotary_dim, a.log2_base) * a.qk_scale;
+            }
+    #pragma unroll
+            for (int r = 0; r < (D + NTC - 1) / NTC; r++) {
+                const int d = tid + r * NTC;
+                if (owner && d < D)
+                    rk[r] = ft_rope_elem(kv_new[0], d, new_pos, a.rope, a.rotary_dim, a.log2_base);
+            }
+            ft_named_sync(1, NTC);
+    #pragma unroll
+            for (int r = 0; r < (GQ * D + NTC - 1) / NTC; r++) {
+                const int i = tid + r * NTC;
+                if (i < ng * D)
+                    q_s[i / D][i % D] = rq[r];
+            }
+    #pragma unroll
+            for (int r = 0; r < (D + NTC - 1) / NTC; r++) {
+                const int d = tid + r * NTC;
+                if (owner && d < D)
+                    kv_new[0][d] = rk[r];
+            }
+        } else {
+            /* without rotary each thread scales the q elements it loaded: no pairs, no barrier,
+             * and none of the rotary code on the path (the tensor-core kernel on the H100, B8
+             * H32 Hkv8 D128 L4096 fp16: this part of the prologue took 1.2 us through the
+             * rotary loops, 0.2 us so; the step 49.7 us, 48.6 so) */
+            for (int i = tid; i < ng * D; i += NTC)
+                q_s[i / D][i % D] *= a.qk_scale;
+        }
+        /* the new k, v rounded as stored; each thread the elements it loaded (and rotated) */
+        for (int d = tid; d < D; d += NTC)
+            if (owner) {
+                /* attend to the new k, v exactly as stored, as every later step will */
+                const float kq = ft_from_float_fp32(kv_new[0][d]), vq = ft_from_float_fp32(kv_new[1][d]);
+                kv_new[0][d] = ft_to_float_fp32(kq);
+                kv_new[1][d] = ft_to_float_fp32(vq);
+                if (pass == 0) {
+                    a.k_cache[kvbase + (int64_t)new_pos * kvstride + d] = kq;
+                    a.v_cache[kvbase + (int64_t)new_pos * kvstride + d] = vq;
+                }
+            }
+        ft_named_sync(1, NTC);
+
+        const int slot = lane / TPK, j = lane % TPK;
+        float qr[GQ][CPT * VEC], acc[GQ][CPT * VEC], m[GQ], l[GQ];
+#pragma unroll
+        for (int g = 0; g < GQ; g++) {
+            m[g] = -INFINITY;
+            l[g] = 0.0f;
+#pragma unroll
+            for (int c = 0; c < CPT; c++)
+#pragma unroll
+                for (int e = 0; e < VEC; e++) {
+                    qr[g][c * VEC + e] = g < ng ? q_s[g][(j + c * TPK) * VEC + e] : 0.0f;
+                    acc[g][c * VEC + e] = 0.0f;
+                }
+        }
+        if (owner && warp == 0) {
+            /* the new token, as stored, is one more row for warp 0 */
+            for (int i = lane; i < 2 * D; i += 32)
+                kv_row[i / D][i % D] = ft_from_float_fp32(kv_new[i / D][i % D]);
+            __syncwarp();
+            ft_attn_async_rows_h48_fp32_g1(kv_row[0], kv_row[1], 1, 0, slot, j, qr, m, l, acc);
+        }
+        for (int i = 0; i < ntiles; i++) {
+            const int s = i % NS, n = min(TK, cache_end - (s0 + i * TK)), nw = min(KW, n - warp * KW);
+            const float *ks = (const float *)(ft_attn_stages + (size_t)s * 2 * TK * ROW) + warp * KW * D;
+            const float *vs = ks + TK * D;
+            ft_mbar_wait(&full[s], (i / NS) & 1);
+            if (nw == KW)
+                ft_attn_async_rows_h48_fp32_g1(ks, vs, KW, 1, slot, j, qr, m, l, acc);
+            else if (nw > 0)
+                ft_attn_async_rows_h48_fp32_g1(ks, vs, nw, 0, slot, j, qr, m, l, acc);
+            ft_fence_proxy_async(); /* these reads before the bulk copy that refills the stage */
+            ft_mbar_arrive(&empty[s]);
+        }
+        if (spec > 0 && ntiles == 0)
+            ft_mbar_wait(&full[0], 0); /* an unused first tile has landed before the stages hold partials */
+
+        /* ---- the warp's slots summed, then the warps merged through the (now free) stages */
+#pragma unroll
+        for (int off = TPK; off < 32; off <<= 1)
+#pragma unroll
+            for (int g = 0; g < GQ; g++) {
+                l[g] += __shfl_xor_sync(0xffffffffu, l[g], off);
+#pragma unroll
+                for (int i = 0; i < CPT * VEC; i++)
+                    acc[g][i] += __shfl_xor_sync(0xffffffffu, acc[g][i], off);
+            }
+        ft_named_sync(1, NTC); /* every consumer is past its last stage */
+        if (slot == 0)
+#pragma unroll
+            for (int g = 0; g < GQ; g++)
+#pragma unroll
+                for (int c = 0; c < CPT; c++)
+#pragma unroll
+                    for (int e = 0; e < VEC; e++)
+                        red[(warp * GQ + g) * D + (j + c * TPK) * VEC + e] = acc[g][c * VEC + e];
+        if (lane == 0)
+#pragma unroll
+            for (int g = 0; g < GQ; g++)
+                ml_s[warp][g] = make_float2(m[g], l[g]);
+        ft_named_sync(1, NTC);
+        for (int i = tid; i < ng * D; i += NTC) {
+            const int g = i / D, d = i % D;
+            float M = -INFINITY;
+#pragma unroll
+            for (int w = 0; w < NW; w++)
+                if (ml_s[w][g].y > 0.0f)
+                    M = fmaxf(M, ml_s[w][g].x);
+            float num = 0.0f, den = 0.0f;
+#pragma unroll
+            for (int w = 0; w < NW; w++) {
+                const float2 ml = ml_s[w][g];
+                if (ml.y > 0.0f) { /* a warp without rows drops out */
+                    const float wt = ft_exp2_approx(ml.x - M);
+                    num += red[(w * GQ + g) * D + d] * wt;
+                    den += ml.y * wt;
+                }
+            }
+            const int64_t row = (int64_t)b * a.H + h0 + g;
+            if (a.splits == 1) {
+                a.out[row * D + d] = ft_from_float_fp32(num / den);
+            } else if (a.cmerge) {
+                red[NW * GQ * D + i] = num; /* read by the cluster's blocks below */
+                if (d == 0)
+                    blk_ml[g] = make_float2(M, den);
+            } else {
+                a.ws[((int64_t)split * a.B * a.H + row) * D + d] = num;
+                if (d == 0) /* an empty split leaves (-inf, 0): the combine kernel drops it */
+                    a.ws_ml[(int64_t)split * a.B * a.H + row] = make_float2(M, den);
+            }
+        }
+    if (a.counters != NULL) {
+            __shared__ int ft_last;
+            ft_named_sync(1, NTC); /* every thread's partials are written before the block is counted in */
+            if (tid == 0) {
+                /* release: the block's partials before its count; acquire: the other blocks'
+                 * partials (counted before) before the loads below */
+                ft_last = ft_atomic_add_acq_rel(&a.counters[rb], 1u) == (unsigned)a.splits - 1u;
+                if (ft_last)
+                    a.counters[rb] = 0u; /* every split of the row block is in */
+            }
+            ft_named_sync(1, NTC);
+            if (ft_last) /* thread 0's acquire, then the barrier: the partials are read after the count */
+                for (int i = tid; i < ng * D; i += NTC) {
+                    const int64_t row = (int64_t)b * a.H + h0 + i / D;
+                    a.out[row * D + i % D] = ft_from_float_fp32(ft_attn_merge_splits_h48_fp32(&a, row, i % D));
+                }
+        }
+    }
+    if (!a.cmerge)
+        return;
+
+    /* ---- cluster merge: block `split` finishes every splits-th element of the group's output */
+    cooperative_groups::cluster_group cluster = cooperative_groups::this_cluster();
+    cluster.sync(); /* every block's partials are in its shared memory */
+    const int cs = a.splits;
+    for (int i = split * NTC + tid; tid < NTC && i < ng * D; i += cs * NTC) {
+        const int g = i / D;
+        /* every block's pair and partial requested at once (unrolled to the most splits a
+         * cluster merges): a loop of dependent remote reads took about 2 us here */
+        float2 ml[FT_ATTN_CLUSTER_SPLITS];
+        float part[FT_ATTN_CLUSTER_SPLITS];
+#pragma unroll
+        for (int r = 0; r < FT_ATTN_CLUSTER_SPLITS; r++)
+            if (r < cs) {
+                ml[r] = *cluster.map_shared_rank(&blk_ml[g], (unsigned)r);
+                part[r] = *cluster.map_shared_rank(&red[NW * GQ * D + i], (unsigned)r);
+            }
+        float M = -INFINITY;
+#pragma unroll
+        for (int r = 0; r < FT_ATTN_CLUSTER_SPLITS; r++)
+            if (r < cs && ml[r].y > 0.0f)
+                M = fmaxf(M, ml[r].x);
+        float num = 0.0f, den = 0.0f;
+#pragma unroll
+        for (int r = 0; r < FT_ATTN_CLUSTER_SPLITS; r++)
+            if (r < cs && ml[r].y > 0.0f) { /* an empty split drops out */
+                const float wt = ft_exp2_approx(ml[r].x - M);
+                num += part[r] * wt;
+                den += ml[r].y * wt;
+            }
+        a.out[((int64_t)b * a.H + h0) * D + i] = ft_from_float_fp32(num / den);
+    }
+    cluster.sync(); /* no block leaves while its shared memory is read */
+#endif
+}
+
+/* The tensor-map kernel above for short rows (the launcher's form 3): 2 stages, 3 blocks an
+ * SM, so that the blocks' starts and ends overlap each other's streams; taken unsplit past
+ * one wave for rows of at most 256 steps. */
+static __global__ void __launch_bounds__(288, 3) ft_attn_async_h48_fp32_g1_tm_s(ft_attn_kargs_h48_fp32 a,
+    const __grid_constant__ CUtensorMap tmk, const __grid_constant__ CUtensorMap tmv)
+{
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    enum {
+        D = FT_ATTN_H48_FP32_D, VEC = FT_ATTN_H48_FP32_AVEC, TPK = FT_ATTN_H48_FP32_ATPK, CPT = FT_ATTN_H48_FP32_ACPT, NW = 8, NTC = NW * 32,
+        TK = 64, KW = TK / NW, NS = 2, GQ = 1, ROW = D * 4, BOX = 32
+    };
+    extern __shared__ __align__(128) unsigned char ft_attn_stages[]; /* NS x (K rows, V rows) */
+    __shared__ __align__(8) unsigned long long full[NS], empty[NS];
+    __shared__ __align__(16) float q_s[GQ][D];
+    __shared__ __align__(16) float kv_new[2][D];
+    __shared__ __align__(16) float kv_row[2][D];
+    __shared__ float2 ml_s[NW][GQ];
+    __shared__ float2 blk_ml[GQ]; /* cluster merge: this block's (max, sum) per head */
+
+    ft_pdl_trigger(); /* the next kernel (combine, or a dependent launch) may be scheduled; it waits for this grid's end */
+    const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
+    const int split = blockIdx.x % a.splits, rb = blockIdx.x / a.splits;
+    const int passes = (a.G + GQ - 1) / GQ;
+    const int pass = rb % passes;
+    const int kvh = (rb / passes) % a.Hkv;
+    const int b = rb / passes / a.Hkv;
+    const int h0 = kvh * a.G + pass * GQ;
+    const int ng = min(GQ, a.G - pass * GQ);
+
+    const int s0 = split * a.chunk;
+    int64_t kvbase, kvstride;
+    ft_kv_base(a.layout, b, kvh, a.B, a.Hkv, a.L, D, &kvbase, &kvstride);
+    /* Contiguous steps (bulk copies of a tile's rows) or steps the tensor maps address
+     * (boxes of them): the first tile is requested before the
+     * sequence's length is known, whose load is a DRAM round trip at the kernel's start — as
+     * many steps from s0 as the split can hold (at most TK, within the capacity). Steps from
+     * the new token's position on land in the stage and are never used (the new token's own
+     * row, which this call writes, is read from kv_row). Each key/value head read by one
+     * block only (one pass) streams past the L2 (evict first). */
+    const int first = s0 < a.L ? min(min(TK, a.L - s0), split == a.splits - 1 ? TK : a.chunk) : 0; /* steps of tile 0 */
+    /* tensor maps (ft_attn_tensor_view) address the steps, step t of this (sequence, head)
+     * in row ty + t from column tx */
+    const int stream = passes == 1, spec = first;
+    int tx, ty;
+    ft_attn_tensor_origin(a.layout, b, kvh, a.Hkv, a.L, D, &tx, &ty);
+    float *red = (float *)ft_attn_stages; /* after the stages: [NW][GQ][D] partials, then [GQ][D] */
+
+    if (tid == 0) {
+#pragma unroll
+        for (int s = 0; s < NS; s++) {
+            ft_mbar_init(&full[s], 1);
+            /* every consumer thread releases a stage itself, after its own reads: the order
+             * compute-sanitizer's racecheck follows (one arrival a warp after __syncwarp, which
+             * it does not, read as a hazard; the H100 times both alike) */
+            ft_mbar_init(&empty[s], NTC);
+        }
+        ft_mbar_init_fence();
+    }
+    __syncthreads();
+    /* Launched as a programmatic dependent (sm_90): the set-up above overlaps the end of the
+     * kernel before this one in the stream, and so does an L2 prefetch of the split's first
+     * tile (`first` steps; row by row for strided steps, a request per box where tensor
+     * maps address them, none through an indirection table, whose entries that kernel may
+     * write; a request per row in the tensor-map kernels held their first boxes behind it,
+     * on the H100 cross-attention B64 H8 D64 L512 BLHD fp16 took 31.0 / 26.0 us per call /
+     * back to back so, 27.5 / 23.0 with a request per box). Every SM's writes land in
+     * the L2, so no line fetched early is read stale; nothing the kernel reads or writes is
+     * touched before the wait. A consumer warp issues it, so the producer's first copy
+     * waits for nothing. (Prefetching 3 or 6 tiles, bounded by a relaxed read of the length,
+     * was slower on the H100: B1 H32 D128 L4096 fp16 26.9 and 26.3 us against 25.8, B64 H12
+     * D64 L1024 70.7 and 71.8 against 64.6.) */
+    if (warp == NW - 1 && lane == 0 && first > 0) {
+        if (kvstride == D) { /* contiguous steps: one request each */
+            ft_bulk_prefetch_l2(a.k_cache + kvbase + (int64_t)s0 * D, (unsigned)first * ROW);
+            ft_bulk_prefetch_l2(a.v_cache + kvbase + (int64_t)s0 * D, (unsigned)first * ROW);
+        } else { /* a request per box: the rows lie apart */
+            ft_attn_tile_prefetch_h48_fp32(&tmk, &tmv, tx, ty + s0, (first + BOX - 1) / BOX, BOX);
+        }
+    }
+    ft_pdl_wait();
+    if (warp == NW && lane == 0 && spec > 0) {
+        float *ks = (float *)ft_attn_stages;
+        const int nb = (spec + BOX - 1) / BOX; /* whole boxes: the rows past spec land unused */
+        ft_mbar_expect_tx(&full[0], 2u * (unsigned)(nb * BOX) * ROW);
+        ft_attn_tile_boxes_h48_fp32(ks, ks + TK * D, &tmk, &tmv, tx, ty + s0, nb, BOX, &full[0], stream);
+    }
+
+    int steps, new_pos;
+    if (!ft_attn_row_h48_fp32(&a, b, &steps, &new_pos)) { /* the whole cluster, if any, leaves here */
+        if (spec > 0)
+            ft_mbar_wait(&full[0], 0); /* no block leaves with a copy into its shared memory in flight */
+        if (a.splits == 1 || ((a.cmerge || a.counters != NULL) && split == 0)) /* else the combine kernel writes it */
+            for (int i = tid; i < ng * D; i += blockDim.x)
+                a.out[((int64_t)b * a.H + h0) * D + i] = ft_from_float_fp32(ft_attn_invalid_value_h48_fp32(&a, b));
+        return;
+    }
+    const int s1 = split == a.splits - 1 ? steps : min(steps, s0 + a.chunk);
+    const int owner = new_pos >= s0 && new_pos < s1; /* this block holds the new token */
+    const int cache_end = new_pos >= 0 ? min(s1, new_pos) : s1; /* the new token comes from kv_row */
+    /* tile 0, if any, has at most min(TK, chunk) steps (the last split's: TK), all below the
+     * capacity (cache_end <= steps <= L for a row that can be computed): within spec */
+    const int ntiles = cache_end > s0 ? (cache_end - s0 + TK - 1) / TK : 0;
+
+    if (warp == NW) {
+        /* ---- producer: stage s = i % NS is refilled once the consumers released its previous use */
+        for (int i = spec > 0 ? 1 : 0; i < ntiles; i++) {
+            const int s = i % NS, t0 = s0 + i * TK, n = min(TK, cache_end - t0);
+            float *ks = (float *)(ft_attn_stages + (size_t)s * 2 * TK * ROW), *vs = ks + TK * D;
+            if (i >= NS)
+                ft_mbar_wait(&empty[s], ((i / NS) & 1) ^ 1);
+            if (lane == 0) {
+                const int nb = (n + BOX - 1) / BOX; /* whole boxes: the rows past n land unused */
+                ft_mbar_expect_tx(&full[s], 2u * (unsigned)(nb * BOX) * ROW);
+                ft_attn_tile_boxes_h48_fp32(ks, vs, &tmk, &tmv, tx, ty + t0, nb, BOX, &full[s], stream);
+            }
+        }
+    } else {
+        /* ---- consumers (warps 0..NW-1, barrier 1 among them) */
+    /* ---- prologue: q (+bias, rotary, scale) and the new k, v (+bias, rotary, rounded) */
+        for (int i = tid; i < ng * D; i += NTC) {
+            const int64_t qi = ((int64_t)b * a.H + h0) * D + i;
+            q_s[i / D][i % D] = ft_to_float_fp32(a.q[qi]) + (a.q_bias ? ft_to_float_fp32(a.q_bias[(int64_t)h0 * D + i]) : 0.0f);
+        }
+        if (owner) {
+            for (int i = tid; i < 2 * D; i += NTC) {
+                const int which = i / D, d = i % D;
+                const int64_t ki = ((int64_t)b * a.Hkv + kvh) * D + d;
+                const float *src = which ? a.v_new : a.k_new;
+                const float *bias = which ? a.v_bias : a.k_bias;
+                kv_new[which][d] = ft_to_float_fp32(src[ki]) + (bias ? ft_to_float_fp32(bias[(int64_t)kvh * D + d]) : 0.0f);
+            }
+        }
+        ft_named_sync(1, NTC);
+        if (a.rope != FT_ROPE_NONE) { /* uniform: a kernel argument */
+            /* rotary reads pairs, so every thread computes its values before any is written */
+            float rq[(GQ * D + NTC - 1) / NTC], rk[(D + NTC - 1) / NTC];
+    #pragma unroll
+            for (int r = 0; r < (GQ * D + NTC - 1) / NTC; r++) {
+                const int i = tid + r * NTC;
+                if (i < ng * D)
+                    rq[r] = ft_rope_elem(q_s[i / D], i % D, new_pos, a.rope, a.rotary_dim, a.log2_base) * a.qk_scale;
+            }
+    #pragma unroll
+            for (int r = 0; r < (D + NTC - 1) / NTC; r++) {
+                const int d = tid + r * NTC;
+                if (owner && d < D)
+                    rk[r] = ft_rope_elem(kv_new[0], d, new_pos, a.rope, a.rotary_dim, a.log2_base);
+            }
+            ft_named_sync(1, NTC);
+    #pragma unroll
+            for (int r = 0; r < (GQ * D + NTC - 1) / NTC; r++) {
+                const int i = tid + r * NTC;
+                if (i < ng * D)
+                    q_s[i / D][i % D] = rq[r];
+            }
+    #pragma unroll
+            for (int r = 0; r < (D + NTC - 1) / NTC; r++) {
+                const int d = tid + r * NTC;
+                if (owner && d < D)
+                    kv_new[0][d] = rk[r];
+            }
+        } else {
+            /* without rotary each thread scales the q elements it loaded: no pairs, no barrier,
+             * and none of the rotary code on the path (the tensor-core kernel on the H100, B8
+             * H32 Hkv8 D128 L4096 fp16: this part of the prologue took 1.2 us through the
+             * rotary loops, 0.2 us so; the step 49.7 us, 48.6 so) */
+            for (int i = tid; i < ng * D; i += NTC)
+                q_s[i / D][i % D] *= a.qk_scale;
+        }
+        /* the new k, v rounded as stored; each thread the elements it loaded (and rotated) */
+        for (int d = tid; d < D; d += NTC)
+            if (owner) {
+                /* attend to the new k, v exactly as stored, as every later step will */
+                const float kq = ft_from_float_fp32(kv_new[0][d]), vq = ft_from_float_fp32(kv_new[1][d]);
+                kv_new[0][d] = ft_to_float_fp32(kq);
+                kv_new[1][d] = ft_to_float_fp32(vq);
+                if (pass == 0) {
+                    a.k_cache[kvbase + (int64_t)new_pos * kvstride + d] = kq;
+                    a.v_cache[kvbase + (int64_t)new_pos * kvstride + d] = vq;
+                }
+            }
+        ft_named_sync(1, NTC);
+
+        const int slot = lane / TPK, j = lane % TPK;
+        float qr[GQ][CPT * VEC], acc[GQ][CPT * VEC], m[GQ], l[GQ];
+#pragma unroll
+        for (int g = 0; g < GQ; g++) {
+            m[g] = -INFINITY;
+            l[g] = 0.0f;
+#pragma unroll
+            for (int c = 0; c < CPT; c++)
+#pragma unroll
+                for (int e = 0; e < VEC; e++) {
+                    qr[g][c * VEC + e] = g < ng ? q_s[g][(j + c * TPK) * VEC + e] : 0.0f;
+                    acc[g][c * VEC + e] = 0.0f;
+                }
+        }
+        if (owner && warp == 0) {
+            /* the new token, as stored, is one more row for warp 0 */
+            for (int i = lane; i < 2 * D; i += 32)
+                kv_row[i / D][i % D] = ft_from_float_fp32(kv_new[i / D][i % D]);
+            __syncwarp();
+            ft_attn_async_rows_h48_fp32_g1(kv_row[0], kv_row[1], 1, 0, slot, j, qr, m, l, acc);
+        }
+        for (int i = 0; i < ntiles; i++) {
+            const int s = i % NS, n = min(TK, cache_end - (s0 + i * TK)), nw = min(KW, n - warp * KW);
+            const float *ks = (const float *)(ft_attn_stages + (size_t)s * 2 * TK * ROW) + warp * KW * D;
+            const float *vs = ks + TK * D;
+            ft_mbar_wait(&full[s], (i / NS) & 1);
+            if (nw == KW)
+                ft_attn_async_rows_h48_fp32_g1(ks, vs, KW, 1, slot, j, qr, m, l, acc);
+            else if (nw > 0)
+                ft_attn_async_rows_h48_fp32_g1(ks, vs, nw, 0, slot, j, qr, m, l, acc);
+            ft_fence_proxy_async(); /* these reads before the bulk copy that refills the stage */
+            ft_mbar_arrive(&empty[s]);
+        }
+        if (spec > 0 && ntiles == 0)
+            ft_mbar_wait(&full[0], 0); /* an unused first tile has landed before the stages hold partials */
+
+        /* ---- the warp's slots summed, then the warps merged through the (now free) stages */
+#pragma unroll
+        for (int off = TPK; off < 32; off <<= 1)
+#pragma unroll
+            for (int g = 0; g < GQ; g++) {
+                l[g] += __shfl_xor_sync(0xffffffffu, l[g], off);
+#pragma unroll
+                for (int i = 0; i < CPT * VEC; i++)
+                    acc[g][i] += __shfl_xor_sync(0xffffffffu, acc[g][i], off);
+            }
+        ft_named_sync(1, NTC); /* every consumer is past its last stage */
+        if (slot == 0)
+#pragma unroll
+            for (int g = 0; g < GQ; g++)
+#pragma unroll
+                for (int c = 0; c < CPT; c++)
+#pragma unroll
+                    for (int e = 0; e < VEC; e++)
+                        red[(warp * GQ + g) * D + (j + c * TPK) * VEC + e] = acc[g][c * VEC + e];
+        if (lane == 0)
+#pragma unroll
+            for (int g = 0; g < GQ; g++)
+                ml_s[warp][g] = make_float2(m[g], l[g]);
+        ft_named_sync(1, NTC);
+        for (int i = tid; i < ng * D; i += NTC) {
+            const int g = i / D, d = i % D;
+            float M = -INFINITY;
+#pragma unroll
+            for (int w = 0; w < NW; w++)
+                if (ml_s[w][g].y > 0.0f)
+                    M = fmaxf(M, ml_s[w][g].x);
+            float num = 0.0f, den = 0.0f;
+#pragma unroll
+            for (int w = 0; w < NW; w++) {
+                const float2 ml = ml_s[w][g];
+                if (ml.y > 0.0f) { /* a warp without rows drops out */
+                    const float wt = ft_exp2_approx(ml.x - M);
+                    num += red[(w * GQ + g) * D + d] * wt;
+                    den += ml.y * wt;
+                }
+            }
+            const int64_t row = (int64_t)b * a.H + h0 + g;
+            if (a.splits == 1) {
+                a.out[row * D + d] = ft_from_float_fp32(num / den);
+            } else if (a.cmerge) {
+                red[NW * GQ * D + i] = num; /* read by the cluster's blocks below */
+                if (d == 0)
+                    blk_ml[g] = make_float2(M, den);
+            } else {
+                a.ws[((int64_t)split * a.B * a.H + row) * D + d] = num;
+                if (d == 0) /* an empty split leaves (-inf, 0): the combine kernel drops it */
+                    a.ws_ml[(int64_t)split * a.B * a.H + row] = make_float2(M, den);
+            }
+        }
+    if (a.counters != NULL) {
+            __shared__ int ft_last;
+            ft_named_sync(1, NTC); /* every thread's partials are written before the block is counted in */
+            if (tid == 0) {
+                /* release: the block's partials before its count; acquire: the other blocks'
+                 * partials (counted before) before the loads below */
+                ft_last = ft_atomic_add_acq_rel(&a.counters[rb], 1u) == (unsigned)a.splits - 1u;
+                if (ft_last)
+                    a.counters[rb] = 0u; /* every split of the row block is in */
+            }
+            ft_named_sync(1, NTC);
+            if (ft_last) /* thread 0's acquire, then the barrier: the partials are read after the count */
+                for (int i = tid; i < ng * D; i += NTC) {
+                    const int64_t row = (int64_t)b * a.H + h0 + i / D;
+                    a.out[row * D + i % D] = ft_from_float_fp32(ft_attn_merge_splits_h48_fp32(&a, row, i % D));
+                }
+        }
+    }
+    if (!a.cmerge)
+        return;
+
+    /* ---- cluster merge: block `split` finishes every splits-th element of the group's output */
+    cooperative_groups::cluster_group cluster = cooperative_groups::this_cluster();
+    cluster.sync(); /* every block's partials are in its shared memory */
+    const int cs = a.splits;
+    for (int i = split * NTC + tid; tid < NTC && i < ng * D; i += cs * NTC) {
+        const int g = i / D;
+        /* every block's pair and partial requested at once (unrolled to the most splits a
+         * cluster merges): a loop of dependent remote reads took about 2 us here */
+        float2 ml[FT_ATTN_CLUSTER_SPLITS];
+        float part[FT_ATTN_CLUSTER_SPLITS];
+#pragma unroll
+        for (int r = 0; r < FT_ATTN_CLUSTER_SPLITS; r++)
+            if (r < cs) {
+                ml[r] = *cluster.map_shared_rank(&blk_ml[g], (unsigned)r);
+                part[r] = *cluster.map_shared_rank(&red[NW * GQ * D + i], (unsigned)r);
+            }
+        float M = -INFINITY;
+#pragma unroll
+        for (int r = 0; r < FT_ATTN_CLUSTER_SPLITS; r++)
+            if (r < cs && ml[r].y > 0.0f)
+                M = fmaxf(M, ml[r].x);
+        float num = 0.0f, den = 0.0f;
+#pragma unroll
+        for (int r = 0; r < FT_ATTN_CLUSTER_SPLITS; r++)
+            if (r < cs && ml[r].y > 0.0f) { /* an empty split drops out */
+                const float wt = ft_exp2_approx(ml[r].x - M);
+                num += part[r] * wt;
+                den += ml[r].y * wt;
+            }
+        a.out[((int64_t)b * a.H + h0) * D + i] = ft_from_float_fp32(num / den);
+    }
+    cluster.sync(); /* no block leaves while its shared memory is read */
+#endif
+}
+
 /* 4 head(s) a block: 7 consumer warps, 4 stages of 56 steps (86016 bytes). */
 #define FT_ATTN_H48_FP32_G4_ATHREADS 256
 #define FT_ATTN_H48_FP32_G4_ASMEM 86016
@@ -2383,7 +3052,8 @@ static __global__ void __launch_bounds__(256, 2) ft_attn_async_h48_fp32_g4_tm(ft
 }
 
 /* The sm_90 kernel for `gq` heads per block in form `wide` (1-4 heads: 0 bulk copies, 1
- * tensor-map boxes of a strided cache; a head group: 0 r4, 1 r8, 2 tm), its index among
+ * tensor-map boxes of a strided cache, 2 and 3 the same for short rows (one head); a head
+ * group: 0 r4, 1 r8, 2 tm, 3 ts), its index among
  * the generated ones, threads and dynamic shared memory; NULL where none was generated. */
 static inline const void *ft_attn_async_kernel_h48_fp32(int gq, int wide, int *index, int *threads, int *smem)
 {
@@ -2399,14 +3069,26 @@ static inline const void *ft_attn_async_kernel_h48_fp32(int gq, int wide, int *i
         *smem = FT_ATTN_H48_FP32_G1_ASMEM;
         return (const void *)ft_attn_async_h48_fp32_g1_tm;
     }
-    if (gq == 4 && wide == 0) {
+    if (gq == 1 && wide == 2) {
         *index = 2;
+        *threads = FT_ATTN_H48_FP32_G1_ATHREADS;
+        *smem = 49152;
+        return (const void *)ft_attn_async_h48_fp32_g1_s;
+    }
+    if (gq == 1 && wide == 3) {
+        *index = 3;
+        *threads = FT_ATTN_H48_FP32_G1_ATHREADS;
+        *smem = 49152;
+        return (const void *)ft_attn_async_h48_fp32_g1_tm_s;
+    }
+    if (gq == 4 && wide == 0) {
+        *index = 4;
         *threads = FT_ATTN_H48_FP32_G4_ATHREADS;
         *smem = FT_ATTN_H48_FP32_G4_ASMEM;
         return (const void *)ft_attn_async_h48_fp32_g4;
     }
     if (gq == 4 && wide == 1) {
-        *index = 3;
+        *index = 5;
         *threads = FT_ATTN_H48_FP32_G4_ATHREADS;
         *smem = FT_ATTN_H48_FP32_G4_ASMEM;
         return (const void *)ft_attn_async_h48_fp32_g4_tm;
@@ -2427,7 +3109,7 @@ static inline int ft_attn_cuda_group_h48_fp32(int gq)
  * per device (after raising the kernel's dynamic shared-memory limit to its stages). */
 static inline ft_status ft_attn_async_occupancy_h48_fp32(const char *fn, int gq, int wide, int *blocks)
 {
-    static int cache[4][64];
+    static int cache[8][64];
     int gi, threads, smem;
     const void *kernel = ft_attn_async_kernel_h48_fp32(gq, wide, &gi, &threads, &smem);
     if (kernel == NULL)
@@ -2463,7 +3145,7 @@ static inline ft_status ft_attn_async_occupancy_h48_fp32(const char *fn, int gq,
 static inline ft_status ft_attn_async_clusters_h48_fp32(const char *fn, int gq, int wide, int size, int solo,
                                                           int *clusters)
 {
-    static int cache[4][2][FT_ATTN_CLUSTER_SPLITS + 1][64];
+    static int cache[8][2][FT_ATTN_CLUSTER_SPLITS + 1][64];
     int gi, threads, smem;
     const void *kernel = ft_attn_async_kernel_h48_fp32(gq, wide, &gi, &threads, &smem);
     if (kernel == NULL || size < 1 || size > FT_ATTN_CLUSTER_SPLITS)
@@ -2575,6 +3257,18 @@ static inline ft_status ft_attn_plan_grid_h48_fp32(const char *fn, ft_attn_plan 
         p->wide = 1;
         p->tiled = 1;
     }
+    if (p->async && p->gq == 1 && p->splits == 1 && p->max_seq <= 256 && blocks > slots) {
+        /* one head a block, unsplit rows that the long form's stages hold at once (256
+         * steps), more row blocks than one wave of it: the short form, 3 blocks an SM, where
+         * the device holds more of it than of the long form (H100, fp16, ftbench device us,
+         * short / long: B256 H8 D64 L128 29.2 / 33.8, B256 H32 D128 L128 184.5 / 196.4;
+         * gen/ftgen.py has more, and longer rows) */
+        int per_sm = 0; /* also raises its shared-memory limit before its launch */
+        if ((st = ft_attn_async_occupancy_h48_fp32(fn, 1, p->wide + 2, &per_sm)) != FT_OK)
+            return st;
+        if ((int64_t)per_sm * sms > slots)
+            p->wide += 2;
+    }
     p->cmerge = 0;
     /* a head group on CUDA cores in one wave of one block an SM: each block alone on its SM */
     p->solo = p->async && ft_attn_cuda_group_h48_fp32(p->gq) && blocks * p->splits <= sms;
@@ -2626,7 +3320,7 @@ static inline ft_status ft_attn_launch_h48_fp32(const char *fn, ft_attn_kargs_h4
          * kernel's box of steps x 48 columns, as dense rows */
         int64_t rows, cols;
         ft_attn_tensor_view(k->layout, p->B, p->Hkv, p->L, 48, &rows, &cols);
-        const int swz = p->wide >= 2;
+        const int swz = 0; /* the tm and ts forms */
         unsigned box_rows = (unsigned)ft_attn_async_box_h48_fp32(p->gq);
         const unsigned box_cols = swz ? 64u : 48u;
         const CUtensorMapDataType type = CU_TENSOR_MAP_DATA_TYPE_FLOAT32;

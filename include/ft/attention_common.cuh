@@ -166,7 +166,8 @@ typedef struct ft_attn_plan {
     int cmerge;         /* its splits merge inside a cluster (2..FT_ATTN_CLUSTER_SPLITS splits) */
     int lmerge;         /* its splits merge in the block that ends last (split counters) */
     int wide;           /* the sm_90 kernel's form: 1-4 heads a block, 0 bulk copies, 1 tensor-map
-                           boxes (a strided cache); a tensor-core head group, 0 r4, 1 r8 (larger
+                           boxes (a strided cache), 2 and 3 those for short rows (one head, three
+                           blocks an SM); a tensor-core head group, 0 r4, 1 r8 (larger
                            copies), 2 tm (tensor maps), 3 ts (tm for short rows, two blocks an SM) */
     int tiled;          /* that form reads the cache through tensor maps (the launcher encodes them) */
     int solo;           /* launched with FT_ATTN_SOLO_SMEM of shared memory: one block an SM */
