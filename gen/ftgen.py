@@ -419,6 +419,17 @@ class AttentionFamily(Family):
                         mplans.append({"name": "ts", "NW": snw, "NT": (snw + 1) * 32, "R": stk, "KW": mkw, "TK": stk,
                                        "NS": sns, "CS": 0, "HALF": sstage // 2, "STAGE": sstage, "SMEM": ssmem,
                                        "MINB": sminb, "TM": 1, "BOX": box, "ROWS": mns * tk})
+                        # A fifth form, t3: ts with two stages, three blocks an SM (at D128 they
+                        # fill the 228 KB of an SM's shared memory to the byte), taken in place of
+                        # ts past the row blocks that ts's two an SM hold (H100, fp16, ftbench per call /
+                        # device us, t3 / ts, H32 Hkv8 D128: B256 L256 100.1-100.4 / 96.7 against
+                        # 105.7-106.6 / 100.4-100.9, B256 L128 68.7 / 65.3 against 78.0-78.3 /
+                        # 75.5-75.8, B128 H64 L256 60.0-60.3 / 55.7-55.8 against 69.9-70.7 /
+                        # 65.9-66.3, B64 L256 32.3-32.5 / 30.2-30.3 against 34.4-34.6 / 30.1-30.2; L384
+                        # the same, 145.8 / 142.2; within ts's one wave it left SMs idle: B32 L256
+                        # 19.7-19.8 / 17.6 against 19.4-19.5 / 15.0). MSHORT3=0 leaves it out.
+                        if tune.get("MSHORT3", 1) and sns > 2:
+                            mplans.append(dict(mplans[-1], name="t3", NS=2, SMEM=2 * sstage + 1024, MINB=3))
         # sm_90 kernels, launched as programmatic dependents: a split's first tile prefetched
         # into the L2 while the kernel before them ends (APF=0: not, for tuning runs)
         apf = tune.get("APF", 1)

@@ -453,6 +453,10 @@ static void attention_test(ft_test *t)
         cases[n++] = self_case(12, 48, 12, 300, FT_KV_BHLD, FT_ROPE_HALF, 0, 0, l21);
         const int l22[] = {199, 5, 0, 120, 199, 33, 64, 198, 1, 77, 150, 10};
         cases[n++] = self_case(12, 24, 12, 200, FT_KV_LBHD, FT_ROPE_NONE, 0, 0, l22);
+        /* head groups of 4 in more row blocks than two an SM fill on an H100, short rows: the
+         * t3 form at D128 (16-bit; two stages, three blocks an SM) */
+        const int l25[] = {199, 0, 64, 63, 17, 198, 1, 128, 127, 3, 100, 199, 150, 5, 190, 33};
+        cases[n++] = self_case(16, 72, 18, 200, FT_KV_BHLD, FT_ROPE_HALF, 0, 0, l25);
         /* one head a block, more row blocks than two an SM fill on an H100, short rows,
          * unsplit: the short-row forms (three blocks an SM) where the long form's stages hold
          * the rows (rows of up to three tiles; the tensor-map form through FT's cache) */

@@ -3053,7 +3053,7 @@ static __global__ void __launch_bounds__(256, 2) ft_attn_async_h256_bf16_g4_tm(f
 
 /* The sm_90 kernel for `gq` heads per block in form `wide` (1-4 heads: 0 bulk copies, 1
  * tensor-map boxes of a strided cache, 2 and 3 the same for short rows (one head); a head
- * group: 0 r4, 1 r8, 2 tm, 3 ts), its index among
+ * group: 0 r4, 1 r8, 2 tm, 3 ts, 4 t3), its index among
  * the generated ones, threads and dynamic shared memory; NULL where none was generated. */
 static inline const void *ft_attn_async_kernel_h256_bf16(int gq, int wide, int *index, int *threads, int *smem)
 {
@@ -3320,7 +3320,7 @@ static inline ft_status ft_attn_launch_h256_bf16(const char *fn, ft_attn_kargs_h
          * kernel's box of steps x 256 columns, as dense rows */
         int64_t rows, cols;
         ft_attn_tensor_view(k->layout, p->B, p->Hkv, p->L, 256, &rows, &cols);
-        const int swz = 0; /* the tm and ts forms */
+        const int swz = 0; /* the tm, ts and t3 forms */
         unsigned box_rows = (unsigned)ft_attn_async_box_h256_bf16(p->gq);
         const unsigned box_cols = swz ? 64u : 256u;
         const CUtensorMapDataType type = CU_TENSOR_MAP_DATA_TYPE_BFLOAT16;
