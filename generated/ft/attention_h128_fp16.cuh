@@ -5659,7 +5659,7 @@ static inline ft_status ft_attn_launch_h128_fp16(const char *fn, ft_attn_kargs_h
         const int swz = p->gq == FT_ATTN_H128_FP16_MGQ && p->wide >= 2; /* the tm, ts and t3 forms */
         unsigned box_rows = (unsigned)ft_attn_async_box_h128_fp16(p->gq);
         if (swz)
-            box_rows = p->wide == 4 ? FT_ATTN_H128_FP16_MT3_BOX : p->wide == 3 ? FT_ATTN_H128_FP16_MTS_BOX : FT_ATTN_H128_FP16_MTM_BOX;
+            box_rows = FT_ATTN_H128_FP16_MTM_BOX; /* the ts and t3 forms read the tm form's boxes */
         const unsigned box_cols = swz ? 64u : 128u;
         const CUtensorMapDataType type = CU_TENSOR_MAP_DATA_TYPE_FLOAT16;
         if ((st = ft_tensor_map_2d(fn, &tmk, k->k_cache, type, (uint64_t)cols, (uint64_t)rows, (uint64_t)cols * 2,

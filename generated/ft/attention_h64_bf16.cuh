@@ -4729,7 +4729,7 @@ static inline ft_status ft_attn_launch_h64_bf16(const char *fn, ft_attn_kargs_h6
         const int swz = p->gq == FT_ATTN_H64_BF16_MGQ && p->wide >= 2; /* the tm, ts and t3 forms */
         unsigned box_rows = (unsigned)ft_attn_async_box_h64_bf16(p->gq);
         if (swz)
-            box_rows = FT_ATTN_H64_BF16_MTM_BOX;
+            box_rows = FT_ATTN_H64_BF16_MTM_BOX; /* the ts and t3 forms read the tm form's boxes */
         const unsigned box_cols = swz ? 64u : 64u;
         const CUtensorMapDataType type = CU_TENSOR_MAP_DATA_TYPE_BFLOAT16;
         if ((st = ft_tensor_map_2d(fn, &tmk, k->k_cache, type, (uint64_t)cols, (uint64_t)rows, (uint64_t)cols * 2,
