@@ -11,8 +11,9 @@
  *   the last tile's rows done, out of the loop, every consumer warp past it, the warps'
  *   partials in shared memory, the block's partials written, counted in (split counters),
  *   loop done (consumers merged; with split counters, the last block's merge included), end
- *   (after the cluster merge, if any). The last seven are stamped by the one-to-four-head
- *   kernel only.
+ *   (after the cluster merge, if any). The one-to-four-head kernel stamps all of them, the
+ *   tensor-core kernel all but every-consumer-past-the-loop. Then, per block, the time
+ *   from each of those stamps to the next: where a block's own time goes.
  *
  *   bash bench/attn_stamps.sh 128 fp16 && build/stamps/attn_stamps 8 32 8 4096 [splits] [-p|-m] [-k] [-v]
  *   (B, H, Hkv, L; splits 0 = automatic; -p: an event recorded between the calls, as in
@@ -210,6 +211,27 @@ int main(int argc, char **argv)
             if (has(i, r.slot))
                 v.push_back(us(i, r.slot));
         summary(r.name, v);
+    }
+    /* where a block's own time goes: per block, the us from each of its consumers' stamps to
+     * the next one the kernel has (in the order above, from the wait's release; the producer's
+     * two left out), then their spread over the blocks */
+    const size_t nrows = sizeof rows / sizeof rows[0];
+    auto chained = [&](size_t j) { return rows[j].slot != 11 && rows[j].slot != 12 && has(0, rows[j].slot); };
+    printf("  per block, from one stamp to the next (us):\n");
+    for (size_t k = 1; k + 1 < nrows; k++) {
+        std::vector<double> v;
+        char name[64];
+        int next = -1;
+        for (size_t j = k + 1; j < nrows && next < 0; j++)
+            if (chained(j))
+                next = (int)j;
+        if (!chained(k) || next < 0)
+            continue;
+        for (int i = 0; i < nb; i++)
+            if (has(i, rows[k].slot) && has(i, rows[next].slot))
+                v.push_back(us(i, rows[next].slot) - us(i, rows[k].slot));
+        snprintf(name, sizeof name, "-> %s", rows[next].name);
+        summary(name, v);
     }
     /* the combine kernel's blocks (the workspace path), if this call ran one */
     std::vector<unsigned long long> cs(3 << 13);
