@@ -2282,9 +2282,16 @@ static __global__ void __launch_bounds__(160, 1) ft_attn_mma_r4_h112_bf16(ft_att
                             if (r0 + (2 * tq + (e & 1)) / J * R + q * J + (2 * tq + (e & 1)) % J >= n)
                                 sc[q][e] = -INFINITY;
                 /* online softmax in the exp2 domain (q carries scale * log2 e); the four lanes of
-                 * a row hold its KW steps between them */
+                 * a row hold its KW steps between them. Rows 8-15 (h = 1) hold heads only where
+                 * the block has more than 8: else their weights are zeros, and no time goes to them. */
 #pragma unroll
                 for (int h = 0; h < 2; h++) {
+                    if (h == 1 && ng <= 8) {
+#pragma unroll
+                        for (int q = 0; q < 4; q++)
+                            sc[q][2] = sc[q][3] = 0.0f;
+                        break;
+                    }
                     float mx = fmaxf(sc[0][2 * h], sc[0][2 * h + 1]);
 #pragma unroll
                     for (int q = 1; q < 4; q++)
@@ -2338,46 +2345,67 @@ static __global__ void __launch_bounds__(160, 1) ft_attn_mma_r4_h112_bf16(ft_att
             l[h] += __shfl_xor_sync(0xffffffffu, l[h], 2);
         }
         ft_named_sync(1, NTC); /* every consumer is past its last stage */
+        /* the rows of the block's heads only (ng of the 16) */
 #pragma unroll
-        for (int j = 0; j < D / 8; j++)
+        for (int h = 0; h < 2; h++)
+            if (g + 8 * h < ng)
 #pragma unroll
-            for (int h = 0; h < 2; h++)
-                *(float2 *)&red[(warp * GQ + g + 8 * h) * D + j * 8 + 2 * tq] = make_float2(o[j][2 * h], o[j][2 * h + 1]);
+                for (int j = 0; j < D / 8; j++)
+                    *(float2 *)&red[(warp * GQ + g + 8 * h) * D + j * 8 + 2 * tq] = make_float2(o[j][2 * h], o[j][2 * h + 1]);
         if (tq == 0)
 #pragma unroll
             for (int h = 0; h < 2; h++)
                 ml_s[warp][g + 8 * h] = make_float2(m[h], l[h]);
         ft_named_sync(1, NTC);
-        for (int i = tid; i < ng * D; i += NTC) {
+        /* four consecutive elements of a head a thread (D % 4 == 0; where the block's heads
+         * take more than one round of its threads): the warps' weights once for the four, and
+         * a quarter of the dependent rounds. The tensor-core kernel's 2 warps x 4 heads at
+         * D128 took 8 rounds of 64 threads, 1.5 us of a short row's 12.7 on the H100
+         * (bench/attn_stamps), 0.7 us so; with its partials written for the block's heads only
+         * and no softmax on empty rows, ftbench device us, fp16 H32 Hkv8 D128, t3 so / before:
+         * B256 L128 60.6 / 65.6, B256 L256 95.9 / 97.6, B128 H64 L256 52.1 / 58.8; ts, B32
+         * L256: 13.9 / 15.1. In one round (one head a block) it is not faster: B256 H8 D64
+         * L128 29.6 / 29.4. */
+        for (int i = 4 * tid; i < ng * D; i += 4 * NTC) {
             const int g = i / D, d = i % D;
             float M = -INFINITY;
 #pragma unroll
             for (int w = 0; w < NW; w++)
                 if (ml_s[w][g].y > 0.0f)
                     M = fmaxf(M, ml_s[w][g].x);
-            float num = 0.0f, den = 0.0f;
+            float num[4] = {0.0f, 0.0f, 0.0f, 0.0f}, den = 0.0f;
 #pragma unroll
             for (int w = 0; w < NW; w++) {
                 const float2 ml = ml_s[w][g];
                 if (ml.y > 0.0f) { /* a warp without rows drops out */
                     const float wt = ft_exp2_approx(ml.x - M);
-                    num += red[(w * GQ + g) * D + d] * wt;
+                    const float4 r = *(const float4 *)&red[(w * GQ + g) * D + d];
+                    num[0] += r.x * wt;
+                    num[1] += r.y * wt;
+                    num[2] += r.z * wt;
+                    num[3] += r.w * wt;
                     den += ml.y * wt;
                 }
             }
             const int64_t row = (int64_t)b * a.H + h0 + g;
             if (a.splits == 1) {
-                a.out[row * D + d] = ft_from_float_bf16(num / den);
+#pragma unroll
+                for (int e = 0; e < 4; e++)
+                    a.out[row * D + d + e] = ft_from_float_bf16(num[e] / den);
             } else if (a.cmerge) {
-                red[NW * GQ * D + i] = num; /* read by the cluster's blocks below */
+                /* read by the cluster's blocks below */
+                *(float4 *)&red[NW * GQ * D + i] = make_float4(num[0], num[1], num[2], num[3]);
                 if (d == 0)
                     blk_ml[g] = make_float2(M, den);
             } else {
-                a.ws[((int64_t)split * a.B * a.H + row) * D + d] = num;
+#pragma unroll
+                for (int e = 0; e < 4; e++)
+                    a.ws[((int64_t)split * a.B * a.H + row) * D + d + e] = num[e];
                 if (d == 0) /* an empty split leaves (-inf, 0): the combine kernel drops it */
                     a.ws_ml[(int64_t)split * a.B * a.H + row] = make_float2(M, den);
             }
         }
+
     if (a.counters != NULL) {
             __shared__ int ft_last;
             ft_named_sync(1, NTC); /* every thread's partials are written before the block is counted in */
@@ -2723,9 +2751,16 @@ static __global__ void __launch_bounds__(160, 1) ft_attn_mma_r8_h112_bf16(ft_att
                             if (r0 + (2 * tq + (e & 1)) / J * R + q * J + (2 * tq + (e & 1)) % J >= n)
                                 sc[q][e] = -INFINITY;
                 /* online softmax in the exp2 domain (q carries scale * log2 e); the four lanes of
-                 * a row hold its KW steps between them */
+                 * a row hold its KW steps between them. Rows 8-15 (h = 1) hold heads only where
+                 * the block has more than 8: else their weights are zeros, and no time goes to them. */
 #pragma unroll
                 for (int h = 0; h < 2; h++) {
+                    if (h == 1 && ng <= 8) {
+#pragma unroll
+                        for (int q = 0; q < 4; q++)
+                            sc[q][2] = sc[q][3] = 0.0f;
+                        break;
+                    }
                     float mx = fmaxf(sc[0][2 * h], sc[0][2 * h + 1]);
 #pragma unroll
                     for (int q = 1; q < 4; q++)
@@ -2779,46 +2814,67 @@ static __global__ void __launch_bounds__(160, 1) ft_attn_mma_r8_h112_bf16(ft_att
             l[h] += __shfl_xor_sync(0xffffffffu, l[h], 2);
         }
         ft_named_sync(1, NTC); /* every consumer is past its last stage */
+        /* the rows of the block's heads only (ng of the 16) */
 #pragma unroll
-        for (int j = 0; j < D / 8; j++)
+        for (int h = 0; h < 2; h++)
+            if (g + 8 * h < ng)
 #pragma unroll
-            for (int h = 0; h < 2; h++)
-                *(float2 *)&red[(warp * GQ + g + 8 * h) * D + j * 8 + 2 * tq] = make_float2(o[j][2 * h], o[j][2 * h + 1]);
+                for (int j = 0; j < D / 8; j++)
+                    *(float2 *)&red[(warp * GQ + g + 8 * h) * D + j * 8 + 2 * tq] = make_float2(o[j][2 * h], o[j][2 * h + 1]);
         if (tq == 0)
 #pragma unroll
             for (int h = 0; h < 2; h++)
                 ml_s[warp][g + 8 * h] = make_float2(m[h], l[h]);
         ft_named_sync(1, NTC);
-        for (int i = tid; i < ng * D; i += NTC) {
+        /* four consecutive elements of a head a thread (D % 4 == 0; where the block's heads
+         * take more than one round of its threads): the warps' weights once for the four, and
+         * a quarter of the dependent rounds. The tensor-core kernel's 2 warps x 4 heads at
+         * D128 took 8 rounds of 64 threads, 1.5 us of a short row's 12.7 on the H100
+         * (bench/attn_stamps), 0.7 us so; with its partials written for the block's heads only
+         * and no softmax on empty rows, ftbench device us, fp16 H32 Hkv8 D128, t3 so / before:
+         * B256 L128 60.6 / 65.6, B256 L256 95.9 / 97.6, B128 H64 L256 52.1 / 58.8; ts, B32
+         * L256: 13.9 / 15.1. In one round (one head a block) it is not faster: B256 H8 D64
+         * L128 29.6 / 29.4. */
+        for (int i = 4 * tid; i < ng * D; i += 4 * NTC) {
             const int g = i / D, d = i % D;
             float M = -INFINITY;
 #pragma unroll
             for (int w = 0; w < NW; w++)
                 if (ml_s[w][g].y > 0.0f)
                     M = fmaxf(M, ml_s[w][g].x);
-            float num = 0.0f, den = 0.0f;
+            float num[4] = {0.0f, 0.0f, 0.0f, 0.0f}, den = 0.0f;
 #pragma unroll
             for (int w = 0; w < NW; w++) {
                 const float2 ml = ml_s[w][g];
                 if (ml.y > 0.0f) { /* a warp without rows drops out */
                     const float wt = ft_exp2_approx(ml.x - M);
-                    num += red[(w * GQ + g) * D + d] * wt;
+                    const float4 r = *(const float4 *)&red[(w * GQ + g) * D + d];
+                    num[0] += r.x * wt;
+                    num[1] += r.y * wt;
+                    num[2] += r.z * wt;
+                    num[3] += r.w * wt;
                     den += ml.y * wt;
                 }
             }
             const int64_t row = (int64_t)b * a.H + h0 + g;
             if (a.splits == 1) {
-                a.out[row * D + d] = ft_from_float_bf16(num / den);
+#pragma unroll
+                for (int e = 0; e < 4; e++)
+                    a.out[row * D + d + e] = ft_from_float_bf16(num[e] / den);
             } else if (a.cmerge) {
-                red[NW * GQ * D + i] = num; /* read by the cluster's blocks below */
+                /* read by the cluster's blocks below */
+                *(float4 *)&red[NW * GQ * D + i] = make_float4(num[0], num[1], num[2], num[3]);
                 if (d == 0)
                     blk_ml[g] = make_float2(M, den);
             } else {
-                a.ws[((int64_t)split * a.B * a.H + row) * D + d] = num;
+#pragma unroll
+                for (int e = 0; e < 4; e++)
+                    a.ws[((int64_t)split * a.B * a.H + row) * D + d + e] = num[e];
                 if (d == 0) /* an empty split leaves (-inf, 0): the combine kernel drops it */
                     a.ws_ml[(int64_t)split * a.B * a.H + row] = make_float2(M, den);
             }
         }
+
     if (a.counters != NULL) {
             __shared__ int ft_last;
             ft_named_sync(1, NTC); /* every thread's partials are written before the block is counted in */

@@ -2635,36 +2635,55 @@ static __global__ void __launch_bounds__(256, 2) ft_attn_async_h128_fp32_g4(ft_a
             for (int g = 0; g < GQ; g++)
                 ml_s[warp][g] = make_float2(m[g], l[g]);
         ft_named_sync(1, NTC);
-        for (int i = tid; i < ng * D; i += NTC) {
+        /* four consecutive elements of a head a thread (D % 4 == 0; where the block's heads
+         * take more than one round of its threads): the warps' weights once for the four, and
+         * a quarter of the dependent rounds. The tensor-core kernel's 2 warps x 4 heads at
+         * D128 took 8 rounds of 64 threads, 1.5 us of a short row's 12.7 on the H100
+         * (bench/attn_stamps), 0.7 us so; with its partials written for the block's heads only
+         * and no softmax on empty rows, ftbench device us, fp16 H32 Hkv8 D128, t3 so / before:
+         * B256 L128 60.6 / 65.6, B256 L256 95.9 / 97.6, B128 H64 L256 52.1 / 58.8; ts, B32
+         * L256: 13.9 / 15.1. In one round (one head a block) it is not faster: B256 H8 D64
+         * L128 29.6 / 29.4. */
+        for (int i = 4 * tid; i < ng * D; i += 4 * NTC) {
             const int g = i / D, d = i % D;
             float M = -INFINITY;
 #pragma unroll
             for (int w = 0; w < NW; w++)
                 if (ml_s[w][g].y > 0.0f)
                     M = fmaxf(M, ml_s[w][g].x);
-            float num = 0.0f, den = 0.0f;
+            float num[4] = {0.0f, 0.0f, 0.0f, 0.0f}, den = 0.0f;
 #pragma unroll
             for (int w = 0; w < NW; w++) {
                 const float2 ml = ml_s[w][g];
                 if (ml.y > 0.0f) { /* a warp without rows drops out */
                     const float wt = ft_exp2_approx(ml.x - M);
-                    num += red[(w * GQ + g) * D + d] * wt;
+                    const float4 r = *(const float4 *)&red[(w * GQ + g) * D + d];
+                    num[0] += r.x * wt;
+                    num[1] += r.y * wt;
+                    num[2] += r.z * wt;
+                    num[3] += r.w * wt;
                     den += ml.y * wt;
                 }
             }
             const int64_t row = (int64_t)b * a.H + h0 + g;
             if (a.splits == 1) {
-                a.out[row * D + d] = ft_from_float_fp32(num / den);
+#pragma unroll
+                for (int e = 0; e < 4; e++)
+                    a.out[row * D + d + e] = ft_from_float_fp32(num[e] / den);
             } else if (a.cmerge) {
-                red[NW * GQ * D + i] = num; /* read by the cluster's blocks below */
+                /* read by the cluster's blocks below */
+                *(float4 *)&red[NW * GQ * D + i] = make_float4(num[0], num[1], num[2], num[3]);
                 if (d == 0)
                     blk_ml[g] = make_float2(M, den);
             } else {
-                a.ws[((int64_t)split * a.B * a.H + row) * D + d] = num;
+#pragma unroll
+                for (int e = 0; e < 4; e++)
+                    a.ws[((int64_t)split * a.B * a.H + row) * D + d + e] = num[e];
                 if (d == 0) /* an empty split leaves (-inf, 0): the combine kernel drops it */
                     a.ws_ml[(int64_t)split * a.B * a.H + row] = make_float2(M, den);
             }
         }
+
     if (a.counters != NULL) {
             __shared__ int ft_last;
             ft_named_sync(1, NTC); /* every thread's partials are written before the block is counted in */
@@ -2965,36 +2984,55 @@ static __global__ void __launch_bounds__(256, 2) ft_attn_async_h128_fp32_g4_tm(f
             for (int g = 0; g < GQ; g++)
                 ml_s[warp][g] = make_float2(m[g], l[g]);
         ft_named_sync(1, NTC);
-        for (int i = tid; i < ng * D; i += NTC) {
+        /* four consecutive elements of a head a thread (D % 4 == 0; where the block's heads
+         * take more than one round of its threads): the warps' weights once for the four, and
+         * a quarter of the dependent rounds. The tensor-core kernel's 2 warps x 4 heads at
+         * D128 took 8 rounds of 64 threads, 1.5 us of a short row's 12.7 on the H100
+         * (bench/attn_stamps), 0.7 us so; with its partials written for the block's heads only
+         * and no softmax on empty rows, ftbench device us, fp16 H32 Hkv8 D128, t3 so / before:
+         * B256 L128 60.6 / 65.6, B256 L256 95.9 / 97.6, B128 H64 L256 52.1 / 58.8; ts, B32
+         * L256: 13.9 / 15.1. In one round (one head a block) it is not faster: B256 H8 D64
+         * L128 29.6 / 29.4. */
+        for (int i = 4 * tid; i < ng * D; i += 4 * NTC) {
             const int g = i / D, d = i % D;
             float M = -INFINITY;
 #pragma unroll
             for (int w = 0; w < NW; w++)
                 if (ml_s[w][g].y > 0.0f)
                     M = fmaxf(M, ml_s[w][g].x);
-            float num = 0.0f, den = 0.0f;
+            float num[4] = {0.0f, 0.0f, 0.0f, 0.0f}, den = 0.0f;
 #pragma unroll
             for (int w = 0; w < NW; w++) {
                 const float2 ml = ml_s[w][g];
                 if (ml.y > 0.0f) { /* a warp without rows drops out */
                     const float wt = ft_exp2_approx(ml.x - M);
-                    num += red[(w * GQ + g) * D + d] * wt;
+                    const float4 r = *(const float4 *)&red[(w * GQ + g) * D + d];
+                    num[0] += r.x * wt;
+                    num[1] += r.y * wt;
+                    num[2] += r.z * wt;
+                    num[3] += r.w * wt;
                     den += ml.y * wt;
                 }
             }
             const int64_t row = (int64_t)b * a.H + h0 + g;
             if (a.splits == 1) {
-                a.out[row * D + d] = ft_from_float_fp32(num / den);
+#pragma unroll
+                for (int e = 0; e < 4; e++)
+                    a.out[row * D + d + e] = ft_from_float_fp32(num[e] / den);
             } else if (a.cmerge) {
-                red[NW * GQ * D + i] = num; /* read by the cluster's blocks below */
+                /* read by the cluster's blocks below */
+                *(float4 *)&red[NW * GQ * D + i] = make_float4(num[0], num[1], num[2], num[3]);
                 if (d == 0)
                     blk_ml[g] = make_float2(M, den);
             } else {
-                a.ws[((int64_t)split * a.B * a.H + row) * D + d] = num;
+#pragma unroll
+                for (int e = 0; e < 4; e++)
+                    a.ws[((int64_t)split * a.B * a.H + row) * D + d + e] = num[e];
                 if (d == 0) /* an empty split leaves (-inf, 0): the combine kernel drops it */
                     a.ws_ml[(int64_t)split * a.B * a.H + row] = make_float2(M, den);
             }
         }
+
     if (a.counters != NULL) {
             __shared__ int ft_last;
             ft_named_sync(1, NTC); /* every thread's partials are written before the block is counted in */
