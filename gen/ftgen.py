@@ -345,10 +345,15 @@ class AttentionFamily(Family):
             mnw = tune.get("MNW", 4)
             mkw = 32  # steps of a warp in a stage: 4 key n-tiles
 
+            def static_smem(nw):
+                """Static shared memory of a block of `nw` consumer warps (q, the new k and v,
+                the warps' maxima and sums, the barriers)."""
+                return 16 * D * 4 + 2 * D * 4 + 2 * row + 16 * (nw + 1) * 8 + 256
+
             def stage_plan(stage, align, nw=mnw):
                 """Stages, blocks per SM and dynamic shared memory of a form whose stages are
                 `stage` bytes, `align` more to start them on a boundary, `nw` consumer warps."""
-                static = 16 * D * 4 + 2 * D * 4 + 2 * row + 16 * (nw + 1) * 8 + 256
+                static = static_smem(nw)
                 mns = max(2, min(4, (96 * 1024) // stage))
                 mminb = 2 if 2 * (mns * stage + align + static + 1024) <= 228 * 1024 else 1
                 if mminb == 1:
@@ -430,6 +435,16 @@ class AttentionFamily(Family):
                         # 19.7-19.8 / 17.6 against 19.4-19.5 / 15.0). MSHORT3=0 leaves it out.
                         if tune.get("MSHORT3", 1) and sns > 2:
                             mplans.append(dict(mplans[-1], name="t3", NS=2, SMEM=2 * sstage + 1024, MINB=3))
+                # Where the tm form itself runs two blocks an SM (D64), t3 is the tm form in two
+                # stages, three blocks an SM, taken unsplit for rows of at most tm's NS x TK steps
+                # where its blocks take fewer waves than tm's (H100, fp16, ftbench device us, t3 /
+                # tm: H16 Hkv4 B256 L256 30.7 / 32.9, L128 21.0 / 22.7, L384 37.1 / 39.7, B96 L256
+                # 11.5 / 15.2; H32 Hkv8 B256 L256 51.4 / 56.6; pairs, H16 Hkv8 B256 L256 49.1 /
+                # 50.3; in as many waves it lost, B128 H16 Hkv4 L256 18.6 / 17.2). MSHORT3=0 leaves
+                # it out.
+                elif mminb == 2 and mns > 2 and tune.get("MSHORT3", 1):
+                    if 3 * (2 * stage + 1024 + static_smem(mnw) + 1024) <= 228 * 1024:
+                        mplans.append(dict(mplans[-1], name="t3", NS=2, SMEM=2 * stage + 1024, MINB=3, ROWS=mns * tk))
         # sm_90 kernels, launched as programmatic dependents: a split's first tile prefetched
         # into the L2 while the kernel before them ends (APF=0: not, for tuning runs)
         apf = tune.get("APF", 1)

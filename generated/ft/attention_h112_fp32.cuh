@@ -1223,25 +1223,30 @@ static __global__ void __launch_bounds__(288, 2) ft_attn_async_h112_fp32_g1(ft_a
             for (int w = 0; w < NW; w++)
                 if (ml_s[w][g].y > 0.0f)
                     M = fmaxf(M, ml_s[w][g].x);
-            float num = 0.0f, den = 0.0f;
+            float num[1] = {0.0f}, den = 0.0f;
 #pragma unroll
             for (int w = 0; w < NW; w++) {
                 const float2 ml = ml_s[w][g];
                 if (ml.y > 0.0f) { /* a warp without rows drops out */
                     const float wt = ft_exp2_approx(ml.x - M);
-                    num += red[(w * GQ + g) * D + d] * wt;
+                    num[0] += red[(w * GQ + g) * D + d] * wt;
                     den += ml.y * wt;
                 }
             }
             const int64_t row = (int64_t)b * a.H + h0 + g;
             if (a.splits == 1) {
-                a.out[row * D + d] = ft_from_float_fp32(num / den);
+#pragma unroll
+                for (int e = 0; e < 1; e++)
+                    a.out[row * D + d + e] = ft_from_float_fp32(num[e] / den);
             } else if (a.cmerge) {
-                red[NW * GQ * D + i] = num; /* read by the cluster's blocks below */
+                /* read by the cluster's blocks below */
+                red[NW * GQ * D + i] = num[0];
                 if (d == 0)
                     blk_ml[g] = make_float2(M, den);
             } else {
-                a.ws[((int64_t)split * a.B * a.H + row) * D + d] = num;
+#pragma unroll
+                for (int e = 0; e < 1; e++)
+                    a.ws[((int64_t)split * a.B * a.H + row) * D + d + e] = num[e];
                 if (d == 0) /* an empty split leaves (-inf, 0): the combine kernel drops it */
                     a.ws_ml[(int64_t)split * a.B * a.H + row] = make_float2(M, den);
             }
@@ -1553,25 +1558,30 @@ static __global__ void __launch_bounds__(288, 2) ft_attn_async_h112_fp32_g1_tm(f
             for (int w = 0; w < NW; w++)
                 if (ml_s[w][g].y > 0.0f)
                     M = fmaxf(M, ml_s[w][g].x);
-            float num = 0.0f, den = 0.0f;
+            float num[1] = {0.0f}, den = 0.0f;
 #pragma unroll
             for (int w = 0; w < NW; w++) {
                 const float2 ml = ml_s[w][g];
                 if (ml.y > 0.0f) { /* a warp without rows drops out */
                     const float wt = ft_exp2_approx(ml.x - M);
-                    num += red[(w * GQ + g) * D + d] * wt;
+                    num[0] += red[(w * GQ + g) * D + d] * wt;
                     den += ml.y * wt;
                 }
             }
             const int64_t row = (int64_t)b * a.H + h0 + g;
             if (a.splits == 1) {
-                a.out[row * D + d] = ft_from_float_fp32(num / den);
+#pragma unroll
+                for (int e = 0; e < 1; e++)
+                    a.out[row * D + d + e] = ft_from_float_fp32(num[e] / den);
             } else if (a.cmerge) {
-                red[NW * GQ * D + i] = num; /* read by the cluster's blocks below */
+                /* read by the cluster's blocks below */
+                red[NW * GQ * D + i] = num[0];
                 if (d == 0)
                     blk_ml[g] = make_float2(M, den);
             } else {
-                a.ws[((int64_t)split * a.B * a.H + row) * D + d] = num;
+#pragma unroll
+                for (int e = 0; e < 1; e++)
+                    a.ws[((int64_t)split * a.B * a.H + row) * D + d + e] = num[e];
                 if (d == 0) /* an empty split leaves (-inf, 0): the combine kernel drops it */
                     a.ws_ml[(int64_t)split * a.B * a.H + row] = make_float2(M, den);
             }
@@ -1893,25 +1903,30 @@ static __global__ void __launch_bounds__(288, 3) ft_attn_async_h112_fp32_g1_s(ft
             for (int w = 0; w < NW; w++)
                 if (ml_s[w][g].y > 0.0f)
                     M = fmaxf(M, ml_s[w][g].x);
-            float num = 0.0f, den = 0.0f;
+            float num[1] = {0.0f}, den = 0.0f;
 #pragma unroll
             for (int w = 0; w < NW; w++) {
                 const float2 ml = ml_s[w][g];
                 if (ml.y > 0.0f) { /* a warp without rows drops out */
                     const float wt = ft_exp2_approx(ml.x - M);
-                    num += red[(w * GQ + g) * D + d] * wt;
+                    num[0] += red[(w * GQ + g) * D + d] * wt;
                     den += ml.y * wt;
                 }
             }
             const int64_t row = (int64_t)b * a.H + h0 + g;
             if (a.splits == 1) {
-                a.out[row * D + d] = ft_from_float_fp32(num / den);
+#pragma unroll
+                for (int e = 0; e < 1; e++)
+                    a.out[row * D + d + e] = ft_from_float_fp32(num[e] / den);
             } else if (a.cmerge) {
-                red[NW * GQ * D + i] = num; /* read by the cluster's blocks below */
+                /* read by the cluster's blocks below */
+                red[NW * GQ * D + i] = num[0];
                 if (d == 0)
                     blk_ml[g] = make_float2(M, den);
             } else {
-                a.ws[((int64_t)split * a.B * a.H + row) * D + d] = num;
+#pragma unroll
+                for (int e = 0; e < 1; e++)
+                    a.ws[((int64_t)split * a.B * a.H + row) * D + d + e] = num[e];
                 if (d == 0) /* an empty split leaves (-inf, 0): the combine kernel drops it */
                     a.ws_ml[(int64_t)split * a.B * a.H + row] = make_float2(M, den);
             }
@@ -2222,25 +2237,30 @@ static __global__ void __launch_bounds__(288, 3) ft_attn_async_h112_fp32_g1_tm_s
             for (int w = 0; w < NW; w++)
                 if (ml_s[w][g].y > 0.0f)
                     M = fmaxf(M, ml_s[w][g].x);
-            float num = 0.0f, den = 0.0f;
+            float num[1] = {0.0f}, den = 0.0f;
 #pragma unroll
             for (int w = 0; w < NW; w++) {
                 const float2 ml = ml_s[w][g];
                 if (ml.y > 0.0f) { /* a warp without rows drops out */
                     const float wt = ft_exp2_approx(ml.x - M);
-                    num += red[(w * GQ + g) * D + d] * wt;
+                    num[0] += red[(w * GQ + g) * D + d] * wt;
                     den += ml.y * wt;
                 }
             }
             const int64_t row = (int64_t)b * a.H + h0 + g;
             if (a.splits == 1) {
-                a.out[row * D + d] = ft_from_float_fp32(num / den);
+#pragma unroll
+                for (int e = 0; e < 1; e++)
+                    a.out[row * D + d + e] = ft_from_float_fp32(num[e] / den);
             } else if (a.cmerge) {
-                red[NW * GQ * D + i] = num; /* read by the cluster's blocks below */
+                /* read by the cluster's blocks below */
+                red[NW * GQ * D + i] = num[0];
                 if (d == 0)
                     blk_ml[g] = make_float2(M, den);
             } else {
-                a.ws[((int64_t)split * a.B * a.H + row) * D + d] = num;
+#pragma unroll
+                for (int e = 0; e < 1; e++)
+                    a.ws[((int64_t)split * a.B * a.H + row) * D + d + e] = num[e];
                 if (d == 0) /* an empty split leaves (-inf, 0): the combine kernel drops it */
                     a.ws_ml[(int64_t)split * a.B * a.H + row] = make_float2(M, den);
             }
@@ -2642,25 +2662,30 @@ static __global__ void __launch_bounds__(256, 2) ft_attn_async_h112_fp32_g2(ft_a
             for (int w = 0; w < NW; w++)
                 if (ml_s[w][g].y > 0.0f)
                     M = fmaxf(M, ml_s[w][g].x);
-            float num = 0.0f, den = 0.0f;
+            float num[1] = {0.0f}, den = 0.0f;
 #pragma unroll
             for (int w = 0; w < NW; w++) {
                 const float2 ml = ml_s[w][g];
                 if (ml.y > 0.0f) { /* a warp without rows drops out */
                     const float wt = ft_exp2_approx(ml.x - M);
-                    num += red[(w * GQ + g) * D + d] * wt;
+                    num[0] += red[(w * GQ + g) * D + d] * wt;
                     den += ml.y * wt;
                 }
             }
             const int64_t row = (int64_t)b * a.H + h0 + g;
             if (a.splits == 1) {
-                a.out[row * D + d] = ft_from_float_fp32(num / den);
+#pragma unroll
+                for (int e = 0; e < 1; e++)
+                    a.out[row * D + d + e] = ft_from_float_fp32(num[e] / den);
             } else if (a.cmerge) {
-                red[NW * GQ * D + i] = num; /* read by the cluster's blocks below */
+                /* read by the cluster's blocks below */
+                red[NW * GQ * D + i] = num[0];
                 if (d == 0)
                     blk_ml[g] = make_float2(M, den);
             } else {
-                a.ws[((int64_t)split * a.B * a.H + row) * D + d] = num;
+#pragma unroll
+                for (int e = 0; e < 1; e++)
+                    a.ws[((int64_t)split * a.B * a.H + row) * D + d + e] = num[e];
                 if (d == 0) /* an empty split leaves (-inf, 0): the combine kernel drops it */
                     a.ws_ml[(int64_t)split * a.B * a.H + row] = make_float2(M, den);
             }
@@ -2972,25 +2997,30 @@ static __global__ void __launch_bounds__(256, 2) ft_attn_async_h112_fp32_g2_tm(f
             for (int w = 0; w < NW; w++)
                 if (ml_s[w][g].y > 0.0f)
                     M = fmaxf(M, ml_s[w][g].x);
-            float num = 0.0f, den = 0.0f;
+            float num[1] = {0.0f}, den = 0.0f;
 #pragma unroll
             for (int w = 0; w < NW; w++) {
                 const float2 ml = ml_s[w][g];
                 if (ml.y > 0.0f) { /* a warp without rows drops out */
                     const float wt = ft_exp2_approx(ml.x - M);
-                    num += red[(w * GQ + g) * D + d] * wt;
+                    num[0] += red[(w * GQ + g) * D + d] * wt;
                     den += ml.y * wt;
                 }
             }
             const int64_t row = (int64_t)b * a.H + h0 + g;
             if (a.splits == 1) {
-                a.out[row * D + d] = ft_from_float_fp32(num / den);
+#pragma unroll
+                for (int e = 0; e < 1; e++)
+                    a.out[row * D + d + e] = ft_from_float_fp32(num[e] / den);
             } else if (a.cmerge) {
-                red[NW * GQ * D + i] = num; /* read by the cluster's blocks below */
+                /* read by the cluster's blocks below */
+                red[NW * GQ * D + i] = num[0];
                 if (d == 0)
                     blk_ml[g] = make_float2(M, den);
             } else {
-                a.ws[((int64_t)split * a.B * a.H + row) * D + d] = num;
+#pragma unroll
+                for (int e = 0; e < 1; e++)
+                    a.ws[((int64_t)split * a.B * a.H + row) * D + d + e] = num[e];
                 if (d == 0) /* an empty split leaves (-inf, 0): the combine kernel drops it */
                     a.ws_ml[(int64_t)split * a.B * a.H + row] = make_float2(M, den);
             }
@@ -3053,7 +3083,7 @@ static __global__ void __launch_bounds__(256, 2) ft_attn_async_h112_fp32_g2_tm(f
 
 /* The sm_90 kernel for `gq` heads per block in form `wide` (1-4 heads: 0 bulk copies, 1
  * tensor-map boxes of a strided cache, 2 and 3 the same for short rows (one head); a head
- * group: 0 r4, 1 r8, 2 tm, 3 ts, 4 t3), its index among
+ * group: 0 r4, 1 r8, 2 tm, then ts and t3 where generated), its index among
  * the generated ones, threads and dynamic shared memory; NULL where none was generated. */
 static inline const void *ft_attn_async_kernel_h112_fp32(int gq, int wide, int *index, int *threads, int *smem)
 {

@@ -13,7 +13,7 @@
  *
  * Structs, layouts and rotary styles are in ft/attention_common.cuh. Grouped-query and
  * multi-query attention: one block serves 4 query heads of one key/value head, so the
- * cache is read once per group (on sm_90, 16 heads on tensor cores: ft_attn_mma_r4/r8/tm_h64_bf16). Split-KV: a sequence's steps are spread over several
+ * cache is read once per group (on sm_90, 16 heads on tensor cores: ft_attn_mma_r4/r8/tm/t3_h64_bf16). Split-KV: a sequence's steps are spread over several
  * blocks whose partial results (running max, sum, unnormalised output) are merged by a
  * second kernel; the launcher picks the split from the multiprocessor count. No limit on
  * the cache length: each block walks its steps in sub-chunks of 4096 logits
@@ -1223,25 +1223,30 @@ static __global__ void __launch_bounds__(288, 2) ft_attn_async_h64_bf16_g1(ft_at
             for (int w = 0; w < NW; w++)
                 if (ml_s[w][g].y > 0.0f)
                     M = fmaxf(M, ml_s[w][g].x);
-            float num = 0.0f, den = 0.0f;
+            float num[1] = {0.0f}, den = 0.0f;
 #pragma unroll
             for (int w = 0; w < NW; w++) {
                 const float2 ml = ml_s[w][g];
                 if (ml.y > 0.0f) { /* a warp without rows drops out */
                     const float wt = ft_exp2_approx(ml.x - M);
-                    num += red[(w * GQ + g) * D + d] * wt;
+                    num[0] += red[(w * GQ + g) * D + d] * wt;
                     den += ml.y * wt;
                 }
             }
             const int64_t row = (int64_t)b * a.H + h0 + g;
             if (a.splits == 1) {
-                a.out[row * D + d] = ft_from_float_bf16(num / den);
+#pragma unroll
+                for (int e = 0; e < 1; e++)
+                    a.out[row * D + d + e] = ft_from_float_bf16(num[e] / den);
             } else if (a.cmerge) {
-                red[NW * GQ * D + i] = num; /* read by the cluster's blocks below */
+                /* read by the cluster's blocks below */
+                red[NW * GQ * D + i] = num[0];
                 if (d == 0)
                     blk_ml[g] = make_float2(M, den);
             } else {
-                a.ws[((int64_t)split * a.B * a.H + row) * D + d] = num;
+#pragma unroll
+                for (int e = 0; e < 1; e++)
+                    a.ws[((int64_t)split * a.B * a.H + row) * D + d + e] = num[e];
                 if (d == 0) /* an empty split leaves (-inf, 0): the combine kernel drops it */
                     a.ws_ml[(int64_t)split * a.B * a.H + row] = make_float2(M, den);
             }
@@ -1553,25 +1558,30 @@ static __global__ void __launch_bounds__(288, 2) ft_attn_async_h64_bf16_g1_tm(ft
             for (int w = 0; w < NW; w++)
                 if (ml_s[w][g].y > 0.0f)
                     M = fmaxf(M, ml_s[w][g].x);
-            float num = 0.0f, den = 0.0f;
+            float num[1] = {0.0f}, den = 0.0f;
 #pragma unroll
             for (int w = 0; w < NW; w++) {
                 const float2 ml = ml_s[w][g];
                 if (ml.y > 0.0f) { /* a warp without rows drops out */
                     const float wt = ft_exp2_approx(ml.x - M);
-                    num += red[(w * GQ + g) * D + d] * wt;
+                    num[0] += red[(w * GQ + g) * D + d] * wt;
                     den += ml.y * wt;
                 }
             }
             const int64_t row = (int64_t)b * a.H + h0 + g;
             if (a.splits == 1) {
-                a.out[row * D + d] = ft_from_float_bf16(num / den);
+#pragma unroll
+                for (int e = 0; e < 1; e++)
+                    a.out[row * D + d + e] = ft_from_float_bf16(num[e] / den);
             } else if (a.cmerge) {
-                red[NW * GQ * D + i] = num; /* read by the cluster's blocks below */
+                /* read by the cluster's blocks below */
+                red[NW * GQ * D + i] = num[0];
                 if (d == 0)
                     blk_ml[g] = make_float2(M, den);
             } else {
-                a.ws[((int64_t)split * a.B * a.H + row) * D + d] = num;
+#pragma unroll
+                for (int e = 0; e < 1; e++)
+                    a.ws[((int64_t)split * a.B * a.H + row) * D + d + e] = num[e];
                 if (d == 0) /* an empty split leaves (-inf, 0): the combine kernel drops it */
                     a.ws_ml[(int64_t)split * a.B * a.H + row] = make_float2(M, den);
             }
@@ -1893,25 +1903,30 @@ static __global__ void __launch_bounds__(288, 3) ft_attn_async_h64_bf16_g1_s(ft_
             for (int w = 0; w < NW; w++)
                 if (ml_s[w][g].y > 0.0f)
                     M = fmaxf(M, ml_s[w][g].x);
-            float num = 0.0f, den = 0.0f;
+            float num[1] = {0.0f}, den = 0.0f;
 #pragma unroll
             for (int w = 0; w < NW; w++) {
                 const float2 ml = ml_s[w][g];
                 if (ml.y > 0.0f) { /* a warp without rows drops out */
                     const float wt = ft_exp2_approx(ml.x - M);
-                    num += red[(w * GQ + g) * D + d] * wt;
+                    num[0] += red[(w * GQ + g) * D + d] * wt;
                     den += ml.y * wt;
                 }
             }
             const int64_t row = (int64_t)b * a.H + h0 + g;
             if (a.splits == 1) {
-                a.out[row * D + d] = ft_from_float_bf16(num / den);
+#pragma unroll
+                for (int e = 0; e < 1; e++)
+                    a.out[row * D + d + e] = ft_from_float_bf16(num[e] / den);
             } else if (a.cmerge) {
-                red[NW * GQ * D + i] = num; /* read by the cluster's blocks below */
+                /* read by the cluster's blocks below */
+                red[NW * GQ * D + i] = num[0];
                 if (d == 0)
                     blk_ml[g] = make_float2(M, den);
             } else {
-                a.ws[((int64_t)split * a.B * a.H + row) * D + d] = num;
+#pragma unroll
+                for (int e = 0; e < 1; e++)
+                    a.ws[((int64_t)split * a.B * a.H + row) * D + d + e] = num[e];
                 if (d == 0) /* an empty split leaves (-inf, 0): the combine kernel drops it */
                     a.ws_ml[(int64_t)split * a.B * a.H + row] = make_float2(M, den);
             }
@@ -2222,25 +2237,30 @@ static __global__ void __launch_bounds__(288, 3) ft_attn_async_h64_bf16_g1_tm_s(
             for (int w = 0; w < NW; w++)
                 if (ml_s[w][g].y > 0.0f)
                     M = fmaxf(M, ml_s[w][g].x);
-            float num = 0.0f, den = 0.0f;
+            float num[1] = {0.0f}, den = 0.0f;
 #pragma unroll
             for (int w = 0; w < NW; w++) {
                 const float2 ml = ml_s[w][g];
                 if (ml.y > 0.0f) { /* a warp without rows drops out */
                     const float wt = ft_exp2_approx(ml.x - M);
-                    num += red[(w * GQ + g) * D + d] * wt;
+                    num[0] += red[(w * GQ + g) * D + d] * wt;
                     den += ml.y * wt;
                 }
             }
             const int64_t row = (int64_t)b * a.H + h0 + g;
             if (a.splits == 1) {
-                a.out[row * D + d] = ft_from_float_bf16(num / den);
+#pragma unroll
+                for (int e = 0; e < 1; e++)
+                    a.out[row * D + d + e] = ft_from_float_bf16(num[e] / den);
             } else if (a.cmerge) {
-                red[NW * GQ * D + i] = num; /* read by the cluster's blocks below */
+                /* read by the cluster's blocks below */
+                red[NW * GQ * D + i] = num[0];
                 if (d == 0)
                     blk_ml[g] = make_float2(M, den);
             } else {
-                a.ws[((int64_t)split * a.B * a.H + row) * D + d] = num;
+#pragma unroll
+                for (int e = 0; e < 1; e++)
+                    a.ws[((int64_t)split * a.B * a.H + row) * D + d + e] = num[e];
                 if (d == 0) /* an empty split leaves (-inf, 0): the combine kernel drops it */
                     a.ws_ml[(int64_t)split * a.B * a.H + row] = make_float2(M, den);
             }
@@ -2651,7 +2671,7 @@ static __global__ void __launch_bounds__(256, 2) ft_attn_async_h64_bf16_g4(ft_at
             for (int w = 0; w < NW; w++)
                 if (ml_s[w][g].y > 0.0f)
                     M = fmaxf(M, ml_s[w][g].x);
-            float num[4] = {0.0f, 0.0f, 0.0f, 0.0f}, den = 0.0f;
+            float num[4] = {0.0f}, den = 0.0f;
 #pragma unroll
             for (int w = 0; w < NW; w++) {
                 const float2 ml = ml_s[w][g];
@@ -2683,7 +2703,6 @@ static __global__ void __launch_bounds__(256, 2) ft_attn_async_h64_bf16_g4(ft_at
                     a.ws_ml[(int64_t)split * a.B * a.H + row] = make_float2(M, den);
             }
         }
-
     if (a.counters != NULL) {
             __shared__ int ft_last;
             ft_named_sync(1, NTC); /* every thread's partials are written before the block is counted in */
@@ -3000,7 +3019,7 @@ static __global__ void __launch_bounds__(256, 2) ft_attn_async_h64_bf16_g4_tm(ft
             for (int w = 0; w < NW; w++)
                 if (ml_s[w][g].y > 0.0f)
                     M = fmaxf(M, ml_s[w][g].x);
-            float num[4] = {0.0f, 0.0f, 0.0f, 0.0f}, den = 0.0f;
+            float num[4] = {0.0f}, den = 0.0f;
 #pragma unroll
             for (int w = 0; w < NW; w++) {
                 const float2 ml = ml_s[w][g];
@@ -3032,7 +3051,6 @@ static __global__ void __launch_bounds__(256, 2) ft_attn_async_h64_bf16_g4_tm(ft
                     a.ws_ml[(int64_t)split * a.B * a.H + row] = make_float2(M, den);
             }
         }
-
     if (a.counters != NULL) {
             __shared__ int ft_last;
             ft_named_sync(1, NTC); /* every thread's partials are written before the block is counted in */
@@ -3111,7 +3129,9 @@ static __global__ void __launch_bounds__(256, 2) ft_attn_async_h64_bf16_g4_tm(ft
  * (cp.async.bulk.tensor) in the 128-byte swizzle, steps in order, the 16-byte piece p of a
  * row at p ^ (row % 8), which keeps ldmatrix conflict-free without padding. Where the tm
  * form runs one block per SM (D128), a fourth, ts, is the same kernel with half the
- * consumer warps and stages, two blocks an SM, for many short rows (the launcher's rule). */
+ * consumer warps and stages, two blocks an SM, for many short rows (the launcher's rule);
+ * t3 is a form of two stages, three blocks an SM, for more of them: ts's at D128, the tm
+ * form's at D64 (where tm runs two blocks an SM). */
 #define FT_ATTN_H64_BF16_MGQ 16
 
 /* r4: 4 rows a copy (528-byte pitch), 4 consumer warps, 2 stages of 128 steps (76816 bytes). */
@@ -3494,7 +3514,7 @@ static __global__ void __launch_bounds__(160, 2) ft_attn_mma_r4_h64_bf16(ft_attn
             for (int w = 0; w < NW; w++)
                 if (ml_s[w][g].y > 0.0f)
                     M = fmaxf(M, ml_s[w][g].x);
-            float num[4] = {0.0f, 0.0f, 0.0f, 0.0f}, den = 0.0f;
+            float num[4] = {0.0f}, den = 0.0f;
 #pragma unroll
             for (int w = 0; w < NW; w++) {
                 const float2 ml = ml_s[w][g];
@@ -3526,7 +3546,6 @@ static __global__ void __launch_bounds__(160, 2) ft_attn_mma_r4_h64_bf16(ft_attn
                     a.ws_ml[(int64_t)split * a.B * a.H + row] = make_float2(M, den);
             }
         }
-
     if (a.counters != NULL) {
             __shared__ int ft_last;
             ft_named_sync(1, NTC); /* every thread's partials are written before the block is counted in */
@@ -3963,7 +3982,7 @@ static __global__ void __launch_bounds__(160, 2) ft_attn_mma_r8_h64_bf16(ft_attn
             for (int w = 0; w < NW; w++)
                 if (ml_s[w][g].y > 0.0f)
                     M = fmaxf(M, ml_s[w][g].x);
-            float num[4] = {0.0f, 0.0f, 0.0f, 0.0f}, den = 0.0f;
+            float num[4] = {0.0f}, den = 0.0f;
 #pragma unroll
             for (int w = 0; w < NW; w++) {
                 const float2 ml = ml_s[w][g];
@@ -3995,7 +4014,6 @@ static __global__ void __launch_bounds__(160, 2) ft_attn_mma_r8_h64_bf16(ft_attn
                     a.ws_ml[(int64_t)split * a.B * a.H + row] = make_float2(M, den);
             }
         }
-
     if (a.counters != NULL) {
             __shared__ int ft_last;
             ft_named_sync(1, NTC); /* every thread's partials are written before the block is counted in */
@@ -4439,7 +4457,7 @@ static __global__ void __launch_bounds__(160, 2) ft_attn_mma_tm_h64_bf16(ft_attn
             for (int w = 0; w < NW; w++)
                 if (ml_s[w][g].y > 0.0f)
                     M = fmaxf(M, ml_s[w][g].x);
-            float num[4] = {0.0f, 0.0f, 0.0f, 0.0f}, den = 0.0f;
+            float num[4] = {0.0f}, den = 0.0f;
 #pragma unroll
             for (int w = 0; w < NW; w++) {
                 const float2 ml = ml_s[w][g];
@@ -4471,7 +4489,481 @@ static __global__ void __launch_bounds__(160, 2) ft_attn_mma_tm_h64_bf16(ft_attn
                     a.ws_ml[(int64_t)split * a.B * a.H + row] = make_float2(M, den);
             }
         }
+    if (a.counters != NULL) {
+            __shared__ int ft_last;
+            ft_named_sync(1, NTC); /* every thread's partials are written before the block is counted in */
+            if (tid == 0) {
+                /* release: the block's partials before its count; acquire: the other blocks'
+                 * partials (counted before) before the loads below */
+                ft_last = ft_atomic_add_acq_rel(&a.counters[rb], 1u) == (unsigned)a.splits - 1u;
+                if (ft_last)
+                    a.counters[rb] = 0u; /* every split of the row block is in */
+            }
+            ft_named_sync(1, NTC);
+            if (ft_last) /* thread 0's acquire, then the barrier: the partials are read after the count */
+                for (int i = tid; i < ng * D; i += NTC) {
+                    const int64_t row = (int64_t)b * a.H + h0 + i / D;
+                    a.out[row * D + i % D] = ft_from_float_bf16(ft_attn_merge_splits_h64_bf16(&a, row, i % D));
+                }
+        }
+    }
+    if (!a.cmerge)
+        return;
 
+    /* ---- cluster merge: block `split` finishes every splits-th element of the group's output */
+    cooperative_groups::cluster_group cluster = cooperative_groups::this_cluster();
+    cluster.sync(); /* every block's partials are in its shared memory */
+    const int cs = a.splits;
+    for (int i = split * NTC + tid; tid < NTC && i < ng * D; i += cs * NTC) {
+        const int g = i / D;
+        /* every block's pair and partial requested at once (unrolled to the most splits a
+         * cluster merges): a loop of dependent remote reads took about 2 us here */
+        float2 ml[FT_ATTN_CLUSTER_SPLITS];
+        float part[FT_ATTN_CLUSTER_SPLITS];
+#pragma unroll
+        for (int r = 0; r < FT_ATTN_CLUSTER_SPLITS; r++)
+            if (r < cs) {
+                ml[r] = *cluster.map_shared_rank(&blk_ml[g], (unsigned)r);
+                part[r] = *cluster.map_shared_rank(&red[NW * GQ * D + i], (unsigned)r);
+            }
+        float M = -INFINITY;
+#pragma unroll
+        for (int r = 0; r < FT_ATTN_CLUSTER_SPLITS; r++)
+            if (r < cs && ml[r].y > 0.0f)
+                M = fmaxf(M, ml[r].x);
+        float num = 0.0f, den = 0.0f;
+#pragma unroll
+        for (int r = 0; r < FT_ATTN_CLUSTER_SPLITS; r++)
+            if (r < cs && ml[r].y > 0.0f) { /* an empty split drops out */
+                const float wt = ft_exp2_approx(ml[r].x - M);
+                num += part[r] * wt;
+                den += ml[r].y * wt;
+            }
+        a.out[((int64_t)b * a.H + h0) * D + i] = ft_from_float_bf16(num / den);
+    }
+    cluster.sync(); /* no block leaves while its shared memory is read */
+#endif
+}
+
+/* t3: tensor-map boxes of 32 rows x 64 columns in the 128-byte swizzle, 4 consumer warps, 2 stages of 128 steps (66560 bytes). */
+#define FT_ATTN_H64_BF16_MT3_THREADS 160
+#define FT_ATTN_H64_BF16_MT3_SMEM 66560
+#define FT_ATTN_H64_BF16_MT3_BOX 32 /* rows of a box */
+
+/* A stage's K and V boxes: rows y.. of the tensor maps, from column x; columns
+ * [x + 64 p, x + 64 p + 64) of K in st + p * TK * 128 (128 bytes a row), of V in st + HALF
+ * + ..., box j of them at row j * BOX. */
+static __device__ __forceinline__ void ft_attn_mma_copy_t3_h64_bf16(unsigned char *st, int x, int y, const CUtensorMap *mk,
+                                                                        const CUtensorMap *mv, int stream,
+                                                                        unsigned long long *bar)
+{
+    enum { ROW = FT_ATTN_H64_BF16_D * 2, TK = 128, HALF = 16384, BOX = FT_ATTN_H64_BF16_MT3_BOX };
+    /* rows in order, K and V of each piece side by side */
+#pragma unroll
+    for (int j = 0; j < TK / BOX; j++)
+#pragma unroll
+        for (int p = 0; p < ROW / 128; p++) {
+            ft_tensor_load_2d(st + p * TK * 128 + j * BOX * 128, mk, x + p * 64, y + j * BOX, bar, stream);
+            ft_tensor_load_2d(st + HALF + p * TK * 128 + j * BOX * 128, mv, x + p * 64, y + j * BOX, bar, stream);
+        }
+}
+
+/* The L2 prefetch of what ft_attn_mma_copy_t3_h64_bf16 would load. */
+static __device__ __forceinline__ void ft_attn_mma_prefetch_t3_h64_bf16(int x, int y, const CUtensorMap *mk,
+                                                                            const CUtensorMap *mv)
+{
+    enum { ROW = FT_ATTN_H64_BF16_D * 2, TK = 128, BOX = FT_ATTN_H64_BF16_MT3_BOX };
+    for (int j = 0; j < TK / BOX; j++)
+        for (int p = 0; p < ROW / 128; p++) {
+            ft_tensor_prefetch_l2_2d(mk, x + p * 64, y + j * BOX);
+            ft_tensor_prefetch_l2_2d(mv, x + p * 64, y + j * BOX);
+        }
+}
+
+/* Grid and clusters as ft_attn_async_h64_bf16_g*; rows of 16 heads (pass = which 16). Any
+ * layout without an indirection table (the launcher checks): tmk, tmv map the caches as
+ * rows of one step's elements (ft_attn_tensor_view). */
+static __global__ void __launch_bounds__(160, 3) ft_attn_mma_t3_h64_bf16(ft_attn_kargs_h64_bf16 a,
+    const __grid_constant__ CUtensorMap tmk, const __grid_constant__ CUtensorMap tmv)
+{
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    enum {
+        D = FT_ATTN_H64_BF16_D, NW = 4, NTC = NW * 32, R = 128, KW = 32, TK = 128, NS = 2,
+        GQ = FT_ATTN_H64_BF16_MGQ, ROW = D * 2, CS = 0, HALF = 16384, STAGE = 32768,
+        J = 8 * R / KW /* rows of one copy among the 8 of an ldmatrix */
+    };
+    extern __shared__ __align__(128) unsigned char ft_attn_stages[]; /* NS x (K copies, V copies) */
+    __shared__ __align__(8) unsigned long long full[NS], empty[NS];
+    __shared__ __align__(16) float q_s[GQ][D];
+    __shared__ __align__(16) float kv_new[2][D];
+    __shared__ __align__(16) __nv_bfloat16 kv_row[2][D];
+    __shared__ float2 ml_s[NW][GQ];
+    __shared__ float2 blk_ml[GQ]; /* cluster merge: this block's (max, sum) per head */
+
+    ft_pdl_trigger(); /* the next kernel (combine, or a dependent launch) may be scheduled; it waits for this grid's end */
+    const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
+    const int split = blockIdx.x % a.splits, rb = blockIdx.x / a.splits;
+    const int passes = (a.G + GQ - 1) / GQ;
+    const int pass = rb % passes;
+    const int kvh = (rb / passes) % a.Hkv;
+    const int b = rb / passes / a.Hkv;
+    const int h0 = kvh * a.G + pass * GQ;
+    const int ng = min(GQ, a.G - pass * GQ);
+
+    const int s0 = split * a.chunk;
+    int64_t kvbase, kvstride;
+    ft_kv_base(a.layout, b, kvh, a.B, a.Hkv, a.L, D, &kvbase, &kvstride);
+    /* Contiguous steps (bulk copies of a tile's rows) or steps the tensor maps address
+     * (boxes of them): the first tile is requested before the
+     * sequence's length is known, whose load is a DRAM round trip at the kernel's start — as
+     * many steps from s0 as the split can hold (at most TK, within the capacity). Steps from
+     * the new token's position on land in the stage and are never used (the new token's own
+     * row, which this call writes, is read from kv_row). Each key/value head read by one
+     * block only (one pass) streams past the L2 (evict first). */
+    const int first = s0 < a.L ? min(min(TK, a.L - s0), split == a.splits - 1 ? TK : a.chunk) : 0; /* steps of tile 0 */
+    /* tensor maps (ft_attn_tensor_view) address the steps, step t of this (sequence, head)
+     * in row ty + t from column tx */
+    const int stream = passes == 1, spec = first;
+    int tx, ty;
+    ft_attn_tensor_origin(a.layout, b, kvh, a.Hkv, a.L, D, &tx, &ty);
+    float *red = (float *)ft_attn_stages; /* after the stages: [NW][GQ][D] partials, then [GQ][D] */
+
+    if (tid == 0) {
+#pragma unroll
+        for (int s = 0; s < NS; s++) {
+            ft_mbar_init(&full[s], 1);
+            /* every consumer thread releases a stage itself, after its own reads: the order
+             * compute-sanitizer's racecheck follows (one arrival a warp after __syncwarp, which
+             * it does not, read as a hazard; the H100 times both alike) */
+            ft_mbar_init(&empty[s], NTC);
+        }
+        ft_mbar_init_fence();
+    }
+    __syncthreads();
+    /* Launched as a programmatic dependent (sm_90): the set-up above overlaps the end of the
+     * kernel before this one in the stream, and so does an L2 prefetch of the split's first
+     * tile (`first` steps; row by row for strided steps, a request per box where tensor
+     * maps address them, none through an indirection table, whose entries that kernel may
+     * write; a request per row in the tensor-map kernels held their first boxes behind it,
+     * on the H100 cross-attention B64 H8 D64 L512 BLHD fp16 took 31.0 / 26.0 us per call /
+     * back to back so, 27.5 / 23.0 with a request per box). Every SM's writes land in
+     * the L2, so no line fetched early is read stale; nothing the kernel reads or writes is
+     * touched before the wait. A consumer warp issues it, so the producer's first copy
+     * waits for nothing. (Prefetching 3 or 6 tiles, bounded by a relaxed read of the length,
+     * was slower on the H100: B1 H32 D128 L4096 fp16 26.9 and 26.3 us against 25.8, B64 H12
+     * D64 L1024 70.7 and 71.8 against 64.6.) */
+    if (warp == NW - 1 && lane == 0 && first > 0) {
+        if (kvstride == D) { /* contiguous steps: one request each */
+            ft_bulk_prefetch_l2(a.k_cache + kvbase + (int64_t)s0 * D, (unsigned)first * ROW);
+            ft_bulk_prefetch_l2(a.v_cache + kvbase + (int64_t)s0 * D, (unsigned)first * ROW);
+        } else { /* a request per box: the rows lie apart */
+            ft_attn_mma_prefetch_t3_h64_bf16(tx, ty + s0, &tmk, &tmv);
+        }
+    }
+    ft_pdl_wait();
+    /* the boxes' swizzle repeats every 1024 bytes: the stages start on such a boundary */
+    unsigned char *const stages = (unsigned char *)(((uintptr_t)ft_attn_stages + 1023) & ~(uintptr_t)1023);
+    if (warp == NW && spec > 0 && lane == 0) {
+        ft_mbar_expect_tx(&full[0], 2u * TK * ROW); /* whole boxes, whatever the steps */
+        ft_attn_mma_copy_t3_h64_bf16(stages, tx, ty + s0, &tmk, &tmv, stream, &full[0]);
+    }
+
+    int steps, new_pos;
+    if (!ft_attn_row_h64_bf16(&a, b, &steps, &new_pos)) { /* the whole cluster, if any, leaves here */
+        if (spec > 0)
+            ft_mbar_wait(&full[0], 0); /* no block leaves with a copy into its shared memory in flight */
+        if (a.splits == 1 || ((a.cmerge || a.counters != NULL) && split == 0)) /* else the combine kernel writes it */
+            for (int i = tid; i < ng * D; i += blockDim.x)
+                a.out[((int64_t)b * a.H + h0) * D + i] = ft_from_float_bf16(ft_attn_invalid_value_h64_bf16(&a, b));
+        return;
+    }
+    const int s1 = split == a.splits - 1 ? steps : min(steps, s0 + a.chunk);
+    const int owner = new_pos >= s0 && new_pos < s1; /* this block holds the new token (its last step) */
+    const int cache_end = new_pos >= 0 ? min(s1, new_pos) : s1; /* steps read from the cache */
+    /* the stages cover [s0, s1), the new token included; tile 0 copies at most min(TK,
+     * chunk) cached steps (the last split's: TK), all below the capacity: within spec */
+    const int ntiles = s1 > s0 ? (s1 - s0 + TK - 1) / TK : 0;
+
+    if (warp == NW) {
+        /* ---- producer: stage s = i % NS is refilled once the consumers released its previous use */
+        for (int i = spec > 0 ? 1 : 0; i < ntiles; i++) {
+            const int s = i % NS, t0 = s0 + i * TK, nc = max(0, min(TK, cache_end - t0));
+            if (i >= NS)
+                ft_mbar_wait(&empty[s], ((i / NS) & 1) ^ 1);
+            if (lane == 0) {
+                /* whole boxes (rows past the cached ones are never used); a tile of the new
+                 * token alone: an arrival */
+                ft_mbar_expect_tx(&full[s], nc > 0 ? 2u * TK * ROW : 0u);
+                if (nc > 0)
+                    ft_attn_mma_copy_t3_h64_bf16(stages + (size_t)s * STAGE, tx, ty + t0, &tmk, &tmv, stream,
+                                                            &full[s]);
+            }
+        }
+    } else {
+        /* ---- consumers (warps 0..NW-1, barrier 1 among them) */
+    /* ---- prologue: q (+bias, rotary, scale) and the new k, v (+bias, rotary, rounded) */
+        for (int i = tid; i < ng * D; i += NTC) {
+            const int64_t qi = ((int64_t)b * a.H + h0) * D + i;
+            q_s[i / D][i % D] = ft_to_float_bf16(a.q[qi]) + (a.q_bias ? ft_to_float_bf16(a.q_bias[(int64_t)h0 * D + i]) : 0.0f);
+        }
+        if (owner) {
+            for (int i = tid; i < 2 * D; i += NTC) {
+                const int which = i / D, d = i % D;
+                const int64_t ki = ((int64_t)b * a.Hkv + kvh) * D + d;
+                const __nv_bfloat16 *src = which ? a.v_new : a.k_new;
+                const __nv_bfloat16 *bias = which ? a.v_bias : a.k_bias;
+                kv_new[which][d] = ft_to_float_bf16(src[ki]) + (bias ? ft_to_float_bf16(bias[(int64_t)kvh * D + d]) : 0.0f);
+            }
+        }
+        ft_named_sync(1, NTC);
+        if (a.rope != FT_ROPE_NONE) { /* uniform: a kernel argument */
+            /* rotary reads pairs, so every thread computes its values before any is written */
+            float rq[(GQ * D + NTC - 1) / NTC], rk[(D + NTC - 1) / NTC];
+    #pragma unroll
+            for (int r = 0; r < (GQ * D + NTC - 1) / NTC; r++) {
+                const int i = tid + r * NTC;
+                if (i < ng * D)
+                    rq[r] = ft_rope_elem(q_s[i / D], i % D, new_pos, a.rope, a.rotary_dim, a.log2_base) * a.qk_scale;
+            }
+    #pragma unroll
+            for (int r = 0; r < (D + NTC - 1) / NTC; r++) {
+                const int d = tid + r * NTC;
+                if (owner && d < D)
+                    rk[r] = ft_rope_elem(kv_new[0], d, new_pos, a.rope, a.rotary_dim, a.log2_base);
+            }
+            ft_named_sync(1, NTC);
+    #pragma unroll
+            for (int r = 0; r < (GQ * D + NTC - 1) / NTC; r++) {
+                const int i = tid + r * NTC;
+                if (i < ng * D)
+                    q_s[i / D][i % D] = rq[r];
+            }
+    #pragma unroll
+            for (int r = 0; r < (D + NTC - 1) / NTC; r++) {
+                const int d = tid + r * NTC;
+                if (owner && d < D)
+                    kv_new[0][d] = rk[r];
+            }
+        } else {
+            /* without rotary each thread scales the q elements it loaded: no pairs, no barrier,
+             * and none of the rotary code on the path (the tensor-core kernel on the H100, B8
+             * H32 Hkv8 D128 L4096 fp16: this part of the prologue took 1.2 us through the
+             * rotary loops, 0.2 us so; the step 49.7 us, 48.6 so) */
+            for (int i = tid; i < ng * D; i += NTC)
+                q_s[i / D][i % D] *= a.qk_scale;
+        }
+        /* the new k, v rounded as stored; each thread the elements it loaded (and rotated) */
+        for (int d = tid; d < D; d += NTC)
+            if (owner) {
+                /* attend to the new k, v exactly as stored, as every later step will */
+                const __nv_bfloat16 kq = ft_from_float_bf16(kv_new[0][d]), vq = ft_from_float_bf16(kv_new[1][d]);
+                kv_new[0][d] = ft_to_float_bf16(kq);
+                kv_new[1][d] = ft_to_float_bf16(vq);
+                if (pass == 0) {
+                    a.k_cache[kvbase + (int64_t)new_pos * kvstride + d] = kq;
+                    a.v_cache[kvbase + (int64_t)new_pos * kvstride + d] = vq;
+                }
+            }
+        ft_named_sync(1, NTC);
+
+        if (owner) {
+            for (int i = tid; i < 2 * D; i += NTC)
+                kv_row[i / D][i % D] = ft_from_float_bf16(kv_new[i / D][i % D]);
+            ft_named_sync(1, NTC);
+        }
+        const int g = lane >> 2, tq = lane & 3;
+        /* Q as A fragments (rows g, g + 8; heads past the group are zero) */
+        unsigned qf[D / 16][4];
+#pragma unroll
+        for (int kk = 0; kk < D / 16; kk++)
+#pragma unroll
+            for (int e = 0; e < 4; e++) {
+                const int r = g + (e & 1) * 8, c = kk * 16 + 2 * tq + (e >> 1) * 8;
+                float f[2] = {0.0f, 0.0f};
+                if (r < ng) {
+                    f[0] = q_s[r][c];
+                    f[1] = q_s[r][c + 1];
+                }
+                qf[kk][e] = ft_pack_bf16x2(f);
+            }
+        float o[D / 8][4], m[2] = {-INFINITY, -INFINITY}, l[2] = {0.0f, 0.0f};
+#pragma unroll
+        for (int j = 0; j < D / 8; j++)
+            o[j][0] = o[j][1] = o[j][2] = o[j][3] = 0.0f;
+        const int r0 = warp * KW;
+        /* ldmatrix rows of this lane (K: matrix lane/8 = n-tile pair half, k half; V transposed:
+         * k half, n half), in step order; the 16-byte piece of a row is XORed with row % 8
+         * (= lane % 8), so kx / vx are the lane's part of that */
+        const int koff = (r0 + (lane >> 4) * 8 + (lane & 7)) * 128, kx = ((lane >> 3) & 1) ^ (lane & 7);
+        const int voff = (r0 + ((lane >> 3) & 1) * 8 + (lane & 7)) * 128, vx = (lane >> 4) ^ (lane & 7);
+
+        for (int i = 0; i < ntiles; i++) {
+            const int s = i % NS, t0 = s0 + i * TK, n = min(TK, s1 - t0), nc = max(0, min(TK, cache_end - t0));
+            unsigned char *kb = stages + (size_t)s * STAGE, *vb = kb + HALF;
+            ft_mbar_wait(&full[s], (i / NS) & 1);
+            if (r0 < n) {
+                if (nc < r0 + KW) {
+                    /* rows from nc on: the new token (as stored) at nc if it is this tile's, then zeros in V */
+                    for (int r = max(nc, r0); r < r0 + KW; r++) {
+                        for (int c = lane; c < ROW / 16; c += 32) {
+                            const int off = (c >> 3) * TK * 128 + r * 128 + (((c & 7) ^ (r & 7)) << 4);
+                            uint4 *kd = (uint4 *)(kb + off) - c, *vd = (uint4 *)(vb + off) - c; /* [c] is the piece */
+                            if (r < n) {
+                                kd[c] = ((const uint4 *)kv_row[0])[c];
+                                vd[c] = ((const uint4 *)kv_row[1])[c];
+                            } else {
+                                vd[c] = make_uint4(0u, 0u, 0u, 0u);
+                            }
+                        }
+                    }
+                    __syncwarp();
+                }
+                /* S = Q K^T over the warp's KW steps: column p of n-tile q is row q * J + p % J of
+                 * copy p / J */
+                float sc[4][4];
+#pragma unroll
+                for (int q = 0; q < 4; q++)
+                    sc[q][0] = sc[q][1] = sc[q][2] = sc[q][3] = 0.0f;
+#pragma unroll
+                for (int kk = 0; kk < D / 16; kk++)
+#pragma unroll
+                    for (int qp = 0; qp < 2; qp++) {
+                        unsigned r[4];
+                        ft_ldsm_x4(r, kb + koff + qp * 16 * 128 + (kk >> 2) * TK * 128 + ((((kk & 3) << 1) ^ kx) << 4));
+                        ft_mma_bf16(sc[2 * qp], qf[kk], r[0], r[1]);
+                        ft_mma_bf16(sc[2 * qp + 1], qf[kk], r[2], r[3]);
+                    }
+                if (r0 + KW > n)
+#pragma unroll
+                    for (int q = 0; q < 4; q++)
+#pragma unroll
+                        for (int e = 0; e < 4; e++)
+                            if (r0 + q * 8 + 2 * tq + (e & 1) >= n)
+                                sc[q][e] = -INFINITY;
+                /* online softmax in the exp2 domain (q carries scale * log2 e); the four lanes of
+                 * a row hold its KW steps between them. Rows 8-15 (h = 1) hold heads only where
+                 * the block has more than 8: else their weights are zeros, and no time goes to them. */
+#pragma unroll
+                for (int h = 0; h < 2; h++) {
+                    if (h == 1 && ng <= 8) {
+#pragma unroll
+                        for (int q = 0; q < 4; q++)
+                            sc[q][2] = sc[q][3] = 0.0f;
+                        break;
+                    }
+                    float mx = fmaxf(sc[0][2 * h], sc[0][2 * h + 1]);
+#pragma unroll
+                    for (int q = 1; q < 4; q++)
+                        mx = fmaxf(mx, fmaxf(sc[q][2 * h], sc[q][2 * h + 1]));
+                    mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
+                    mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
+                    const float mnew = fmaxf(m[h], mx); /* finite: the warp has a step in this tile */
+                    const float alpha = ft_exp2_approx(m[h] - mnew);
+                    m[h] = mnew;
+                    float sum = 0.0f;
+#pragma unroll
+                    for (int q = 0; q < 4; q++) {
+                        sc[q][2 * h] = ft_exp2_approx(sc[q][2 * h] - mnew);
+                        sc[q][2 * h + 1] = ft_exp2_approx(sc[q][2 * h + 1] - mnew);
+                        sum += sc[q][2 * h] + sc[q][2 * h + 1];
+                    }
+                    l[h] = l[h] * alpha + sum;
+#pragma unroll
+                    for (int j = 0; j < D / 8; j++) {
+                        o[j][2 * h] *= alpha;
+                        o[j][2 * h + 1] *= alpha;
+                    }
+                }
+                /* O += P V: k-step c takes n-tiles 2c (k 0..7) and 2c + 1 (k 8..15) */
+#pragma unroll
+                for (int c = 0; c < 2; c++) {
+                    unsigned pa[4];
+                    pa[0] = ft_pack_bf16x2(&sc[2 * c][0]);
+                    pa[1] = ft_pack_bf16x2(&sc[2 * c][2]);
+                    pa[2] = ft_pack_bf16x2(&sc[2 * c + 1][0]);
+                    pa[3] = ft_pack_bf16x2(&sc[2 * c + 1][2]);
+#pragma unroll
+                    for (int dp = 0; dp < D / 16; dp++) {
+                        unsigned r[4];
+                        ft_ldsm_x4_trans(r, vb + voff + c * 16 * 128 + (dp >> 2) * TK * 128 + ((((dp & 3) << 1) ^ vx) << 4));
+                        ft_mma_bf16(o[2 * dp], pa, r[0], r[1]);
+                        ft_mma_bf16(o[2 * dp + 1], pa, r[2], r[3]);
+                    }
+                }
+            }
+            ft_fence_proxy_async(); /* these reads and writes before the bulk copy that refills the stage */
+            ft_mbar_arrive(&empty[s]);
+        }
+        if (spec > 0 && ntiles == 0)
+            ft_mbar_wait(&full[0], 0); /* an unused first tile has landed before the stages hold partials */
+
+        /* ---- the warp's partials (row sums over the quad), then the warps merged */
+#pragma unroll
+        for (int h = 0; h < 2; h++) {
+            l[h] += __shfl_xor_sync(0xffffffffu, l[h], 1);
+            l[h] += __shfl_xor_sync(0xffffffffu, l[h], 2);
+        }
+        ft_named_sync(1, NTC); /* every consumer is past its last stage */
+        /* the rows of the block's heads only (ng of the 16) */
+#pragma unroll
+        for (int h = 0; h < 2; h++)
+            if (g + 8 * h < ng)
+#pragma unroll
+                for (int j = 0; j < D / 8; j++)
+                    *(float2 *)&red[(warp * GQ + g + 8 * h) * D + j * 8 + 2 * tq] = make_float2(o[j][2 * h], o[j][2 * h + 1]);
+        if (tq == 0)
+#pragma unroll
+            for (int h = 0; h < 2; h++)
+                ml_s[warp][g + 8 * h] = make_float2(m[h], l[h]);
+        ft_named_sync(1, NTC);
+        /* four consecutive elements of a head a thread (D % 4 == 0; where the block's heads
+         * take more than one round of its threads): the warps' weights once for the four, and
+         * a quarter of the dependent rounds. The tensor-core kernel's 2 warps x 4 heads at
+         * D128 took 8 rounds of 64 threads, 1.5 us of a short row's 12.7 on the H100
+         * (bench/attn_stamps), 0.7 us so; with its partials written for the block's heads only
+         * and no softmax on empty rows, ftbench device us, fp16 H32 Hkv8 D128, t3 so / before:
+         * B256 L128 60.6 / 65.6, B256 L256 95.9 / 97.6, B128 H64 L256 52.1 / 58.8; ts, B32
+         * L256: 13.9 / 15.1. In one round (one head a block) it is not faster: B256 H8 D64
+         * L128 29.6 / 29.4. */
+        for (int i = 4 * tid; i < ng * D; i += 4 * NTC) {
+            const int g = i / D, d = i % D;
+            float M = -INFINITY;
+#pragma unroll
+            for (int w = 0; w < NW; w++)
+                if (ml_s[w][g].y > 0.0f)
+                    M = fmaxf(M, ml_s[w][g].x);
+            float num[4] = {0.0f}, den = 0.0f;
+#pragma unroll
+            for (int w = 0; w < NW; w++) {
+                const float2 ml = ml_s[w][g];
+                if (ml.y > 0.0f) { /* a warp without rows drops out */
+                    const float wt = ft_exp2_approx(ml.x - M);
+                    const float4 r = *(const float4 *)&red[(w * GQ + g) * D + d];
+                    num[0] += r.x * wt;
+                    num[1] += r.y * wt;
+                    num[2] += r.z * wt;
+                    num[3] += r.w * wt;
+                    den += ml.y * wt;
+                }
+            }
+            const int64_t row = (int64_t)b * a.H + h0 + g;
+            if (a.splits == 1) {
+#pragma unroll
+                for (int e = 0; e < 4; e++)
+                    a.out[row * D + d + e] = ft_from_float_bf16(num[e] / den);
+            } else if (a.cmerge) {
+                /* read by the cluster's blocks below */
+                *(float4 *)&red[NW * GQ * D + i] = make_float4(num[0], num[1], num[2], num[3]);
+                if (d == 0)
+                    blk_ml[g] = make_float2(M, den);
+            } else {
+#pragma unroll
+                for (int e = 0; e < 4; e++)
+                    a.ws[((int64_t)split * a.B * a.H + row) * D + d + e] = num[e];
+                if (d == 0) /* an empty split leaves (-inf, 0): the combine kernel drops it */
+                    a.ws_ml[(int64_t)split * a.B * a.H + row] = make_float2(M, den);
+            }
+        }
     if (a.counters != NULL) {
             __shared__ int ft_last;
             ft_named_sync(1, NTC); /* every thread's partials are written before the block is counted in */
@@ -4530,7 +5022,7 @@ static __global__ void __launch_bounds__(160, 2) ft_attn_mma_tm_h64_bf16(ft_attn
 
 /* The sm_90 kernel for `gq` heads per block in form `wide` (1-4 heads: 0 bulk copies, 1
  * tensor-map boxes of a strided cache, 2 and 3 the same for short rows (one head); a head
- * group: 0 r4, 1 r8, 2 tm, 3 ts, 4 t3), its index among
+ * group: 0 r4, 1 r8, 2 tm, then ts and t3 where generated), its index among
  * the generated ones, threads and dynamic shared memory; NULL where none was generated. */
 static inline const void *ft_attn_async_kernel_h64_bf16(int gq, int wide, int *index, int *threads, int *smem)
 {
@@ -4588,6 +5080,12 @@ static inline const void *ft_attn_async_kernel_h64_bf16(int gq, int wide, int *i
         *smem = FT_ATTN_H64_BF16_MTM_SMEM;
         return (const void *)ft_attn_mma_tm_h64_bf16;
     }
+    if (gq == FT_ATTN_H64_BF16_MGQ && wide == 3) {
+        *index = 11;
+        *threads = FT_ATTN_H64_BF16_MT3_THREADS;
+        *smem = FT_ATTN_H64_BF16_MT3_SMEM;
+        return (const void *)ft_attn_mma_t3_h64_bf16;
+    }
     *index = -1;
     *threads = *smem = 0;
     return NULL;
@@ -4604,7 +5102,7 @@ static inline int ft_attn_cuda_group_h64_bf16(int gq)
  * per device (after raising the kernel's dynamic shared-memory limit to its stages). */
 static inline ft_status ft_attn_async_occupancy_h64_bf16(const char *fn, int gq, int wide, int *blocks)
 {
-    static int cache[11][64];
+    static int cache[12][64];
     int gi, threads, smem;
     const void *kernel = ft_attn_async_kernel_h64_bf16(gq, wide, &gi, &threads, &smem);
     if (kernel == NULL)
@@ -4640,7 +5138,7 @@ static inline ft_status ft_attn_async_occupancy_h64_bf16(const char *fn, int gq,
 static inline ft_status ft_attn_async_clusters_h64_bf16(const char *fn, int gq, int wide, int size, int solo,
                                                           int *clusters)
 {
-    static int cache[11][2][FT_ATTN_CLUSTER_SPLITS + 1][64];
+    static int cache[12][2][FT_ATTN_CLUSTER_SPLITS + 1][64];
     int gi, threads, smem;
     const void *kernel = ft_attn_async_kernel_h64_bf16(gq, wide, &gi, &threads, &smem);
     if (kernel == NULL || size < 1 || size > FT_ATTN_CLUSTER_SPLITS)
@@ -4775,6 +5273,25 @@ static inline ft_status ft_attn_plan_grid_h64_bf16(const char *fn, ft_attn_plan 
             return st;
         p->wide = 2;
         p->tiled = 1;
+    }
+    if (p->async && p->wide == 2 && p->splits == 1 && p->max_seq <= 384 && blocks > sms) {
+        /* unsplit rows that the tm form's stages hold at once (384 steps): the tm form
+         * runs 2 blocks an SM here; past those, t3 below */
+        int per_sm = 0;
+        if ((st = ft_attn_async_occupancy_h64_bf16(fn, p->gq, 2, &per_sm)) != FT_OK)
+            return st;
+        if (blocks > (int64_t)per_sm * sms) {
+            /* more row blocks than tm's 2 an SM hold: the t3 form, two stages, three blocks an
+             * SM, where its blocks take fewer waves (H100, fp16, ftbench per call / device us, t3
+             * / tm, H16 Hkv4: B256 L256 32.8 / 30.7 against 36.0 / 32.9, B96 L256 16.1 / 11.5
+             * against 18.2 / 15.2; in as many waves, B128 L256, 20.8 / 18.6 against 21.4 / 17.2) */
+            int per3 = 0;
+            if ((st = ft_attn_async_occupancy_h64_bf16(fn, p->gq, 3, &per3)) != FT_OK)
+                return st;
+            const int64_t waves = (blocks + (int64_t)per_sm * sms - 1) / ((int64_t)per_sm * sms);
+            if (per3 > per_sm && (blocks + (int64_t)per3 * sms - 1) / ((int64_t)per3 * sms) < waves)
+                p->wide = 3;
+        }
     }
     if (p->async && !p->tiled && layout != FT_KV_BHLD && tm_rows && p->gq != FT_ATTN_H64_BF16_MGQ &&
         ft_attn_async_box_h64_bf16(p->gq) > 0) {

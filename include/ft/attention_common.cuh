@@ -168,8 +168,9 @@ typedef struct ft_attn_plan {
     int wide;           /* the sm_90 kernel's form: 1-4 heads a block, 0 bulk copies, 1 tensor-map
                            boxes (a strided cache), 2 and 3 those for short rows (one head, three
                            blocks an SM); a tensor-core head group, 0 r4, 1 r8 (larger
-                           copies), 2 tm (tensor maps), 3 ts (tm for short rows, two blocks an SM),
-                           4 t3 (ts in two stages, three blocks an SM) */
+                           copies), 2 tm (tensor maps), then where generated ts (tm for short
+                           rows, two blocks an SM: D128) and t3 (two stages, three blocks an SM):
+                           3 ts and 4 t3 at D128, 3 t3 at D64 */
     int tiled;          /* that form reads the cache through tensor maps (the launcher encodes them) */
     int solo;           /* launched with FT_ATTN_SOLO_SMEM of shared memory: one block an SM */
     float qk_scale;     /* scale * log2(e): logits live in the exp2 domain */
