@@ -382,7 +382,7 @@ class AttentionFamily(Family):
                 mns, mminb, smem = stage_plan(stage, 0)
                 mplans.append({"name": name, "NW": mnw, "NT": (mnw + 1) * 32, "R": mr, "KW": mkw, "TK": mnw * mkw,
                                "NS": mns, "CS": cs, "HALF": stage // 2, "STAGE": stage, "SMEM": smem,
-                               "MINB": mminb, "TM": 0})
+                               "MINB": mminb, "TM": 0, "PERSIST": 0})
             # rows of whole 128-byte pieces (D64, D128): a third form for the unsplit case whose
             # stages are filled by tensor-map copies (cp.async.bulk.tensor) of MTB-row boxes of 64
             # columns of K and of V, in the 128-byte swizzle that keeps ldmatrix free of bank
@@ -396,6 +396,7 @@ class AttentionFamily(Family):
             # Hkv1 D64 L4096 14.53 / 16.19, B64 H12 Hkv4 D64 L1024 23.74 / 24.05; at D128 (1 KB
             # copies) it was mixed: Hkv1 18.19 / 18.86, B2 H32 Hkv8 16.49 / 17.26, but B1 H32
             # Hkv8 13.49 / 13.00 and B8 H32 Hkv2 20.04 / 19.38.
+            persist = tune.get("MPERSIST", 1)  # tp below (0: not, for tuning runs)
             if row % 128 == 0 and tune.get("MTM", 1):
                 tk, box = mnw * mkw, tune.get("MTB", 32)
                 if box not in (8, 16, 32, 64, 128) or tk % box:
@@ -404,7 +405,7 @@ class AttentionFamily(Family):
                 mns, mminb, smem = stage_plan(stage, 1024)  # the swizzle wants 1024-byte aligned stages
                 mplans.append({"name": "tm", "NW": mnw, "NT": (mnw + 1) * 32, "R": tk, "KW": mkw, "TK": tk,
                                "NS": mns, "CS": 0, "HALF": stage // 2, "STAGE": stage, "SMEM": smem,
-                               "MINB": mminb, "TM": 1, "BOX": box})
+                               "MINB": mminb, "TM": 1, "BOX": box, "PERSIST": 0})
                 # Short rows (D128: one tm block per SM): a fourth form, ts, the tm kernel with MSNW
                 # (2) consumer warps and stages of 32 steps a warp, so that two blocks share an SM.
                 # Where a row's steps fit in the tm form's stages at once, a block has nothing of
@@ -423,7 +424,7 @@ class AttentionFamily(Family):
                     if sminb > 1:
                         mplans.append({"name": "ts", "NW": snw, "NT": (snw + 1) * 32, "R": stk, "KW": mkw, "TK": stk,
                                        "NS": sns, "CS": 0, "HALF": sstage // 2, "STAGE": sstage, "SMEM": ssmem,
-                                       "MINB": sminb, "TM": 1, "BOX": box, "ROWS": mns * tk})
+                                       "MINB": sminb, "TM": 1, "BOX": box, "ROWS": mns * tk, "PERSIST": 0})
                         # A fifth form, t3: ts with two stages, three blocks an SM (at D128 they
                         # fill the 228 KB of an SM's shared memory to the byte), taken in place of
                         # ts past the row blocks that ts's two an SM hold (H100, fp16, ftbench per call /
@@ -445,6 +446,25 @@ class AttentionFamily(Family):
                 elif mminb == 2 and mns > 2 and tune.get("MSHORT3", 1):
                     if 3 * (2 * stage + 1024 + static_smem(mnw) + 1024) <= 228 * 1024:
                         mplans.append(dict(mplans[-1], name="t3", NS=2, SMEM=2 * stage + 1024, MINB=3, ROWS=mns * tk))
+            # tp: t3 as a persistent grid (templates/attention.cuh.j2 has how), each block taking
+            # rows one after the other, so that its stages stream the next row while it finishes
+            # one. The launcher takes it for rows that t3's two stages hold at once, at least three
+            # row blocks to each block the device holds, groups of at most 16 / MNW heads. H100,
+            # fp16, ftbench per call / device us, tp / t3 (thirtieth session, reduced builds in one call):
+            #   taken: H32 Hkv8 D128 B256 L128 57.6 / 56.0 against 63.4 / 60.5, B512 L128
+            #   103.5 / 99.6 against 129.8 / 126.9; D64 H16 Hkv4 B256 L256 29.9 / 27.0 against
+            #   33.0 / 30.7, L128 22.1 / 18.6 against 24.9 / 21.0, B512 L128 36.3 / 31.8 against
+            #   38.2 / 33.7; H32 Hkv8 B256 L256 52.0 / 51.1 against 55.2 / 51.5; cross-attention
+            #   B256 H16 Hkv4 L256 `[B,L,Hkv*D]` 28.6 / 26.0 against 31.3 / 27.9;
+            #   left to t3: longer rows, faster a call but slower back to back (D128 B256 L256 96.5
+            #   / 97.0 against 99.3 / 95.9, L384 142.6 / 145.3 against 143.9 / 140.9, cross-attention
+            #   L256 94.9 / 95.2 against 96.1 / 92.9), two rows a block (B64 L256 31.1 / 31.3
+            #   against 30.8 / 28.1); groups of 8 at D128 (B128 H64 L256 56.5 / 53.6 against 56.9
+            #   / 52.1). A grid of as many blocks as fit, rows dealt round, was slower where rows
+            #   do not divide evenly (B256 L128 59.9 / 57.4). MPERSIST=0 leaves it out; MPQ=0
+            #   leaves out its L2 prefetch of the next row's q, k and v (tuning runs).
+            if mplans and mplans[-1]["name"] == "t3" and persist:
+                mplans.append(dict(mplans[-1], name="tp", PERSIST=1))
         # sm_90 kernels, launched as programmatic dependents: a split's first tile prefetched
         # into the L2 while the kernel before them ends (APF=0: not, for tuning runs)
         apf = tune.get("APF", 1)
@@ -452,6 +472,7 @@ class AttentionFamily(Family):
         # its SM (GQPAD=0: not, for tuning runs)
         gqpad = tune.get("GQPAD", 1)
         return {
+            "MPQ": tune.get("MPQ", 1),
             "packed": self.has_packed(params), "mplans": mplans, "APF": apf, "GQPAD": gqpad, "STAMP": tune.get("STAMP", 0),
             "MTS": tune.get("MTS", 1 if row == 128 else 0),
             # the smallest head group taken on tensor cores: pairs too where the tm form exists

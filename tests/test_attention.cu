@@ -44,6 +44,8 @@ typedef struct attn_case {
                              giving the first one's output bits (0: 1) */
     int counters;         /* split counters (zeroed once, checked zero after every call): 1 on every
                              call, 2 on every second call (the others through the combine kernel) */
+    int tp_only;          /* runs only where the tensor-core kernel's tp form exists (D64, D128;
+                             16-bit): its many row blocks cost the CPU reference time elsewhere */
     int lengths[16];
 } attn_case;
 
@@ -363,7 +365,7 @@ static void attention_test(ft_test *t)
     const ft_dtype dt = FT_CAT(FT_, FT_ATTN_TEST_DT_UPPER, );
     ref_rng rng;
     ref_rng_seed(&rng, ref_test_seed() * 7 + (uint64_t)D * 131 + (uint64_t)dt);
-    attn_case cases[48];
+    attn_case cases[52];
     int n = 0;
     {
         const int l1[] = {0, 17, 63};
@@ -457,6 +459,15 @@ static void attention_test(ft_test *t)
          * t3 form at D128 (16-bit; two stages, three blocks an SM) */
         const int l25[] = {199, 0, 64, 63, 17, 198, 1, 128, 127, 3, 100, 199, 150, 5, 190, 33};
         cases[n++] = self_case(16, 72, 18, 200, FT_KV_BHLD, FT_ROPE_HALF, 0, 0, l25);
+        /* head groups of 4 and 8, short rows, in more than twice the row blocks that t3's three
+         * an SM hold on an H100 (1024): tp, t3 as a persistent grid, a block taking rows one
+         * after the other (D128 and D64 for 4, D128 for 8; t3 elsewhere), with empty slots and
+         * rows past capacity among the blocks' first rows and later ones */
+        const int l26[] = {127, -1, 0, 64, 63, 17, 126, 128, 100, 99, 3, 1, 127, 50, -1, 33};
+        cases[n] = self_case(16, 256, 64, 128, FT_KV_BHLD, FT_ROPE_HALF, 16, 0, l26); /* rotary on 16 of D */
+        cases[n++].tp_only = 1;
+        cases[n] = self_case(16, 512, 64, 128, FT_KV_BHLD, FT_ROPE_INTERLEAVED, 0, 0, l26);
+        cases[n++].tp_only = 1;
         /* one head a block, more row blocks than two an SM fill on an H100, short rows,
          * unsplit: the short-row forms (three blocks an SM) where the long form's stages hold
          * the rows (rows of up to three tiles; the tensor-map form through FT's cache) */
@@ -504,6 +515,22 @@ static void attention_test(ft_test *t)
         c.calls = 2;
         c.counters = 2;
         cases[n++] = c;
+        /* short memories of head groups of 4 in 1024 row blocks (tp at D64 and D128, 16-bit),
+         * an empty one and one past capacity among them */
+        c.B = 16;
+        c.H = 256;
+        c.Hkv = 64;
+        c.L = 100;
+        c.splits = 0;
+        c.calls = 1;
+        c.counters = 0;
+        for (int b = 0; b < 16; b++)
+            c.lengths[b] = 1 + (b * 41) % 100;
+        c.lengths[2] = 0;
+        c.lengths[14] = 101;
+        c.tp_only = 1;
+        cases[n++] = c;
+        c.tp_only = 0;
         /* short memories of one head a block past one wave (the short-row forms) */
         c.B = 12;
         c.H = 24;
@@ -545,6 +572,8 @@ static void attention_test(ft_test *t)
             continue;
         }
         for (int i = 0; i < n && t->failures == 0; i++) {
+            if (cases[i].tp_only && ((D != 64 && D != 128) || dt == FT_FP32))
+                continue;
             cases[i].impl = impl;
             run_case(t, dt, D, &cases[i], &rng);
         }

@@ -3246,7 +3246,7 @@ static inline ft_status ft_attn_plan_grid_h32_fp32(const char *fn, ft_attn_plan 
     if ((st = ft_attn_check_splits(fn, p, splits, max_seq, 32, ws_bytes, ws)) != FT_OK)
         return st; /* before the device is asked anything */
     int slots = 0, sms = 0;
-    p->async = p->tiled = p->solo = 0;
+    p->async = p->tiled = p->solo = p->grid = 0;
     /* tensor maps can address this cache (the sm_90 kernels' view: rows of one step's
      * elements, int32 coordinates) where no indirection table picks the rows */
     int64_t tm_r, tm_c;
@@ -3364,7 +3364,7 @@ static inline ft_status ft_attn_launch_h32_fp32(const char *fn, ft_attn_kargs_h3
     }
     if (p->async) {
         /* one-dimensional grid: block x = (row block) * splits + split, clusters along x */
-        const unsigned nblocks = (unsigned)(p->B * p->Hkv * p->passes) * (unsigned)p->splits;
+        const unsigned nblocks = p->grid > 0 ? (unsigned)p->grid : (unsigned)(p->B * p->Hkv * p->passes) * (unsigned)p->splits;
         const unsigned cluster = p->cmerge ? (unsigned)p->splits : 1u;
         int gi, threads, smem;
         const void *kernel = ft_attn_async_kernel_h32_fp32(p->gq, p->wide, &gi, &threads, &smem);

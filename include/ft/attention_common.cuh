@@ -169,10 +169,13 @@ typedef struct ft_attn_plan {
                            boxes (a strided cache), 2 and 3 those for short rows (one head, three
                            blocks an SM); a tensor-core head group, 0 r4, 1 r8 (larger
                            copies), 2 tm (tensor maps), then where generated ts (tm for short
-                           rows, two blocks an SM: D128) and t3 (two stages, three blocks an SM):
-                           3 ts and 4 t3 at D128, 3 t3 at D64 */
+                           rows, two blocks an SM: D128), t3 (two stages, three blocks an SM) and
+                           tp (t3 as a persistent grid): 3 ts, 4 t3, 5 tp at D128, 3 t3, 4 tp at
+                           D64 */
     int tiled;          /* that form reads the cache through tensor maps (the launcher encodes them) */
     int solo;           /* launched with FT_ATTN_SOLO_SMEM of shared memory: one block an SM */
+    int grid;           /* blocks of a persistent sm_90 launch (t3: fewer than the row blocks,
+                           each taking every grid-th); 0: a block per row block and split */
     float qk_scale;     /* scale * log2(e): logits live in the exp2 domain */
 } ft_attn_plan;
 
@@ -398,6 +401,22 @@ static inline int64_t ft_kv_seq_stride(int layout, int Hkv, int L, int D)
     int64_t base, stride;
     ft_kv_base(layout, 1, 0, 2, Hkv, L, D, &base, &stride);
     return base;
+}
+
+/* Rotates pair j (j < rd / 2) of a head vector in smem `x` in place, as ft_rope_elem rotates
+ * each of its two elements, and scales both by `scale`: one thread a pair, so no other
+ * thread may read those two elements meanwhile; one sincos for the two. */
+static __device__ __forceinline__ void ft_rope_pair(float *x, int j, int pos, int style, int rd, float log2_base,
+                                                    float scale)
+{
+    const int d0 = style == FT_ROPE_INTERLEAVED ? 2 * j : j, d1 = style == FT_ROPE_INTERLEAVED ? 2 * j + 1 : j + (rd >> 1);
+    const float inv_freq = (float)exp2(-(2.0 * j / rd) * (double)log2_base);
+    const float angle = (float)pos * inv_freq;
+    float s, c;
+    sincosf(angle, &s, &c);
+    const float x0 = x[d0], x1 = x[d1];
+    x[d0] = (x0 * c + -1.0f * x1 * s) * scale;
+    x[d1] = (x1 * c + 1.0f * x0 * s) * scale;
 }
 
 /* Rotates element d of a head vector in smem `x` (float[D], already biased) at position

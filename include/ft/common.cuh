@@ -272,6 +272,12 @@ static __device__ __forceinline__ void ft_bulk_prefetch_l2(const void *src, unsi
 #endif
 }
 
+/* The same hint for the 128-byte line holding `p` (any alignment; every architecture). */
+static __device__ __forceinline__ void ft_prefetch_l2(const void *p)
+{
+    asm volatile("prefetch.global.L2 [%0];" ::"l"(p) : "memory");
+}
+
 /* The same hint for the box of a two-dimensional tensor map at (x, y) (ft_tensor_load_2d):
  * one request however far apart the box's rows lie. */
 static __device__ __forceinline__ void ft_tensor_prefetch_l2_2d(const CUtensorMap *map, int x, int y)
