@@ -5565,7 +5565,10 @@ static __global__ void __launch_bounds__(96, 3) ft_attn_mma_tp_h128_fp16(ft_attn
 #pragma unroll
         for (int s = 0; s < NS; s++) {
             ft_mbar_init(&full[s], 1);
-            ft_mbar_init(&empty[s], NTC); /* every consumer thread releases a stage itself */
+            /* every consumer thread releases a stage itself, after its own reads: the order
+             * compute-sanitizer's racecheck follows (one arrival a warp after __syncwarp, which
+             * it does not, read as a hazard; the H100 times both alike) */
+            ft_mbar_init(&empty[s], NTC);
         }
         ft_mbar_init_fence();
     }
