@@ -3105,7 +3105,8 @@ static __global__ void __launch_bounds__(256, 2) ft_attn_async_h96_bf16_g2_tm(ft
  * form runs one block per SM (D128), a fourth, ts, is the same kernel with half the
  * consumer warps and stages, two blocks an SM, for many short rows (the launcher's rule);
  * t3 is a form of two stages, three blocks an SM, for more of them: ts's at D128, the tm
- * form's at D64 (where tm runs two blocks an SM). */
+ * form's at D64 (where tm runs two blocks an SM); tp is t3 as a persistent grid, each block
+ * taking rows one after the other, for rows its stages hold at once in many row blocks. */
 #define FT_ATTN_H96_BF16_MGQ 16
 
 /* r4: 4 rows a copy (784-byte pitch), 4 consumer warps, 2 stages of 128 steps (100352 bytes). */
