@@ -5609,15 +5609,19 @@ static __global__ void __launch_bounds__(96, 3) ft_attn_mma_tp_h128_fp16(ft_attn
     }
     if (warp == 0 && rb + (int)gridDim.x < nrb) {
         /* the next row's q (and new k, v) into the L2, a line a lane */
-        const int nb = rb + gridDim.x, nkvh = (nb / passes) % a.Hkv, nbb = nb / passes / a.Hkv;
-        const int nh0 = nkvh * a.G + (nb % passes) * GQ, nng = min(GQ, a.G - (nb % passes) * GQ);
-        const char *qp = (const char *)(a.q + ((int64_t)nbb * a.H + nh0) * D);
+        const int rn = rb + gridDim.x;
+        const int npass = rn % passes;
+        const int nkvh = (rn / passes) % a.Hkv;
+        const int nb = rn / passes / a.Hkv;
+        const int nh0 = nkvh * a.G + npass * GQ;
+        const int nng = min(GQ, a.G - npass * GQ);
+        const char *qp = (const char *)(a.q + ((int64_t)nb * a.H + nh0) * D);
         for (uintptr_t l = ((uintptr_t)qp & ~(uintptr_t)127) + (uintptr_t)lane * 128;
              l < (uintptr_t)qp + (uintptr_t)nng * ROW; l += 32 * 128)
             ft_prefetch_l2((const void *)l);
         if (a.is_self && lane < 2 * ((ROW + 127) / 128)) {
             const int which = lane & 1, piece = lane >> 1;
-            const char *kp = (const char *)((which ? a.v_new : a.k_new) + ((int64_t)nbb * a.Hkv + nkvh) * D);
+            const char *kp = (const char *)((which ? a.v_new : a.k_new) + ((int64_t)nb * a.Hkv + nkvh) * D);
             ft_prefetch_l2(kp + min(piece * 128, ROW - 1));
         }
     }

@@ -174,7 +174,7 @@ typedef struct ft_attn_plan {
                            D64 */
     int tiled;          /* that form reads the cache through tensor maps (the launcher encodes them) */
     int solo;           /* launched with FT_ATTN_SOLO_SMEM of shared memory: one block an SM */
-    int grid;           /* blocks of a persistent sm_90 launch (t3: fewer than the row blocks,
+    int grid;           /* blocks of a persistent sm_90 launch (tp: fewer than the row blocks,
                            each taking every grid-th); 0: a block per row block and split */
     float qk_scale;     /* scale * log2(e): logits live in the exp2 domain */
 } ft_attn_plan;
@@ -403,26 +403,18 @@ static inline int64_t ft_kv_seq_stride(int layout, int Hkv, int L, int D)
     return base;
 }
 
-/* Rotates pair j (j < rd / 2) of a head vector in smem `x` in place, as ft_rope_elem rotates
- * each of its two elements, and scales both by `scale`: one thread a pair, so no other
- * thread may read those two elements meanwhile; one sincos for the two. */
-static __device__ __forceinline__ void ft_rope_pair(float *x, int j, int pos, int style, int rd, float log2_base,
-                                                    float scale)
+/* sin and cos of the rotary angle of frequency i (i < rd / 2) at position pos: inv_freq =
+ * base^(-2i/rd) is taken in double and rounded once, so the C reference reproduces the
+ * angle bit for bit. */
+static __device__ __forceinline__ void ft_rope_sincos(int i, int pos, int rd, float log2_base, float *s, float *c)
 {
-    const int d0 = style == FT_ROPE_INTERLEAVED ? 2 * j : j, d1 = style == FT_ROPE_INTERLEAVED ? 2 * j + 1 : j + (rd >> 1);
-    const float inv_freq = (float)exp2(-(2.0 * j / rd) * (double)log2_base);
-    const float angle = (float)pos * inv_freq;
-    float s, c;
-    sincosf(angle, &s, &c);
-    const float x0 = x[d0], x1 = x[d1];
-    x[d0] = (x0 * c + -1.0f * x1 * s) * scale;
-    x[d1] = (x1 * c + 1.0f * x0 * s) * scale;
+    const float inv_freq = (float)exp2(-(2.0 * i / rd) * (double)log2_base);
+    sincosf((float)pos * inv_freq, s, c);
 }
 
 /* Rotates element d of a head vector in smem `x` (float[D], already biased) at position
  * pos; returns the new value of x[d]. Reads only x, so all d can be computed before any
- * is written back. inv_freq = base^(-2i/rd) is taken in double and rounded once, so the
- * C reference reproduces the angle bit for bit. */
+ * is written back. */
 static __device__ __forceinline__ float ft_rope_elem(const float *x, int d, int pos, int style, int rd,
                                                      float log2_base)
 {
@@ -440,11 +432,23 @@ static __device__ __forceinline__ float ft_rope_elem(const float *x, int d, int 
         partner = d < half ? d + half : d - half;
         sign = d < half ? -1.0f : 1.0f;
     }
-    const float inv_freq = (float)exp2(-(2.0 * i / rd) * (double)log2_base);
-    const float angle = (float)pos * inv_freq;
     float s, c;
-    sincosf(angle, &s, &c);
+    ft_rope_sincos(i, pos, rd, log2_base, &s, &c);
     return x[d] * c + sign * x[partner] * s;
+}
+
+/* Rotates pair j (j < rd / 2) of a head vector in smem `x` in place, as ft_rope_elem rotates
+ * each of its two elements, and scales both by `scale`: one thread a pair, so no other
+ * thread may read those two elements meanwhile; one sincos for the two. */
+static __device__ __forceinline__ void ft_rope_pair(float *x, int j, int pos, int style, int rd, float log2_base,
+                                                    float scale)
+{
+    const int d0 = style == FT_ROPE_INTERLEAVED ? 2 * j : j, d1 = style == FT_ROPE_INTERLEAVED ? 2 * j + 1 : j + (rd >> 1);
+    float s, c;
+    ft_rope_sincos(j, pos, rd, log2_base, &s, &c);
+    const float x0 = x[d0], x1 = x[d1];
+    x[d0] = (x0 * c + -1.0f * x1 * s) * scale;
+    x[d1] = (x1 * c + 1.0f * x0 * s) * scale;
 }
 
 /* ---------------------------------------------------------------- tensor-core pieces */
