@@ -319,7 +319,7 @@ class AttentionFamily(Family):
             # Longer rows are mixed or lose: B256 H8 D64 L512 94.2 / 90.4 against 94.7 / 89.8,
             # B128 H32 D128 L256 183.8 / 180.3 against 184.2 / 179.4, B64 H12 D64 L1024 69.3 /
             # 65.3 against 68.7 / 64.6. ASHORT=0 leaves them out.
-            forms = [{"wide": 0, "tm": 0, "NS": ns, "MINB": minb, "SMEM": ns * 2 * tk * row, "sfx": ""}]
+            forms = [{"wide": 0, "tm": 0, "NS": ns, "MINB": minb, "SMEM": ns * 2 * tk * row, "sfx": "", "persist": 0}]
             if abox:
                 forms.append(dict(forms[0], wide=1, tm=1, sfx="_tm"))
             sns, sminb = tune.get("ASNS", 2), tune.get("ASMINB", 3)
@@ -329,6 +329,35 @@ class AttentionFamily(Family):
                 short = {"NS": sns, "MINB": sminb, "SMEM": sns * 2 * tk * row}
                 forms += [dict(f, wide=f["wide"] + 2, sfx=f["sfx"] + "_s", **short) for f in forms[:2]]
                 aplan[gq]["SROWS"] = tune.get("ASROWS", ns * tk)
+            # Form 4, one head a block: ap, the bulk-copy kernel as a persistent grid, each block
+            # taking APR (2) rows one after the other, its stages streaming the next row while it
+            # finishes one (templates/attention.cuh.j2 has how). The launcher takes it for unsplit
+            # contiguous rows past the short forms where the long form's blocks would take more
+            # than APWMIN (4) and at most APWMAX (8) waves. H100, ftbench per call / device us,
+            # ap / the long form, thirty-first session, same call:
+            #   taken: fp16 B256 H8 D64 L512 93.3 / 89.4 against 94.7 / 89.7 (bf16 93.7 / 89.8
+            #   against 94.8 / 89.9), B128 H12 D64 L512 70.6 / 66.8 against 72.0 / 66.9, B256 H8
+            #   D32 L1024 92.6 / 88.8 against 94.3 / 89.5, B128 H16 D32 L2048 177.9 / 174.2
+            #   against 179.2 / 175.3, B256 H8 D80 L512 115.1 / 111.6 against 116.4 / 112.6, bf16
+            #   B128 H12 D80 L1024 168.1 / 164.7 against 169.5 / 165.9, B256 H8 D128 L1024 352.2
+            #   / 349.3 against 353.0 / 349.8; cross-attention B256 H8 D64 L512 `[B,Hkv,L,D]`
+            #   90.8 / 86.5 against 91.7 / 87.0, D128 176.0 / 172.8 against 177.8 / 173.8;
+            #   left out: more waves, where a block's rows cost more than the launches they save
+            #   (4 rows a block, B256 H16 D64 L1024 354.1 / 350.8 against 352.2 / 348.5; B128
+            #   H32 D128 L512 357.3 / 353.8 against 354.7 / 351.2, 357.0 / 354.3 in 2 rows a
+            #   block; B256 H32 D128 L256 in 8, 363.1 / 359.2 against 358.7 / 354.2), and fewer,
+            #   where blocks of 2 rows leave the last wave part empty (B64 H12 D64 L1024, 384
+            #   blocks, 70.6 / 67.6 against 69.0 / 64.7). A grid of as many blocks as fit, rows
+            #   dealt round, lost back to back at every shape but L256 (B256 H8 D64 L512 93.3-93.7
+            #   / 90.6-90.8, B64 H12 D64 L1024 70.1-70.3 / 66.7-66.8, B256 H32 D128 L256 364.4-365.3
+            #   / 362.7-363.1; in place of the short form, B256 H8 D64 L256 50.0-50.2 / 46.3-46.4
+            #   against 51.6-52.2 / 48.0-48.3, L128 35.5-36.3 / 31.3-31.4 against 32.0-32.5 /
+            #   29.4-29.6). APERSIST=0 leaves ap out.
+            if gq == 1 and tune.get("APERSIST", 1):
+                forms.append(dict(forms[0], wide=4, sfx="_p", persist=1))
+                aplan[gq]["PROWS"] = tune.get("APR", 2)
+                aplan[gq]["PWMIN"] = tune.get("APWMIN", 4)
+                aplan[gq]["PWMAX"] = tune.get("APWMAX", 8)
             aplan[gq]["forms"] = forms
         # The tensor-core head-group kernel (sm_90, 16-bit types, head sizes of whole k-steps
         # of 16 up to 128): 16 query heads of one key/value head a block as the rows of
@@ -473,6 +502,8 @@ class AttentionFamily(Family):
         gqpad = tune.get("GQPAD", 1)
         return {
             "MPQ": tune.get("MPQ", 1),
+            # the sm_90 kernels' forms per head count (the launcher's index of a kernel): 4, 5 with ap
+            "AF": 5 if tune.get("APERSIST", 1) else 4,
             "packed": self.has_packed(params), "mplans": mplans, "APF": apf, "GQPAD": gqpad, "STAMP": tune.get("STAMP", 0),
             "MTS": tune.get("MTS", 1 if row == 128 else 0),
             # the smallest head group taken on tensor cores: pairs too where the tm form exists

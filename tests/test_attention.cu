@@ -46,6 +46,7 @@ typedef struct attn_case {
                              call, 2 on every second call (the others through the combine kernel) */
     int tp_only;          /* runs only where the tensor-core kernel's tp form exists (D64, D128;
                              16-bit): its many row blocks cost the CPU reference time elsewhere */
+    int ap_only;          /* runs only at D64 and D128 (every dtype): the same */
     int lengths[16];
 } attn_case;
 
@@ -365,7 +366,7 @@ static void attention_test(ft_test *t)
     const ft_dtype dt = FT_CAT(FT_, FT_ATTN_TEST_DT_UPPER, );
     ref_rng rng;
     ref_rng_seed(&rng, ref_test_seed() * 7 + (uint64_t)D * 131 + (uint64_t)dt);
-    attn_case cases[52];
+    attn_case cases[56];
     int n = 0;
     {
         const int l1[] = {0, 17, 63};
@@ -475,6 +476,14 @@ static void attention_test(ft_test *t)
         cases[n++] = self_case(12, 24, 24, 190, FT_KV_BHLD, FT_ROPE_INTERLEAVED, 0, 0, l23);
         const int l24[] = {59, 5, 0, 31, 58, 33, 16, 57, 1, 40, 32, 10};
         cases[n++] = self_case(12, 24, 24, 60, FT_KV_LBHD, FT_ROPE_HALF, 0, 0, l24);
+        /* one head a block, unsplit, in 1280 row blocks (between four and eight waves of the
+         * long form's two blocks an SM on an H100): ap, the long form as a persistent grid, each
+         * block taking two rows one after the other (rows of up to ten tiles, rows of the new
+         * token alone, an empty slot and a row past capacity among a block's first and second
+         * rows) */
+        const int l27[] = {599, 0, 440, -1, 1, 600, 127, 128, 129, 300, 598, 0, 255, 3, 577, 599};
+        cases[n] = self_case(16, 80, 80, 600, FT_KV_BHLD, FT_ROPE_INTERLEAVED, 0, 0, l27);
+        cases[n++].ap_only = 1;
     }
     {
         attn_case c;
@@ -542,6 +551,21 @@ static void attention_test(ft_test *t)
         for (int b = 0; b < 12; b++)
             c.lengths[b] = 1 + (b * 37) % 60;
         cases[n++] = c;
+        /* memories of one head a block in 1280 row blocks (ap), an empty one and one past
+         * capacity among them */
+        c.B = 16;
+        c.H = 80;
+        c.Hkv = 80;
+        c.L = 500;
+        c.layout = FT_KV_BHLD;
+        for (int b = 0; b < 16; b++)
+            c.lengths[b] = 1 + (b * 233) % 500;
+        c.lengths[5] = 0;
+        c.lengths[9] = 501;
+        c.lengths[12] = 500;
+        c.ap_only = 1;
+        cases[n++] = c;
+        c.ap_only = 0;
     }
     /* random shapes */
     const int gs[] = {1, 2, 4, 8};
@@ -573,6 +597,8 @@ static void attention_test(ft_test *t)
         }
         for (int i = 0; i < n && t->failures == 0; i++) {
             if (cases[i].tp_only && ((D != 64 && D != 128) || dt == FT_FP32))
+                continue;
+            if (cases[i].ap_only && D != 64 && D != 128)
                 continue;
             cases[i].impl = impl;
             run_case(t, dt, D, &cases[i], &rng);

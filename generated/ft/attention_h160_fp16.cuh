@@ -1988,10 +1988,274 @@ static __global__ void __launch_bounds__(288, 3) ft_attn_async_h160_fp16_g1_tm_s
 #endif
 }
 
+/* ap, the bulk-copy kernel above as a persistent grid (the launcher's form 4; p->grid blocks,
+ * fewer than the row blocks, unsplit, contiguous rows): block x takes row blocks x, x +
+ * gridDim.x, ... in turn (2 a block as the launcher plans it). The stages' uses run on across its rows (use u = used + i), so
+ * the producer streams the next row's tiles while the consumers finish this one (its last
+ * tile's rows, the warps' merge, the output): the warps' partials have shared memory of
+ * their own. Tile 0 of every row is requested before the row's length is known, as soon as
+ * its stage is free, and the next row's q, k and v are fetched into the L2 as a row starts. */
+static __global__ void __launch_bounds__(288, 2) ft_attn_async_h160_fp16_g1_p(ft_attn_kargs_h160_fp16 a)
+{
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    enum {
+        D = FT_ATTN_H160_FP16_D, VEC = FT_ATTN_H160_FP16_AVEC, TPK = FT_ATTN_H160_FP16_ATPK, CPT = FT_ATTN_H160_FP16_ACPT, NW = 8, NTC = NW * 32,
+        TK = 48, KW = TK / NW, NS = 3, GQ = 1, ROW = D * 2
+    };
+    extern __shared__ __align__(128) unsigned char ft_attn_stages[]; /* NS x (K rows, V rows) */
+    __shared__ __align__(8) unsigned long long full[NS], empty[NS];
+    __shared__ __align__(16) float q_s[GQ][D];
+    __shared__ __align__(16) float kv_new[2][D];
+    __shared__ __align__(16) __half kv_row[2][D];
+    __shared__ float2 ml_s[NW][GQ];
+    __shared__ __align__(16) float red[NW * GQ * D]; /* the warps' partials */
+    ft_pdl_trigger(); /* a dependent launch may be scheduled; it waits for this grid's end */
+    const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
+    const int s0 = 0; /* unsplit */
+    const int passes = (a.G + GQ - 1) / GQ, nrb = a.B * a.Hkv * passes;
+    const int spec = min(TK, a.L); /* steps of every row's tile 0, within the capacity */
+    if (tid == 0) {
+#pragma unroll
+        for (int s = 0; s < NS; s++) {
+            ft_mbar_init(&full[s], 1);
+            /* every consumer thread releases a stage itself, after its own reads: the order
+             * compute-sanitizer's racecheck follows (one arrival a warp after __syncwarp, which
+             * it does not, read as a hazard; the H100 times both alike) */
+            ft_mbar_init(&empty[s], NTC);
+        }
+        ft_mbar_init_fence();
+    }
+    __syncthreads();
+    if (warp == NW - 1 && lane == 0 && blockIdx.x < nrb) { /* the first row's first tile, as the one-row form's */
+        const int rb = blockIdx.x;
+        int64_t fbase, fstride;
+        ft_kv_base(a.layout, rb / passes / a.Hkv, (rb / passes) % a.Hkv, a.B, a.Hkv, a.L, D, &fbase, &fstride);
+        ft_bulk_prefetch_l2(a.k_cache + fbase, (unsigned)spec * ROW);
+        ft_bulk_prefetch_l2(a.v_cache + fbase, (unsigned)spec * ROW);
+    }
+    ft_pdl_wait();
+    int used = 0; /* stage uses of the rows before this one */
+#pragma unroll 1
+    for (int rb = blockIdx.x; rb < nrb; rb += gridDim.x) {
+    const int pass = rb % passes;
+    const int kvh = (rb / passes) % a.Hkv;
+    const int b = rb / passes / a.Hkv;
+    const int h0 = kvh * a.G + pass * GQ;
+    const int ng = min(GQ, a.G - pass * GQ);
+    int64_t kvbase, kvstride;
+    ft_kv_base(a.layout, b, kvh, a.B, a.Hkv, a.L, D, &kvbase, &kvstride);
+    const __half *kc = a.k_cache + kvbase, *vc = a.v_cache + kvbase;
+    const int contiguous = 1, stream = passes == 1; /* the launcher's rule: FT_KV_BHLD, no indirection table */
+    if (warp == NW && lane == 0) {
+        const int s = used % NS;
+        __half *ks = (__half *)(ft_attn_stages + (size_t)s * 2 * TK * ROW);
+        if (used >= NS)
+            ft_mbar_wait(&empty[s], ((used / NS) & 1) ^ 1);
+        ft_mbar_expect_tx(&full[s], 2u * (unsigned)spec * ROW);
+        ft_attn_tile_copy_h160_fp16(ks, ks + TK * D, kc, vc, (unsigned)spec * ROW, &full[s], stream);
+    }
+    if (warp == 0 && rb + (int)gridDim.x < nrb) {
+        /* the next row's q (and new k, v) into the L2, a line a lane */
+        const int rn = rb + gridDim.x;
+        const int npass = rn % passes;
+        const int nkvh = (rn / passes) % a.Hkv;
+        const int nb = rn / passes / a.Hkv;
+        const int nh0 = nkvh * a.G + npass * GQ;
+        const int nng = min(GQ, a.G - npass * GQ);
+        const char *qp = (const char *)(a.q + ((int64_t)nb * a.H + nh0) * D);
+        for (uintptr_t l = ((uintptr_t)qp & ~(uintptr_t)127) + (uintptr_t)lane * 128;
+             l < (uintptr_t)qp + (uintptr_t)nng * ROW; l += 32 * 128)
+            ft_prefetch_l2((const void *)l);
+        if (a.is_self && lane < 2 * ((ROW + 127) / 128)) {
+            const int which = lane & 1, piece = lane >> 1;
+            const char *kp = (const char *)((which ? a.v_new : a.k_new) + ((int64_t)nb * a.Hkv + nkvh) * D);
+            ft_prefetch_l2(kp + min(piece * 128, ROW - 1));
+        }
+    }
+    int steps, new_pos;
+    if (!ft_attn_row_h160_fp16(&a, b, &steps, &new_pos)) {
+        if (warp < NW) { /* the early tile is one use of its stage: landed and released */
+            const int s = used % NS;
+            ft_mbar_wait(&full[s], (used / NS) & 1);
+            ft_mbar_arrive(&empty[s]);
+        }
+        used += 1;
+        if (warp < NW)
+            for (int i = tid; i < ng * D; i += NTC)
+                a.out[((int64_t)b * a.H + h0) * D + i] = ft_from_float_fp16(ft_attn_invalid_value_h160_fp16(&a, b));
+        continue;
+    }
+    const int s1 = steps;
+    const int owner = new_pos >= s0 && new_pos < s1; /* this block holds the new token */
+    const int cache_end = new_pos >= 0 ? min(s1, new_pos) : s1; /* the new token comes from kv_row */
+    /* tile 0, if any, has at most min(TK, chunk) steps (the last split's: TK), all below the
+     * capacity (cache_end <= steps <= L for a row that can be computed): within spec */
+    const int ntiles = cache_end > s0 ? (cache_end - s0 + TK - 1) / TK : 0;
+
+    if (warp == NW) {
+        /* ---- producer: stage s = i % NS is refilled once the consumers released its previous use */
+        for (int i = spec > 0 ? 1 : 0; i < ntiles; i++) {
+            const int s = (used + i) % NS, t0 = s0 + i * TK, n = min(TK, cache_end - t0);
+            __half *ks = (__half *)(ft_attn_stages + (size_t)s * 2 * TK * ROW), *vs = ks + TK * D;
+            if ((used + i) >= NS)
+                ft_mbar_wait(&empty[s], (((used + i) / NS) & 1) ^ 1);
+            if (lane == 0)
+                ft_mbar_expect_tx(&full[s], 2u * (unsigned)n * ROW);
+            __syncwarp(); /* the bytes are expected before any copy can complete */
+            if (contiguous) {
+                if (lane == 0)
+                    ft_attn_tile_copy_h160_fp16(ks, vs, kc + (int64_t)t0 * D, vc + (int64_t)t0 * D, (unsigned)n * ROW,
+                                               &full[s], stream);
+            } else { /* row by row: strided steps, or rows named by the indirection table */
+                for (int r = lane; r < n; r += 32) {
+                    const int64_t off = ft_attn_step_h160_fp16(&a, b, t0 + r, kvstride);
+                    ft_bulk_load(ks + r * D, kc + off, ROW, &full[s]);
+                    ft_bulk_load(vs + r * D, vc + off, ROW, &full[s]);
+                }
+            }
+        }
+    } else {
+        /* ---- consumers (warps 0..NW-1, barrier 1 among them) */
+    /* ---- prologue: q (+bias, rotary, scale) and the new k, v (+bias, rotary, rounded) */
+        for (int i = tid; i < ng * D; i += NTC) {
+            const int64_t qi = ((int64_t)b * a.H + h0) * D + i;
+            q_s[i / D][i % D] = ft_to_float_fp16(a.q[qi]) + (a.q_bias ? ft_to_float_fp16(a.q_bias[(int64_t)h0 * D + i]) : 0.0f);
+        }
+        if (owner) {
+            for (int i = tid; i < 2 * D; i += NTC) {
+                const int which = i / D, d = i % D;
+                const int64_t ki = ((int64_t)b * a.Hkv + kvh) * D + d;
+                const __half *src = which ? a.v_new : a.k_new;
+                const __half *bias = which ? a.v_bias : a.k_bias;
+                kv_new[which][d] = ft_to_float_fp16(src[ki]) + (bias ? ft_to_float_fp16(bias[(int64_t)kvh * D + d]) : 0.0f);
+            }
+        }
+        ft_named_sync(1, NTC);
+        if (a.rope != FT_ROPE_NONE) { /* uniform: a kernel argument */
+            /* a thread a pair, rotated in place (no arrays of values held over a barrier) */
+            const int hp = a.rotary_dim >> 1, rest = D - a.rotary_dim;
+            for (int i = tid; i < ng * hp; i += NTC)
+                ft_rope_pair(q_s[i / hp], i % hp, new_pos, a.rope, a.rotary_dim, a.log2_base, a.qk_scale);
+            for (int i = tid; i < ng * rest; i += NTC)
+                q_s[i / rest][a.rotary_dim + i % rest] *= a.qk_scale;
+            if (owner)
+                for (int j = tid; j < hp; j += NTC)
+                    ft_rope_pair(kv_new[0], j, new_pos, a.rope, a.rotary_dim, a.log2_base, 1.0f);
+            ft_named_sync(1, NTC); /* the new k's elements below are rounded by other threads than rotated them */
+        } else {
+            for (int i = tid; i < ng * D; i += NTC)
+                q_s[i / D][i % D] *= a.qk_scale;
+        }
+        /* the new k, v rounded as stored; each thread the elements it loaded (and rotated) */
+        for (int d = tid; d < D; d += NTC)
+            if (owner) {
+                /* attend to the new k, v exactly as stored, as every later step will */
+                const __half kq = ft_from_float_fp16(kv_new[0][d]), vq = ft_from_float_fp16(kv_new[1][d]);
+                kv_new[0][d] = ft_to_float_fp16(kq);
+                kv_new[1][d] = ft_to_float_fp16(vq);
+                if (pass == 0) {
+                    a.k_cache[kvbase + (int64_t)new_pos * kvstride + d] = kq;
+                    a.v_cache[kvbase + (int64_t)new_pos * kvstride + d] = vq;
+                }
+            }
+        ft_named_sync(1, NTC);
+
+        const int slot = lane / TPK, j = lane % TPK;
+        float qr[GQ][CPT * VEC], acc[GQ][CPT * VEC], m[GQ], l[GQ];
+#pragma unroll
+        for (int g = 0; g < GQ; g++) {
+            m[g] = -INFINITY;
+            l[g] = 0.0f;
+#pragma unroll
+            for (int c = 0; c < CPT; c++)
+#pragma unroll
+                for (int e = 0; e < VEC; e++) {
+                    qr[g][c * VEC + e] = g < ng ? q_s[g][(j + c * TPK) * VEC + e] : 0.0f;
+                    acc[g][c * VEC + e] = 0.0f;
+                }
+        }
+        if (owner && warp == 0) {
+            /* the new token, as stored, is one more row for warp 0 */
+            for (int i = lane; i < 2 * D; i += 32)
+                kv_row[i / D][i % D] = ft_from_float_fp16(kv_new[i / D][i % D]);
+            __syncwarp();
+            ft_attn_async_rows_h160_fp16_g1(kv_row[0], kv_row[1], 1, 0, slot, j, qr, m, l, acc);
+        }
+        for (int i = 0; i < ntiles; i++) {
+            const int s = (used + i) % NS, n = min(TK, cache_end - (s0 + i * TK)), nw = min(KW, n - warp * KW);
+            const __half *ks = (const __half *)(ft_attn_stages + (size_t)s * 2 * TK * ROW) + warp * KW * D;
+            const __half *vs = ks + TK * D;
+            ft_mbar_wait(&full[s], ((used + i) / NS) & 1);
+            if (nw == KW)
+                ft_attn_async_rows_h160_fp16_g1(ks, vs, KW, 1, slot, j, qr, m, l, acc);
+            else if (nw > 0)
+                ft_attn_async_rows_h160_fp16_g1(ks, vs, nw, 0, slot, j, qr, m, l, acc);
+            ft_fence_proxy_async(); /* these reads before the bulk copy that refills the stage */
+            ft_mbar_arrive(&empty[s]);
+        }
+        if (ntiles == 0) { /* the row's one use of a stage, tile 0 unused: landed and released */
+            const int s = used % NS;
+            ft_mbar_wait(&full[s], (used / NS) & 1);
+            ft_mbar_arrive(&empty[s]);
+        }
+
+        /* ---- the warp's slots summed, then the warps merged through their shared memory */
+#pragma unroll
+        for (int off = TPK; off < 32; off <<= 1)
+#pragma unroll
+            for (int g = 0; g < GQ; g++) {
+                l[g] += __shfl_xor_sync(0xffffffffu, l[g], off);
+#pragma unroll
+                for (int i = 0; i < CPT * VEC; i++)
+                    acc[g][i] += __shfl_xor_sync(0xffffffffu, acc[g][i], off);
+            }
+        ft_named_sync(1, NTC); /* every consumer is past its last stage */
+        if (slot == 0)
+#pragma unroll
+            for (int g = 0; g < GQ; g++)
+#pragma unroll
+                for (int c = 0; c < CPT; c++)
+#pragma unroll
+                    for (int e = 0; e < VEC; e++)
+                        red[(warp * GQ + g) * D + (j + c * TPK) * VEC + e] = acc[g][c * VEC + e];
+        if (lane == 0)
+#pragma unroll
+            for (int g = 0; g < GQ; g++)
+                ml_s[warp][g] = make_float2(m[g], l[g]);
+        ft_named_sync(1, NTC);
+        for (int i = tid; i < ng * D; i += NTC) {
+            const int g = i / D, d = i % D;
+            float M = -INFINITY;
+#pragma unroll
+            for (int w = 0; w < NW; w++)
+                if (ml_s[w][g].y > 0.0f)
+                    M = fmaxf(M, ml_s[w][g].x);
+            float num[1] = {0.0f}, den = 0.0f;
+#pragma unroll
+            for (int w = 0; w < NW; w++) {
+                const float2 ml = ml_s[w][g];
+                if (ml.y > 0.0f) { /* a warp without rows drops out */
+                    const float wt = ft_exp2_approx(ml.x - M);
+                    num[0] += red[(w * GQ + g) * D + d] * wt;
+                    den += ml.y * wt;
+                }
+            }
+            const int64_t row = (int64_t)b * a.H + h0 + g;
+#pragma unroll
+            for (int e = 0; e < 1; e++)
+                a.out[row * D + d + e] = ft_from_float_fp16(num[e] / den);
+        }
+    }
+    used += ntiles > 0 ? ntiles : 1; /* a row without cached steps used tile 0's stage */
+    } /* the row blocks */
+#endif
+}
+
 /* The sm_90 kernel for `gq` heads per block in form `wide` (1-4 heads: 0 bulk copies, 1
- * tensor-map boxes of a strided cache, 2 and 3 the same for short rows (one head); a head
- * group: 0 r4, 1 r8, 2 tm, then ts and t3 where generated), its index among
- * the generated ones, threads and dynamic shared memory; NULL where none was generated. */
+ * tensor-map boxes of a strided cache, 2 and 3 the same for short rows (one head), 4 ap
+ * (one head, 0 as a persistent grid); a head group: 0 r4, 1 r8, 2 tm, then ts, t3 and tp
+ * where generated), its index among the generated ones, threads and dynamic shared memory;
+ * NULL where none was generated. */
 static inline const void *ft_attn_async_kernel_h160_fp16(int gq, int wide, int *index, int *threads, int *smem)
 {
     if (gq == 1 && wide == 0) {
@@ -2018,6 +2282,12 @@ static inline const void *ft_attn_async_kernel_h160_fp16(int gq, int wide, int *
         *smem = 61440;
         return (const void *)ft_attn_async_h160_fp16_g1_tm_s;
     }
+    if (gq == 1 && wide == 4) {
+        *index = 4;
+        *threads = FT_ATTN_H160_FP16_G1_ATHREADS;
+        *smem = 92160;
+        return (const void *)ft_attn_async_h160_fp16_g1_p;
+    }
     *index = -1;
     *threads = *smem = 0;
     return NULL;
@@ -2034,7 +2304,7 @@ static inline int ft_attn_cuda_group_h160_fp16(int gq)
  * per device (after raising the kernel's dynamic shared-memory limit to its stages). */
 static inline ft_status ft_attn_async_occupancy_h160_fp16(const char *fn, int gq, int wide, int *blocks)
 {
-    static int cache[4][64];
+    static int cache[5][64];
     int gi, threads, smem;
     const void *kernel = ft_attn_async_kernel_h160_fp16(gq, wide, &gi, &threads, &smem);
     if (kernel == NULL)
@@ -2070,7 +2340,7 @@ static inline ft_status ft_attn_async_occupancy_h160_fp16(const char *fn, int gq
 static inline ft_status ft_attn_async_clusters_h160_fp16(const char *fn, int gq, int wide, int size, int solo,
                                                           int *clusters)
 {
-    static int cache[4][2][FT_ATTN_CLUSTER_SPLITS + 1][64];
+    static int cache[5][2][FT_ATTN_CLUSTER_SPLITS + 1][64];
     int gi, threads, smem;
     const void *kernel = ft_attn_async_kernel_h160_fp16(gq, wide, &gi, &threads, &smem);
     if (kernel == NULL || size < 1 || size > FT_ATTN_CLUSTER_SPLITS)
@@ -2193,6 +2463,21 @@ static inline ft_status ft_attn_plan_grid_h160_fp16(const char *fn, ft_attn_plan
             return st;
         if ((int64_t)per_sm * sms > slots)
             p->wide += 2;
+    }
+    if (p->async && p->gq == 1 && p->splits == 1 && p->wide == 0 && layout == FT_KV_BHLD && !indirect &&
+        blocks > 4 * (int64_t)slots && blocks <= 8 * (int64_t)slots) {
+        /* one head a block, unsplit contiguous rows past the short forms' where the long form's
+         * blocks would take more than 4 and at most 8 waves: ap, the long form as a persistent
+         * grid of 2 rows a block, whose stages stream a block's next row while it finishes one
+         * (H100, fp16, ftbench per call / device us, ap / the long form: B256 H8 D64 L512 93.3 /
+         * 89.4 against 94.7 / 89.7, B128 H12 D64 L512 70.6 / 66.8 against 72.0 / 66.9, B256 H8
+         * D128 L1024 352.2 / 349.3 against 353.0 / 349.8; gen/ftgen.py has more, and the waves
+         * it leaves to the long form) */
+        int per_sm = 0; /* raises its shared-memory limit before its launch */
+        if ((st = ft_attn_async_occupancy_h160_fp16(fn, 1, 4, &per_sm)) != FT_OK)
+            return st;
+        p->wide = 4;
+        p->grid = (int)((blocks + 1) / 2);
     }
     p->cmerge = 0;
     /* a head group on CUDA cores in one wave of one block an SM: each block alone on its SM */
