@@ -502,8 +502,9 @@ class AttentionFamily(Family):
         gqpad = tune.get("GQPAD", 1)
         return {
             "MPQ": tune.get("MPQ", 1),
-            # the sm_90 kernels' forms per head count (the launcher's index of a kernel): 4, 5 with ap
-            "AF": 5 if tune.get("APERSIST", 1) else 4,
+            # the sm_90 kernels' forms per head count (the launcher's index of a kernel): one past
+            # the highest form generated for CUDA-core blocks (4 ap where it exists)
+            "AF": 1 + max(f["wide"] for plan in aplan.values() for f in plan["forms"]),
             "packed": self.has_packed(params), "mplans": mplans, "APF": apf, "GQPAD": gqpad, "STAMP": tune.get("STAMP", 0),
             "MTS": tune.get("MTS", 1 if row == 128 else 0),
             # the smallest head group taken on tensor cores: pairs too where the tm form exists

@@ -2323,11 +2323,12 @@ static __global__ void __launch_bounds__(288, 3) ft_attn_async_h32_fp16_g1_tm_s(
 
 /* ap, the bulk-copy kernel above as a persistent grid (the launcher's form 4; p->grid blocks,
  * fewer than the row blocks, unsplit, contiguous rows): block x takes row blocks x, x +
- * gridDim.x, ... in turn (2 a block as the launcher plans it). The stages' uses run on across its rows (use u = used + i), so
- * the producer streams the next row's tiles while the consumers finish this one (its last
- * tile's rows, the warps' merge, the output): the warps' partials have shared memory of
- * their own. Tile 0 of every row is requested before the row's length is known, as soon as
- * its stage is free, and the next row's q, k and v are fetched into the L2 as a row starts. */
+ * gridDim.x, ... in turn (2 a block as the launcher plans it). The stages' uses run
+ * on across its rows (use u = used + i), so the producer streams the next row's tiles while
+ * the consumers finish this one (its last tile's rows, the warps' merge, the output): the
+ * warps' partials have shared memory of their own. Tile 0 of every row is requested before
+ * the row's length is known, as soon as its stage is free, and the next row's q, k and v
+ * are fetched into the L2 as a row starts. */
 static __global__ void __launch_bounds__(288, 2) ft_attn_async_h32_fp16_g1_p(ft_attn_kargs_h32_fp16 a)
 {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900

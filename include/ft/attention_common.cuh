@@ -168,10 +168,10 @@ typedef struct ft_attn_plan {
     int wide;           /* the sm_90 kernel's form: 1-4 heads a block, 0 bulk copies, 1 tensor-map
                            boxes (a strided cache), 2 and 3 those for short rows (one head, three
                            blocks an SM), 4 ap (one head: 0 as a persistent grid); a tensor-core
-                           head group, 0 r4, 1 r8 (larger copies), 2 tm (tensor maps), then where generated ts (tm for short
-                           rows, two blocks an SM: D128), t3 (two stages, three blocks an SM) and
-                           tp (t3 as a persistent grid): 3 ts, 4 t3, 5 tp at D128, 3 t3, 4 tp at
-                           D64 */
+                           head group, 0 r4, 1 r8 (larger copies), 2 tm (tensor maps), then where
+                           generated ts (tm for short rows, two blocks an SM: D128), t3 (two
+                           stages, three blocks an SM) and tp (t3 as a persistent grid): 3 ts,
+                           4 t3, 5 tp at D128, 3 t3, 4 tp at D64 */
     int tiled;          /* that form reads the cache through tensor maps (the launcher encodes them) */
     int solo;           /* launched with FT_ATTN_SOLO_SMEM of shared memory: one block an SM */
     int grid;           /* blocks of a persistent sm_90 launch (tp, ap: fewer than the row
