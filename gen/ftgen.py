@@ -411,7 +411,7 @@ class AttentionFamily(Family):
                 mns, mminb, smem = stage_plan(stage, 0)
                 mplans.append({"name": name, "NW": mnw, "NT": (mnw + 1) * 32, "R": mr, "KW": mkw, "TK": mnw * mkw,
                                "NS": mns, "CS": cs, "HALF": stage // 2, "STAGE": stage, "SMEM": smem,
-                               "MINB": mminb, "TM": 0, "PERSIST": 0})
+                               "MINB": mminb, "TM": 0, "PERSIST": 0, "STAGEQ": 0})
             # rows of whole 128-byte pieces (D64, D128): a third form for the unsplit case whose
             # stages are filled by tensor-map copies (cp.async.bulk.tensor) of MTB-row boxes of 64
             # columns of K and of V, in the 128-byte swizzle that keeps ldmatrix free of bank
@@ -434,7 +434,7 @@ class AttentionFamily(Family):
                 mns, mminb, smem = stage_plan(stage, 1024)  # the swizzle wants 1024-byte aligned stages
                 mplans.append({"name": "tm", "NW": mnw, "NT": (mnw + 1) * 32, "R": tk, "KW": mkw, "TK": tk,
                                "NS": mns, "CS": 0, "HALF": stage // 2, "STAGE": stage, "SMEM": smem,
-                               "MINB": mminb, "TM": 1, "BOX": box, "PERSIST": 0})
+                               "MINB": mminb, "TM": 1, "BOX": box, "PERSIST": 0, "STAGEQ": 0})
                 # Short rows (D128: one tm block per SM): a fourth form, ts, the tm kernel with MSNW
                 # (2) consumer warps and stages of 32 steps a warp, so that two blocks share an SM.
                 # Where a row's steps fit in the tm form's stages at once, a block has nothing of
@@ -453,7 +453,7 @@ class AttentionFamily(Family):
                     if sminb > 1:
                         mplans.append({"name": "ts", "NW": snw, "NT": (snw + 1) * 32, "R": stk, "KW": mkw, "TK": stk,
                                        "NS": sns, "CS": 0, "HALF": sstage // 2, "STAGE": sstage, "SMEM": ssmem,
-                                       "MINB": sminb, "TM": 1, "BOX": box, "ROWS": mns * tk, "PERSIST": 0})
+                                       "MINB": sminb, "TM": 1, "BOX": box, "ROWS": mns * tk, "PERSIST": 0, "STAGEQ": 0})
                         # A fifth form, t3: ts with two stages, three blocks an SM (at D128 they
                         # fill the 228 KB of an SM's shared memory to the byte), taken in place of
                         # ts past the row blocks that ts's two an SM hold (H100, fp16, ftbench per call /
@@ -493,7 +493,17 @@ class AttentionFamily(Family):
             #   do not divide evenly (B256 L128 59.9 / 57.4). MPERSIST=0 leaves it out; MPQ=0
             #   leaves out its L2 prefetch of the next row's q, k and v (tuning runs).
             if mplans and mplans[-1]["name"] == "t3" and persist:
-                mplans.append(dict(mplans[-1], name="tp", PERSIST=1))
+                # STAGEQ: the producer warp loads a row's q and new k, v as it requests the row's
+                # tiles and hands them over (q_s, kv_new) once the consumers end the row before,
+                # so that no L2 round trip stands between the consumers' rows. Taken at D64
+                # (H100, fp16, ftbench per call / device us, with / without: H16 Hkv4 B256 L128
+                # 18.6 / 15.1 against 22.3 / 18.6, L256 29.5 / 26.0 against 30.0 / 27.0, H32
+                # Hkv8 L256 52.9 / 51.2 against 52.3-52.8 / 51.2, cross-attention `[B,L,Hkv*D]`
+                # B256 H16 Hkv4 L256 29.5-29.7 / 25.7-25.8 against 28.4-28.7 / 26.1). At D128
+                # the kernel, at its 168 registers, then spilled 84 bytes (16 without) and lost:
+                # H32 Hkv8 B256 L128 67.7-69.2 / 63.1-63.4 against 58.5-59.0 / 56.1-56.3, B512
+                # 118.7 / 114.3 against 102.8-104.3 / 99.7-100.1. MSTQ=0 or 1 forces it.
+                mplans.append(dict(mplans[-1], name="tp", PERSIST=1, STAGEQ=tune.get("MSTQ", 1 if row <= 128 else 0)))
         # sm_90 kernels, launched as programmatic dependents: a split's first tile prefetched
         # into the L2 while the kernel before them ends (APF=0: not, for tuning runs)
         apf = tune.get("APF", 1)

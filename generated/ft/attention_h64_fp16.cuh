@@ -5340,17 +5340,26 @@ static __global__ void __launch_bounds__(160, 3) ft_attn_mma_tp_h64_fp16(ft_attn
      * and v are fetched into the L2 as this one starts. The warps' partials go to q_s, free
      * once the Q fragments are built: the launcher takes tp for groups of at most GQ / NW
      * heads (NW x ng x D floats fit), so rows 8-15 of the fragments are empty and no
-     * registers hold them (a loop over rows of t3's kernel spilled at D128). */
+     * registers hold them (a loop over rows of t3's kernel spilled at D128). The producer warp
+     * loads a row's q and new k, v as it requests the row's tiles, and writes them into q_s
+     * and kv_new once the consumers are done with the row before (qfree, qfull): no L2
+     * round trip between the consumers' rows. */
     __shared__ __align__(8) unsigned long long full[NS], empty[NS];
     __shared__ __align__(16) float q_s[GQ][D];
     __shared__ __align__(16) float kv_new[2][D];
     __shared__ __align__(16) __half kv_row[2][D];
     __shared__ float2 ml_s[NW][GQ];
 
+    __shared__ __align__(8) unsigned long long qfull, qfree; /* q_s and kv_new handed over, a phase a row */
+    enum { QL = (GQ / NW * D + 31) / 32, KL = (2 * D + 31) / 32 }; /* a producer lane's elements of q and of k, v */
     ft_pdl_trigger(); /* a dependent launch may be scheduled; it waits for this grid's end */
     const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
     const int s0 = 0; /* unsplit */
     const int passes = (a.G + GQ - 1) / GQ, nrb = a.B * a.Hkv * passes;
+    if (tid == 0) {
+        ft_mbar_init(&qfull, 32);
+        ft_mbar_init(&qfree, NTC);
+    }
     if (tid == 0) {
 #pragma unroll
         for (int s = 0; s < NS; s++) {
@@ -5396,6 +5405,7 @@ static __global__ void __launch_bounds__(160, 3) ft_attn_mma_tp_h64_fp16(ft_attn
         ft_mbar_expect_tx(&full[s], 2u * TK * ROW);
         ft_attn_mma_copy_tp_h64_fp16(stages + (size_t)s * STAGE, tx, ty, &tmk, &tmv, stream, &full[s]);
     }
+    const int jrow = (rb - (int)blockIdx.x) / (int)gridDim.x; /* the block's rows before this one */
     if (warp == 0 && rb + (int)gridDim.x < nrb) {
         /* the next row's q (and new k, v) into the L2, a line a lane */
         const int rn = rb + gridDim.x;
@@ -5422,6 +5432,14 @@ static __global__ void __launch_bounds__(160, 3) ft_attn_mma_tp_h64_fp16(ft_attn
             ft_mbar_arrive(&empty[s]);
         }
         used += 1;
+        if (warp == NW) { /* the row's hand-over of q_s, with nothing in it */
+            if (jrow > 0)
+                ft_mbar_wait(&qfree, (jrow - 1) & 1);
+            ft_mbar_arrive(&qfull);
+        } else {
+            ft_mbar_wait(&qfull, jrow & 1);
+            ft_mbar_arrive(&qfree);
+        }
         if (warp < NW)
             for (int i = tid; i < ng * D; i += NTC)
                 a.out[((int64_t)b * a.H + h0) * D + i] = ft_from_float_fp16(ft_attn_invalid_value_h64_fp16(&a, b));
@@ -5436,6 +5454,46 @@ static __global__ void __launch_bounds__(160, 3) ft_attn_mma_tp_h64_fp16(ft_attn
 
     if (warp == NW) {
         /* ---- producer: stage s = i % NS is refilled once the consumers released its previous use */
+        /* this row's q and new k, v (and biases) loaded into registers as they are: nothing
+         * waits for them before this row's tiles are requested (converted on loading, they
+         * held the next tile's request back by an L2 round trip). Written into q_s and kv_new
+         * once the consumers end the last row. Assigned on every path of this branch, so that
+         * no value of them is live across the consumers' part of the loop. */
+        const __half zero = ft_from_float_fp16(0.0f);
+        __half qv[QL], qb[QL], kn[KL], kb[KL];
+        const __half *qsrc = a.q + ((int64_t)b * a.H + h0) * D;
+#pragma unroll
+        for (int e = 0; e < QL; e++) {
+            const int i = lane + 32 * e;
+            qv[e] = i < ng * D ? qsrc[i] : zero;
+            qb[e] = i < ng * D && a.q_bias ? a.q_bias[(int64_t)h0 * D + i] : zero;
+        }
+#pragma unroll
+        for (int e = 0; e < KL; e++) {
+            const int i = lane + 32 * e;
+            const int64_t ki = ((int64_t)b * a.Hkv + kvh) * D + i % D;
+            const __half *bias = i < D ? a.k_bias : a.v_bias;
+            kn[e] = owner && i < 2 * D ? (i < D ? a.k_new[ki] : a.v_new[ki]) : zero;
+            kb[e] = owner && i < 2 * D && bias ? bias[(int64_t)kvh * D + i % D] : zero;
+        }
+        if (ntiles > NS) { /* tiles past the stages wait for this row's consumers: hand over first */
+            if (jrow > 0)
+                ft_mbar_wait(&qfree, (jrow - 1) & 1);
+#pragma unroll
+            for (int e = 0; e < QL; e++) {
+                const int i = lane + 32 * e;
+                if (i < ng * D)
+                    q_s[i / D][i % D] = ft_to_float_fp16(qv[e]) + (a.q_bias ? ft_to_float_fp16(qb[e]) : 0.0f);
+            }
+            if (owner)
+#pragma unroll
+                for (int e = 0; e < KL; e++) {
+                    const int i = lane + 32 * e;
+                    if (i < 2 * D)
+                        kv_new[i / D][i % D] = ft_to_float_fp16(kn[e]) + ((i < D ? a.k_bias : a.v_bias) ? ft_to_float_fp16(kb[e]) : 0.0f);
+                }
+            ft_mbar_arrive(&qfull); /* release: the writes above before the consumers' reads */
+        }
         for (int i = spec > 0 ? 1 : 0; i < ntiles; i++) {
             const int s = (used + i) % NS, t0 = s0 + i * TK, nc = max(0, min(TK, cache_end - t0));
             if ((used + i) >= NS)
@@ -5449,23 +5507,28 @@ static __global__ void __launch_bounds__(160, 3) ft_attn_mma_tp_h64_fp16(ft_attn
                                                             &full[s]);
             }
         }
+        if (ntiles <= NS) { /* after this row's tiles are requested, which wait for the last row's consumers only */
+            if (jrow > 0)
+                ft_mbar_wait(&qfree, (jrow - 1) & 1);
+#pragma unroll
+            for (int e = 0; e < QL; e++) {
+                const int i = lane + 32 * e;
+                if (i < ng * D)
+                    q_s[i / D][i % D] = ft_to_float_fp16(qv[e]) + (a.q_bias ? ft_to_float_fp16(qb[e]) : 0.0f);
+            }
+            if (owner)
+#pragma unroll
+                for (int e = 0; e < KL; e++) {
+                    const int i = lane + 32 * e;
+                    if (i < 2 * D)
+                        kv_new[i / D][i % D] = ft_to_float_fp16(kn[e]) + ((i < D ? a.k_bias : a.v_bias) ? ft_to_float_fp16(kb[e]) : 0.0f);
+                }
+            ft_mbar_arrive(&qfull); /* release: the writes above before the consumers' reads */
+        }
     } else {
         /* ---- consumers (warps 0..NW-1, barrier 1 among them) */
     /* ---- prologue: q (+bias, rotary, scale) and the new k, v (+bias, rotary, rounded) */
-        for (int i = tid; i < ng * D; i += NTC) {
-            const int64_t qi = ((int64_t)b * a.H + h0) * D + i;
-            q_s[i / D][i % D] = ft_to_float_fp16(a.q[qi]) + (a.q_bias ? ft_to_float_fp16(a.q_bias[(int64_t)h0 * D + i]) : 0.0f);
-        }
-        if (owner) {
-            for (int i = tid; i < 2 * D; i += NTC) {
-                const int which = i / D, d = i % D;
-                const int64_t ki = ((int64_t)b * a.Hkv + kvh) * D + d;
-                const __half *src = which ? a.v_new : a.k_new;
-                const __half *bias = which ? a.v_bias : a.k_bias;
-                kv_new[which][d] = ft_to_float_fp16(src[ki]) + (bias ? ft_to_float_fp16(bias[(int64_t)kvh * D + d]) : 0.0f);
-            }
-        }
-        ft_named_sync(1, NTC);
+        ft_mbar_wait(&qfull, jrow & 1); /* q (+bias) in q_s and the new k, v (+bias) in kv_new, from the producer */
         if (a.rope != FT_ROPE_NONE) { /* uniform: a kernel argument */
             /* a thread a pair, rotated in place (no arrays of values held over a barrier) */
             const int hp = a.rotary_dim >> 1, rest = D - a.rotary_dim;
@@ -5678,7 +5741,7 @@ static __global__ void __launch_bounds__(160, 3) ft_attn_mma_tp_h64_fp16(ft_attn
             for (int e = 0; e < 4; e++)
                 a.out[row * D + d + e] = ft_from_float_fp16(num[e] / den);
         }
-        ft_named_sync(1, NTC); /* the partials (in q_s) read before the next row's prologue */
+        ft_mbar_arrive(&qfree); /* the partials (in q_s) read: the producer may write the next row's q */
     }
     used += ntiles;
     } /* the row blocks */
