@@ -1221,9 +1221,11 @@ static const char *suite[] = {
     /* many short rows: head groups on tensor cores two blocks an SM (D128), and on CUDA cores (D256) */
     "self_attention --dtype fp16 --batch 256 --heads 32 --kv-heads 8 --head-size 128 --len 256",
     "self_attention --dtype fp16 --batch 64 --heads 16 --kv-heads 8 --head-size 256 --len 1024",
-    /* short GQA rows on the persistent grid (tp): D128, and D64 with the producer's hand-over of q */
+    /* short GQA rows on the persistent grid: rows of one tile in tp (D64 L128), longer ones in
+     * tq (D128 L128, D64 L256), with the producer's hand-over of q */
     "self_attention --dtype fp16 --batch 256 --heads 32 --kv-heads 8 --head-size 128 --len 128",
     "self_attention --dtype fp16 --batch 256 --heads 16 --kv-heads 4 --head-size 64 --len 256",
+    "self_attention --dtype fp16 --batch 256 --heads 32 --kv-heads 8 --head-size 64 --len 256",
     "self_attention --dtype fp16 --batch 256 --heads 16 --kv-heads 4 --head-size 64 --len 128",
     "self_attention --dtype fp16 --batch 512 --heads 16 --kv-heads 4 --head-size 64 --len 128",
     /* one head a block three an SM (short rows) */

@@ -502,8 +502,37 @@ class AttentionFamily(Family):
                 # B256 H16 Hkv4 L256 29.5-29.7 / 25.7-25.8 against 28.4-28.7 / 26.1). At D128
                 # the kernel, at its 168 registers, then spilled 84 bytes (16 without) and lost:
                 # H32 Hkv8 B256 L128 67.7-69.2 / 63.1-63.4 against 58.5-59.0 / 56.1-56.3, B512
-                # 118.7 / 114.3 against 102.8-104.3 / 99.7-100.1. MSTQ=0 or 1 forces it.
-                mplans.append(dict(mplans[-1], name="tp", PERSIST=1, STAGEQ=tune.get("MSTQ", 1 if row <= 128 else 0)))
+                # 118.7 / 114.3 against 102.8-104.3 / 99.7-100.1. Held in 16-byte words (the
+                # thirty-fourth session) it still spilled 72 bytes there and lost: B512 107.7-108.4
+                # / 107.5-108.3 against 102.8-102.9 / 99.7-100.2. MSTQ=0 or 1 forces it.
+                tp = dict(mplans[-1], name="tp", PERSIST=1, STAGEQ=tune.get("MSTQ", 1 if row <= 128 else 0))
+                mplans.append(tp)
+                # tq: tp in three stages, two blocks an SM, taken for rows of more than one tile
+                # (TK steps). Each block keeps as many bytes in flight as tp's three do, in fewer,
+                # deeper pipelines, and its registers are not capped at 168, so that the hand-over
+                # (STAGEQ) fits at D128 too. H100, fp16, ftbench per call / device us, tq / tp
+                # (thirty-fourth session, reduced builds in one call): D128 H32 Hkv8 B256 L128
+                # 54.3-55.5 / 50.2-50.4 against 57.6-57.7 / 56.1, B128 H64 Hkv8 L128 33.0-33.3 /
+                # 28.6 against 36.6-36.8 / 32.4-32.5, B512 L128 102.2 / 100.1 against 104.0 /
+                # 100.1; D64 H16 Hkv4 B256 L256 28.7-29.0 / 24.3-24.4 against 28.5-28.7 /
+                # 26.2, H32 Hkv8 B256 L256 51.8 / 47.7-47.8 against 51.8-52.3 / 51.1,
+                # cross-attention `[B,L,Hkv*D]` H16 Hkv4 B256 L256 28.7 / 25.0-25.1 against 28.7-29.0
+                # / 25.4-25.5. Rows of one tile stay with tp (D64 H16 Hkv4 B256 L128: 19.3 / 15.6-15.7
+                # so against 18.2 / 14.9; B512 L128 31.6-32.1 / 27.7 against 29.4 / 26.7). The same
+                # stages without the hand-over at D128 lost (B256 L128 60.4-61.0 / 55.8). It also
+                # takes from t3 the rows of three and four tiles that t3's stages hold (MQT tiles at
+                # most: D128 L256, D64 L384; tq / t3: D128 H32 Hkv8 B256 L256 96.1-96.4 / 93.1-93.3
+                # against 99.2-99.5 / 95.9, L192 74.2-74.3 / 71.4 against 78.9-79.1 / 74.5-74.8,
+                # B512 L256 189.3-189.4 / 185.6-185.7 against 193.5-193.6 / 189.9-190.0, B128 H64
+                # Hkv8 L256 53.5-53.8 / 49.6 against 57.1 / 52.1, cross-attention `[B,L,Hkv*D]` B256
+                # L256 94.9-95.2 / 91.1 against 97.8-97.9 / 94.8; D64 H16 Hkv4 B256 L384 38.4-38.5 /
+                # 35.6-35.7 against 39.8 / 37.0). MTQ=0 leaves it out; MQSTQ=0 leaves out its
+                # hand-over.
+                qns, qminb = 3, 2
+                tq = dict(tp, name="tq", NS=qns, MINB=qminb, SMEM=qns * tp["STAGE"] + 1024, STAGEQ=tune.get("MQSTQ", 1),
+                          QROWS=min(tune.get("MQT", 4) * tp["TK"], tp["ROWS"]))  # the longest rows it takes
+                if tune.get("MTQ", 1) and qminb * (tq["SMEM"] + static_smem(tq["NW"]) + 1024) <= 228 * 1024:
+                    mplans.append(tq)
         # sm_90 kernels, launched as programmatic dependents: a split's first tile prefetched
         # into the L2 while the kernel before them ends (APF=0: not, for tuning runs)
         apf = tune.get("APF", 1)

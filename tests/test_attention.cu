@@ -44,9 +44,11 @@ typedef struct attn_case {
                              giving the first one's output bits (0: 1) */
     int counters;         /* split counters (zeroed once, checked zero after every call): 1 on every
                              call, 2 on every second call (the others through the combine kernel) */
-    int tp_only;          /* runs only where the tensor-core kernel's tp form exists (D64, D128;
+    int tp_only;          /* runs only where the tensor-core kernel's tp and tq forms exist (D64, D128;
                              16-bit): its many row blocks cost the CPU reference time elsewhere */
     int ap_only;          /* runs only at D64 and D128 (every dtype): the same */
+    int shift;            /* q, k, v and their biases start one element past a 16-byte boundary
+                             (aligned to their elements only: the kernels' element loads) */
     int lengths[16];
 } attn_case;
 
@@ -119,9 +121,13 @@ static void run_case(ft_test *t, ft_dtype dt, int D, const attn_case *c, ref_rng
     fill_normal(kc, ncache, rng, 0.0, 1.0, dt);
     fill_normal(vc, ncache, rng, 0.0, 1.0, dt);
 
-    void *dq = dev_alloc(nq * es), *dkn = dev_alloc(nkv * es), *dvn = dev_alloc(nkv * es);
-    void *dqb = dev_alloc((size_t)H * D * es), *dkb = dev_alloc((size_t)Hkv * D * es);
-    void *dvb = dev_alloc((size_t)Hkv * D * es), *dkc = dev_alloc(ncache * es), *dvc = dev_alloc(ncache * es);
+    const size_t sh = c->shift ? es : 0; /* bytes past the allocations' start */
+    void *aq = dev_alloc(nq * es + sh), *akn = dev_alloc(nkv * es + sh), *avn = dev_alloc(nkv * es + sh);
+    void *aqb = dev_alloc((size_t)H * D * es + sh), *akb = dev_alloc((size_t)Hkv * D * es + sh);
+    void *avb = dev_alloc((size_t)Hkv * D * es + sh);
+    void *dq = (char *)aq + sh, *dkn = (char *)akn + sh, *dvn = (char *)avn + sh;
+    void *dqb = (char *)aqb + sh, *dkb = (char *)akb + sh, *dvb = (char *)avb + sh;
+    void *dkc = dev_alloc(ncache * es), *dvc = dev_alloc(ncache * es);
     void *dout = dev_alloc(nq * es);
     int *dlen = (int *)dev_alloc(sizeof(int) * B);
     const size_t ws_bytes = ft_attention_workspace_bytes(B, H, D, FT_ATTN_MAX_SPLITS);
@@ -163,10 +169,10 @@ static void run_case(ft_test *t, ft_dtype dt, int D, const attn_case *c, ref_rng
     char what[256];
     snprintf(what, sizeof what,
              "%s h%d %s B=%d H=%d Hkv=%d L=%d layout=%d rope=%d rd=%d splits=%d bias=%d impl=%s beam=%d "
-             "counters=%d len0=%d len_last=%d",
+             "counters=%d shift=%d len0=%d len_last=%d",
              c->is_self ? "self" : "cross", D, ft_dtype_name(dt), B, H, Hkv, L, c->layout, c->rope, c->rotary_dim,
              c->splits, c->with_bias, c->impl == FT_ATTN_IMPL_ASYNC ? "async" : "register", c->beam, c->counters,
-             c->lengths[0], c->lengths[B - 1]);
+             c->shift, c->lengths[0], c->lengths[B - 1]);
 
     ref_attn r;
     memset(&r, 0, sizeof r);
@@ -320,7 +326,7 @@ static void run_case(ft_test *t, ft_dtype dt, int D, const attn_case *c, ref_rng
             }
         }
     }
-    void *bufs[] = {dq, dkn, dvn, dqb, dkb, dvb, dkc, dvc, dout, dlen, ws, cnt, dindir};
+    void *bufs[] = {aq, akn, avn, aqb, akb, avb, dkc, dvc, dout, dlen, ws, cnt, dindir};
     for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++)
         FT_CHECK_CUDA(cudaFree(bufs[i]));
     for (int i = 0; i < staged.n; i++)
@@ -467,7 +473,17 @@ static void attention_test(ft_test *t)
         const int l26[] = {127, -1, 0, 64, 63, 17, 126, 128, 100, 99, 3, 1, 127, 50, -1, 33};
         cases[n] = self_case(16, 256, 64, 128, FT_KV_BHLD, FT_ROPE_HALF, 16, 0, l26); /* rotary on 16 of D */
         cases[n++].tp_only = 1;
+        /* the same with q, k, v and biases aligned to their elements only (tp's producer loads
+         * them element by element, not in 16-byte words) */
+        cases[n] = cases[n - 1];
+        cases[n++].shift = 1;
         cases[n] = self_case(16, 512, 64, 128, FT_KV_BHLD, FT_ROPE_INTERLEAVED, 0, 0, l26);
+        cases[n++].tp_only = 1;
+        /* rows of more than one tile in as many row blocks: tq, tp in three stages two blocks an
+         * SM (D128 takes it at L128 above too); rows of two tiles at D64, of four at D128, where
+         * the producer hands q over before the tile that waits for the row's own consumers */
+        const int l28[] = {255, 0, 129, 128, 127, -1, 254, 256, 1, 200, 64, 255, 17, 190, 3, 240};
+        cases[n] = self_case(16, 256, 64, 256, FT_KV_BHLD, FT_ROPE_INTERLEAVED, 0, 0, l28);
         cases[n++].tp_only = 1;
         /* one head a block, more row blocks than two an SM fill on an H100, short rows,
          * unsplit: the short-row forms (three blocks an SM) where the long form's stages hold

@@ -4311,7 +4311,7 @@ static __global__ void __launch_bounds__(160, 2) ft_attn_mma_r8_h32_fp16(ft_attn
 
 /* The sm_90 kernel for `gq` heads per block in form `wide` (1-4 heads: 0 bulk copies, 1
  * tensor-map boxes of a strided cache, 2 and 3 the same for short rows (one head), 4 ap
- * (one head, 0 as a persistent grid); a head group: 0 r4, 1 r8, 2 tm, then ts, t3 and tp
+ * (one head, 0 as a persistent grid); a head group: 0 r4, 1 r8, 2 tm, then ts, t3, tp and tq
  * where generated), its index among the generated ones, threads and dynamic shared memory;
  * NULL where none was generated. */
 static inline const void *ft_attn_async_kernel_h32_fp16(int gq, int wide, int *index, int *threads, int *smem)

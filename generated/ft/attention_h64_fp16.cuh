@@ -13,7 +13,7 @@
  *
  * Structs, layouts and rotary styles are in ft/attention_common.cuh. Grouped-query and
  * multi-query attention: one block serves 4 query heads of one key/value head, so the
- * cache is read once per group (on sm_90, 16 heads on tensor cores: ft_attn_mma_r4/r8/tm/t3/tp_h64_fp16). Split-KV: a sequence's steps are spread over several
+ * cache is read once per group (on sm_90, 16 heads on tensor cores: ft_attn_mma_r4/r8/tm/t3/tp/tq_h64_fp16). Split-KV: a sequence's steps are spread over several
  * blocks whose partial results (running max, sum, unnormalised output) are merged by a
  * second kernel; the launcher picks the split from the multiprocessor count. No limit on
  * the cache length: each block walks its steps in sub-chunks of 4096 logits
@@ -102,6 +102,18 @@ static __device__ __forceinline__ float ft_attn_invalid_value_h64_fp16(const ft_
     const int len = a->lengths[b];
     const int empty = a->is_self ? len < 0 : len <= 0;
     return empty ? 0.0f : __int_as_float(0x7fc00000);
+}
+
+/* A 16-byte word of elements from p: one load where `vec` (p aligned to 16 bytes), else
+ * element by element (pointers need only be aligned to their elements). */
+static __device__ __forceinline__ void ft_attn_word_h64_fp16(ft_pack_fp16x8_u *w, const __half *p, int vec)
+{
+    if (vec)
+        w->w = *(const uint4 *)p;
+    else
+#pragma unroll
+        for (int j = 0; j < 8; j++)
+            w->e[j] = p[j];
 }
 
 /* Element d of (sequence, head) row `row` merged from the split partials: sum_s acc_s
@@ -5351,7 +5363,9 @@ static __global__ void __launch_bounds__(160, 3) ft_attn_mma_tp_h64_fp16(ft_attn
     __shared__ float2 ml_s[NW][GQ];
 
     __shared__ __align__(8) unsigned long long qfull, qfree; /* q_s and kv_new handed over, a phase a row */
-    enum { QL = (GQ / NW * D + 31) / 32, KL = (2 * D + 31) / 32 }; /* a producer lane's elements of q and of k, v */
+    enum { /* a producer lane's 16-byte words of q and of k, v: VE elements each */
+        VE = 16 / 2, QL = (GQ / NW * D / VE + 31) / 32, KL = (2 * D / VE + 31) / 32
+    };
     ft_pdl_trigger(); /* a dependent launch may be scheduled; it waits for this grid's end */
     const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
     const int s0 = 0; /* unsplit */
@@ -5454,47 +5468,76 @@ static __global__ void __launch_bounds__(160, 3) ft_attn_mma_tp_h64_fp16(ft_attn
 
     if (warp == NW) {
         /* ---- producer: stage s = i % NS is refilled once the consumers released its previous use */
-        /* this row's q and new k, v (and biases) loaded into registers as they are: nothing
-         * waits for them before this row's tiles are requested (converted on loading, they
-         * held the next tile's request back by an L2 round trip). Written into q_s and kv_new
-         * once the consumers end the last row. Assigned on every path of this branch, so that
-         * no value of them is live across the consumers' part of the loop. */
-        const __half zero = ft_from_float_fp16(0.0f);
-        __half qv[QL], qb[QL], kn[KL], kb[KL];
-        const __half *qsrc = a.q + ((int64_t)b * a.H + h0) * D;
+        /* this row's q and new k, v (and biases) loaded into registers as they are, 16 bytes
+         * a word: nothing waits for them before this row's tiles are requested (converted on
+         * loading, they held the next tile's request back by an L2 round trip). Written into
+         * q_s and kv_new, biases added (zeros where none), once the consumers end the last row.
+         * Assigned on every path of this branch, so that no value of them is live across the
+         * consumers' part of the loop. Pointers aligned to their elements only: element loads. */
+        const int vec = (((uintptr_t)a.q | (uintptr_t)a.k_new | (uintptr_t)a.v_new | (uintptr_t)a.q_bias |
+                          (uintptr_t)a.k_bias | (uintptr_t)a.v_bias) & 15) == 0;
+        ft_pack_fp16x8_u qv[QL], qb[QL], kn[KL], kb[KL];
 #pragma unroll
         for (int e = 0; e < QL; e++) {
-            const int i = lane + 32 * e;
-            qv[e] = i < ng * D ? qsrc[i] : zero;
-            qb[e] = i < ng * D && a.q_bias ? a.q_bias[(int64_t)h0 * D + i] : zero;
+            const int c = lane + 32 * e; /* elements [c VE, c VE + VE) of the group's q */
+            qv[e].w = qb[e].w = make_uint4(0u, 0u, 0u, 0u);
+            if (c * VE < ng * D) {
+                const __half *src = a.q + ((int64_t)b * a.H + h0) * D + c * VE;
+                const __half *bias = a.q_bias ? a.q_bias + (int64_t)h0 * D + c * VE : NULL;
+                ft_attn_word_h64_fp16(&qv[e], src, vec);
+                if (bias)
+                    ft_attn_word_h64_fp16(&qb[e], bias, vec);
+            }
         }
 #pragma unroll
         for (int e = 0; e < KL; e++) {
-            const int i = lane + 32 * e;
-            const int64_t ki = ((int64_t)b * a.Hkv + kvh) * D + i % D;
-            const __half *bias = i < D ? a.k_bias : a.v_bias;
-            kn[e] = owner && i < 2 * D ? (i < D ? a.k_new[ki] : a.v_new[ki]) : zero;
-            kb[e] = owner && i < 2 * D && bias ? bias[(int64_t)kvh * D + i % D] : zero;
-        }
-        if (ntiles > NS) { /* tiles past the stages wait for this row's consumers: hand over first */
-            if (jrow > 0)
-                ft_mbar_wait(&qfree, (jrow - 1) & 1);
-#pragma unroll
-            for (int e = 0; e < QL; e++) {
-                const int i = lane + 32 * e;
-                if (i < ng * D)
-                    q_s[i / D][i % D] = ft_to_float_fp16(qv[e]) + (a.q_bias ? ft_to_float_fp16(qb[e]) : 0.0f);
+            const int c = lane + 32 * e, which = c * VE / D, d = c * VE % D; /* k (0) or v (1), at d */
+            kn[e].w = kb[e].w = make_uint4(0u, 0u, 0u, 0u);
+            if (owner && which < 2) {
+                const __half *bias = which ? a.v_bias : a.k_bias;
+                ft_attn_word_h64_fp16(&kn[e], (which ? a.v_new : a.k_new) + ((int64_t)b * a.Hkv + kvh) * D + d, vec);
+                if (bias)
+                    ft_attn_word_h64_fp16(&kb[e], bias + (int64_t)kvh * D + d, vec);
             }
-            if (owner)
-#pragma unroll
-                for (int e = 0; e < KL; e++) {
-                    const int i = lane + 32 * e;
-                    if (i < 2 * D)
-                        kv_new[i / D][i % D] = ft_to_float_fp16(kn[e]) + ((i < D ? a.k_bias : a.v_bias) ? ft_to_float_fp16(kb[e]) : 0.0f);
-                }
-            ft_mbar_arrive(&qfull); /* release: the writes above before the consumers' reads */
         }
-        for (int i = spec > 0 ? 1 : 0; i < ntiles; i++) {
+        /* tile 0 is requested; the hand-over comes before the first tile that waits for this
+         * row's consumers to release a stage (NS), or after the row's last */
+        const int i0 = spec > 0 ? 1 : 0;
+        for (int i = i0;; i++) {
+            if (i == max(i0, min(ntiles, NS))) {
+                if (jrow > 0)
+                    ft_mbar_wait(&qfree, (jrow - 1) & 1);
+#pragma unroll
+                for (int e = 0; e < QL; e++) {
+                    const int c = lane + 32 * e;
+                    if (c * VE < ng * D) {
+                        float f[VE], fb[VE];
+                        ft_unpack_fp16x8(qv[e].w, f);
+                        ft_unpack_fp16x8(qb[e].w, fb);
+#pragma unroll
+                        for (int j = 0; j < VE; j += 4)
+                            *(float4 *)&q_s[c * VE / D][c * VE % D + j] =
+                                make_float4(f[j] + fb[j], f[j + 1] + fb[j + 1], f[j + 2] + fb[j + 2], f[j + 3] + fb[j + 3]);
+                    }
+                }
+                if (owner)
+#pragma unroll
+                    for (int e = 0; e < KL; e++) {
+                        const int c = lane + 32 * e;
+                        if (c * VE < 2 * D) {
+                            float f[VE], fb[VE];
+                            ft_unpack_fp16x8(kn[e].w, f);
+                            ft_unpack_fp16x8(kb[e].w, fb);
+#pragma unroll
+                            for (int j = 0; j < VE; j += 4)
+                                *(float4 *)&kv_new[c * VE / D][c * VE % D + j] =
+                                    make_float4(f[j] + fb[j], f[j + 1] + fb[j + 1], f[j + 2] + fb[j + 2], f[j + 3] + fb[j + 3]);
+                        }
+                    }
+                ft_mbar_arrive(&qfull); /* release: the writes above before the consumers' reads */
+            }
+            if (i >= ntiles)
+                break;
             const int s = (used + i) % NS, t0 = s0 + i * TK, nc = max(0, min(TK, cache_end - t0));
             if ((used + i) >= NS)
                 ft_mbar_wait(&empty[s], (((used + i) / NS) & 1) ^ 1);
@@ -5507,23 +5550,482 @@ static __global__ void __launch_bounds__(160, 3) ft_attn_mma_tp_h64_fp16(ft_attn
                                                             &full[s]);
             }
         }
-        if (ntiles <= NS) { /* after this row's tiles are requested, which wait for the last row's consumers only */
+    } else {
+        /* ---- consumers (warps 0..NW-1, barrier 1 among them) */
+    /* ---- prologue: q (+bias, rotary, scale) and the new k, v (+bias, rotary, rounded) */
+        ft_mbar_wait(&qfull, jrow & 1); /* q (+bias) in q_s and the new k, v (+bias) in kv_new, from the producer */
+        if (a.rope != FT_ROPE_NONE) { /* uniform: a kernel argument */
+            /* a thread a pair, rotated in place (no arrays of values held over a barrier) */
+            const int hp = a.rotary_dim >> 1, rest = D - a.rotary_dim;
+            for (int i = tid; i < ng * hp; i += NTC)
+                ft_rope_pair(q_s[i / hp], i % hp, new_pos, a.rope, a.rotary_dim, a.log2_base, a.qk_scale);
+            for (int i = tid; i < ng * rest; i += NTC)
+                q_s[i / rest][a.rotary_dim + i % rest] *= a.qk_scale;
+            if (owner)
+                for (int j = tid; j < hp; j += NTC)
+                    ft_rope_pair(kv_new[0], j, new_pos, a.rope, a.rotary_dim, a.log2_base, 1.0f);
+            ft_named_sync(1, NTC); /* the new k's elements below are rounded by other threads than rotated them */
+        } else {
+            for (int i = tid; i < ng * D; i += NTC)
+                q_s[i / D][i % D] *= a.qk_scale;
+        }
+        /* the new k, v rounded as stored; each thread the elements it loaded (and rotated) */
+        for (int d = tid; d < D; d += NTC)
+            if (owner) {
+                /* attend to the new k, v exactly as stored, as every later step will */
+                const __half kq = ft_from_float_fp16(kv_new[0][d]), vq = ft_from_float_fp16(kv_new[1][d]);
+                kv_new[0][d] = ft_to_float_fp16(kq);
+                kv_new[1][d] = ft_to_float_fp16(vq);
+                if (pass == 0) {
+                    a.k_cache[kvbase + (int64_t)new_pos * kvstride + d] = kq;
+                    a.v_cache[kvbase + (int64_t)new_pos * kvstride + d] = vq;
+                }
+            }
+        ft_named_sync(1, NTC);
+
+        if (owner) {
+            for (int i = tid; i < 2 * D; i += NTC)
+                kv_row[i / D][i % D] = ft_from_float_fp16(kv_new[i / D][i % D]);
+            ft_named_sync(1, NTC);
+        }
+        const int g = lane >> 2, tq = lane & 3;
+        /* Q as A fragments (rows g, g + 8; heads past the group are zero) */
+        unsigned qf[D / 16][4];
+#pragma unroll
+        for (int kk = 0; kk < D / 16; kk++)
+#pragma unroll
+            for (int e = 0; e < 4; e++) {
+                const int r = g + (e & 1) * 8, c = kk * 16 + 2 * tq + (e >> 1) * 8;
+                float f[2] = {0.0f, 0.0f};
+                if ((e & 1) == 0 && r < ng) { /* rows 8-15: none here (ng <= 8), zeros the compiler knows */
+                    f[0] = q_s[r][c];
+                    f[1] = q_s[r][c + 1];
+                }
+                qf[kk][e] = ft_pack_fp16x2(f);
+            }
+        float o[D / 8][4], m[2] = {-INFINITY, -INFINITY}, l[2] = {0.0f, 0.0f};
+#pragma unroll
+        for (int j = 0; j < D / 8; j++)
+            o[j][0] = o[j][1] = o[j][2] = o[j][3] = 0.0f;
+        const int r0 = warp * KW;
+        /* ldmatrix rows of this lane (K: matrix lane/8 = n-tile pair half, k half; V transposed:
+         * k half, n half), in step order; the 16-byte piece of a row is XORed with row % 8
+         * (= lane % 8), so kx / vx are the lane's part of that */
+        const int koff = (r0 + (lane >> 4) * 8 + (lane & 7)) * 128, kx = ((lane >> 3) & 1) ^ (lane & 7);
+        const int voff = (r0 + ((lane >> 3) & 1) * 8 + (lane & 7)) * 128, vx = (lane >> 4) ^ (lane & 7);
+
+        for (int i = 0; i < ntiles; i++) {
+            const int s = (used + i) % NS, t0 = s0 + i * TK, n = min(TK, s1 - t0), nc = max(0, min(TK, cache_end - t0));
+            unsigned char *kb = stages + (size_t)s * STAGE, *vb = kb + HALF;
+            ft_mbar_wait(&full[s], ((used + i) / NS) & 1);
+            if (r0 < n) {
+                if (nc < r0 + KW) {
+                    /* rows from nc on: the new token (as stored) at nc if it is this tile's, then zeros in V */
+                    for (int r = max(nc, r0); r < r0 + KW; r++) {
+                        for (int c = lane; c < ROW / 16; c += 32) {
+                            const int off = (c >> 3) * TK * 128 + r * 128 + (((c & 7) ^ (r & 7)) << 4);
+                            uint4 *kd = (uint4 *)(kb + off) - c, *vd = (uint4 *)(vb + off) - c; /* [c] is the piece */
+                            if (r < n) {
+                                kd[c] = ((const uint4 *)kv_row[0])[c];
+                                vd[c] = ((const uint4 *)kv_row[1])[c];
+                            } else {
+                                vd[c] = make_uint4(0u, 0u, 0u, 0u);
+                            }
+                        }
+                    }
+                    __syncwarp();
+                }
+                /* S = Q K^T over the warp's KW steps: column p of n-tile q is row q * J + p % J of
+                 * copy p / J */
+                float sc[4][4];
+#pragma unroll
+                for (int q = 0; q < 4; q++)
+                    sc[q][0] = sc[q][1] = sc[q][2] = sc[q][3] = 0.0f;
+#pragma unroll
+                for (int kk = 0; kk < D / 16; kk++)
+#pragma unroll
+                    for (int qp = 0; qp < 2; qp++) {
+                        unsigned r[4];
+                        ft_ldsm_x4(r, kb + koff + qp * 16 * 128 + (kk >> 2) * TK * 128 + ((((kk & 3) << 1) ^ kx) << 4));
+                        ft_mma_fp16(sc[2 * qp], qf[kk], r[0], r[1]);
+                        ft_mma_fp16(sc[2 * qp + 1], qf[kk], r[2], r[3]);
+                    }
+                if (r0 + KW > n)
+#pragma unroll
+                    for (int q = 0; q < 4; q++)
+#pragma unroll
+                        for (int e = 0; e < 4; e++)
+                            if (r0 + q * 8 + 2 * tq + (e & 1) >= n)
+                                sc[q][e] = -INFINITY;
+                /* online softmax in the exp2 domain (q carries scale * log2 e); the four lanes of
+                 * a row hold its KW steps between them. Rows 8-15 (h = 1) hold heads only where
+                 * the block has more than 8: else their weights are zeros, and no time goes to them. */
+#pragma unroll
+                for (int h = 0; h < 2; h++) {
+                    if (h == 1 && 1 /* ng <= 8 */) {
+#pragma unroll
+                        for (int q = 0; q < 4; q++)
+                            sc[q][2] = sc[q][3] = 0.0f;
+                        break;
+                    }
+                    float mx = fmaxf(sc[0][2 * h], sc[0][2 * h + 1]);
+#pragma unroll
+                    for (int q = 1; q < 4; q++)
+                        mx = fmaxf(mx, fmaxf(sc[q][2 * h], sc[q][2 * h + 1]));
+                    mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
+                    mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
+                    const float mnew = fmaxf(m[h], mx); /* finite: the warp has a step in this tile */
+                    const float alpha = ft_exp2_approx(m[h] - mnew);
+                    m[h] = mnew;
+                    float sum = 0.0f;
+#pragma unroll
+                    for (int q = 0; q < 4; q++) {
+                        sc[q][2 * h] = ft_exp2_approx(sc[q][2 * h] - mnew);
+                        sc[q][2 * h + 1] = ft_exp2_approx(sc[q][2 * h + 1] - mnew);
+                        sum += sc[q][2 * h] + sc[q][2 * h + 1];
+                    }
+                    l[h] = l[h] * alpha + sum;
+#pragma unroll
+                    for (int j = 0; j < D / 8; j++) {
+                        o[j][2 * h] *= alpha;
+                        o[j][2 * h + 1] *= alpha;
+                    }
+                }
+                /* O += P V: k-step c takes n-tiles 2c (k 0..7) and 2c + 1 (k 8..15) */
+#pragma unroll
+                for (int c = 0; c < 2; c++) {
+                    unsigned pa[4];
+                    pa[0] = ft_pack_fp16x2(&sc[2 * c][0]);
+                    pa[1] = ft_pack_fp16x2(&sc[2 * c][2]);
+                    pa[2] = ft_pack_fp16x2(&sc[2 * c + 1][0]);
+                    pa[3] = ft_pack_fp16x2(&sc[2 * c + 1][2]);
+#pragma unroll
+                    for (int dp = 0; dp < D / 16; dp++) {
+                        unsigned r[4];
+                        ft_ldsm_x4_trans(r, vb + voff + c * 16 * 128 + (dp >> 2) * TK * 128 + ((((dp & 3) << 1) ^ vx) << 4));
+                        ft_mma_fp16(o[2 * dp], pa, r[0], r[1]);
+                        ft_mma_fp16(o[2 * dp + 1], pa, r[2], r[3]);
+                    }
+                }
+            }
+            ft_fence_proxy_async(); /* these reads and writes before the bulk copy that refills the stage */
+            ft_mbar_arrive(&empty[s]);
+        }
+
+        /* ---- the warp's partials (row sums over the quad), then the warps merged */
+#pragma unroll
+        for (int h = 0; h < 2; h++) {
+            l[h] += __shfl_xor_sync(0xffffffffu, l[h], 1);
+            l[h] += __shfl_xor_sync(0xffffffffu, l[h], 2);
+        }
+        ft_named_sync(1, NTC); /* every consumer is past its last stage */
+        /* the rows of the block's heads only (ng of the 16) */
+#pragma unroll
+        for (int h = 0; h < 2; h++)
+            if (g + 8 * h < ng)
+#pragma unroll
+                for (int j = 0; j < D / 8; j++)
+                    *(float2 *)&red[(warp * ng + g + 8 * h) * D + j * 8 + 2 * tq] = make_float2(o[j][2 * h], o[j][2 * h + 1]);
+        if (tq == 0)
+#pragma unroll
+            for (int h = 0; h < 2; h++)
+                ml_s[warp][g + 8 * h] = make_float2(m[h], l[h]);
+        ft_named_sync(1, NTC);
+        /* four consecutive elements of a head a thread (D % 4 == 0; where the block's heads
+         * take more than one round of its threads): the warps' weights once for the four, and
+         * a quarter of the dependent rounds. The tensor-core kernel's 2 warps x 4 heads at
+         * D128 took 8 rounds of 64 threads, 1.5 us of a short row's 12.7 on the H100
+         * (bench/attn_stamps), 0.7 us so; with its partials written for the block's heads only
+         * and no softmax on empty rows, ftbench device us, fp16 H32 Hkv8 D128, t3 so / before:
+         * B256 L128 60.6 / 65.6, B256 L256 95.9 / 97.6, B128 H64 L256 52.1 / 58.8; ts, B32
+         * L256: 13.9 / 15.1. In one round (one head a block) it is not faster: B256 H8 D64
+         * L128 29.6 / 29.4. */
+        for (int i = 4 * tid; i < ng * D; i += 4 * NTC) {
+            const int g = i / D, d = i % D;
+            float M = -INFINITY;
+#pragma unroll
+            for (int w = 0; w < NW; w++)
+                if (ml_s[w][g].y > 0.0f)
+                    M = fmaxf(M, ml_s[w][g].x);
+            float num[4] = {0.0f}, den = 0.0f;
+#pragma unroll
+            for (int w = 0; w < NW; w++) {
+                const float2 ml = ml_s[w][g];
+                if (ml.y > 0.0f) { /* a warp without rows drops out */
+                    const float wt = ft_exp2_approx(ml.x - M);
+                    const float4 r = *(const float4 *)&red[(w * ng + g) * D + d];
+                    num[0] += r.x * wt;
+                    num[1] += r.y * wt;
+                    num[2] += r.z * wt;
+                    num[3] += r.w * wt;
+                    den += ml.y * wt;
+                }
+            }
+            const int64_t row = (int64_t)b * a.H + h0 + g;
+#pragma unroll
+            for (int e = 0; e < 4; e++)
+                a.out[row * D + d + e] = ft_from_float_fp16(num[e] / den);
+        }
+        ft_mbar_arrive(&qfree); /* the partials (in q_s) read: the producer may write the next row's q */
+    }
+    used += ntiles;
+    } /* the row blocks */
+#endif
+}
+
+/* tq: tensor-map boxes of 32 rows x 64 columns in the 128-byte swizzle, 4 consumer warps, 3 stages of 128 steps (99328 bytes). */
+#define FT_ATTN_H64_FP16_MTQ_THREADS 160
+#define FT_ATTN_H64_FP16_MTQ_SMEM 99328
+#define FT_ATTN_H64_FP16_MTQ_BOX 32 /* rows of a box */
+
+/* A stage's K and V boxes: rows y.. of the tensor maps, from column x; columns
+ * [x + 64 p, x + 64 p + 64) of K in st + p * TK * 128 (128 bytes a row), of V in st + HALF
+ * + ..., box j of them at row j * BOX. */
+static __device__ __forceinline__ void ft_attn_mma_copy_tq_h64_fp16(unsigned char *st, int x, int y, const CUtensorMap *mk,
+                                                                        const CUtensorMap *mv, int stream,
+                                                                        unsigned long long *bar)
+{
+    enum { ROW = FT_ATTN_H64_FP16_D * 2, TK = 128, HALF = 16384, BOX = FT_ATTN_H64_FP16_MTQ_BOX };
+    /* rows in order, K and V of each piece side by side */
+#pragma unroll
+    for (int j = 0; j < TK / BOX; j++)
+#pragma unroll
+        for (int p = 0; p < ROW / 128; p++) {
+            ft_tensor_load_2d(st + p * TK * 128 + j * BOX * 128, mk, x + p * 64, y + j * BOX, bar, stream);
+            ft_tensor_load_2d(st + HALF + p * TK * 128 + j * BOX * 128, mv, x + p * 64, y + j * BOX, bar, stream);
+        }
+}
+
+/* The L2 prefetch of what ft_attn_mma_copy_tq_h64_fp16 would load. */
+static __device__ __forceinline__ void ft_attn_mma_prefetch_tq_h64_fp16(int x, int y, const CUtensorMap *mk,
+                                                                            const CUtensorMap *mv)
+{
+    enum { ROW = FT_ATTN_H64_FP16_D * 2, TK = 128, BOX = FT_ATTN_H64_FP16_MTQ_BOX };
+    for (int j = 0; j < TK / BOX; j++)
+        for (int p = 0; p < ROW / 128; p++) {
+            ft_tensor_prefetch_l2_2d(mk, x + p * 64, y + j * BOX);
+            ft_tensor_prefetch_l2_2d(mv, x + p * 64, y + j * BOX);
+        }
+}
+
+/* Grid and clusters as ft_attn_async_h64_fp16_g*; rows of 16 heads (pass = which 16). Any
+ * layout without an indirection table (the launcher checks): tmk, tmv map the caches as
+ * rows of one step's elements (ft_attn_tensor_view). */
+static __global__ void __launch_bounds__(160, 2) ft_attn_mma_tq_h64_fp16(ft_attn_kargs_h64_fp16 a,
+    const __grid_constant__ CUtensorMap tmk, const __grid_constant__ CUtensorMap tmv)
+{
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    enum {
+        D = FT_ATTN_H64_FP16_D, NW = 4, NTC = NW * 32, R = 128, KW = 32, TK = 128, NS = 3,
+        GQ = FT_ATTN_H64_FP16_MGQ, ROW = D * 2, CS = 0, HALF = 16384, STAGE = 32768,
+        J = 8 * R / KW /* rows of one copy among the 8 of an ldmatrix */
+    };
+    extern __shared__ __align__(128) unsigned char ft_attn_stages[]; /* NS x (K copies, V copies) */
+    /* tp, t3 as a persistent grid (p->grid blocks, fewer than the row blocks): block x takes
+     * row blocks x, x + gridDim.x, ... in turn. The stages' uses run on across its rows (use
+     * u = used + i), so the producer streams the next row's tiles while the consumers finish
+     * this one (its last tiles' rows, the warps' merge, the output), and the next row's q, k
+     * and v are fetched into the L2 as this one starts. The warps' partials go to q_s, free
+     * once the Q fragments are built: the launcher takes tp for groups of at most GQ / NW
+     * heads (NW x ng x D floats fit), so rows 8-15 of the fragments are empty and no
+     * registers hold them (a loop over rows of t3's kernel spilled at D128). The producer warp
+     * loads a row's q and new k, v as it requests the row's tiles, and writes them into q_s
+     * and kv_new once the consumers are done with the row before (qfree, qfull): no L2
+     * round trip between the consumers' rows. tq is tp in 3 stages, 2 blocks an SM,
+     * for rows of more than one tile. */
+    __shared__ __align__(8) unsigned long long full[NS], empty[NS];
+    __shared__ __align__(16) float q_s[GQ][D];
+    __shared__ __align__(16) float kv_new[2][D];
+    __shared__ __align__(16) __half kv_row[2][D];
+    __shared__ float2 ml_s[NW][GQ];
+
+    __shared__ __align__(8) unsigned long long qfull, qfree; /* q_s and kv_new handed over, a phase a row */
+    enum { /* a producer lane's 16-byte words of q and of k, v: VE elements each */
+        VE = 16 / 2, QL = (GQ / NW * D / VE + 31) / 32, KL = (2 * D / VE + 31) / 32
+    };
+    ft_pdl_trigger(); /* a dependent launch may be scheduled; it waits for this grid's end */
+    const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
+    const int s0 = 0; /* unsplit */
+    const int passes = (a.G + GQ - 1) / GQ, nrb = a.B * a.Hkv * passes;
+    if (tid == 0) {
+        ft_mbar_init(&qfull, 32);
+        ft_mbar_init(&qfree, NTC);
+    }
+    if (tid == 0) {
+#pragma unroll
+        for (int s = 0; s < NS; s++) {
+            ft_mbar_init(&full[s], 1);
+            /* every consumer thread releases a stage itself, after its own reads: the order
+             * compute-sanitizer's racecheck follows (one arrival a warp after __syncwarp, which
+             * it does not, read as a hazard; the H100 times both alike) */
+            ft_mbar_init(&empty[s], NTC);
+        }
+        ft_mbar_init_fence();
+    }
+    __syncthreads();
+    /* the boxes' swizzle repeats every 1024 bytes: the stages start on such a boundary */
+    unsigned char *const stages = (unsigned char *)(((uintptr_t)ft_attn_stages + 1023) & ~(uintptr_t)1023);
+    if (warp == NW - 1 && lane == 0 && blockIdx.x < nrb) { /* the first row's first tile, as ft_attn_async_*'s */
+        const int rb = blockIdx.x;
+        int tx, ty;
+        ft_attn_tensor_origin(a.layout, rb / passes / a.Hkv, (rb / passes) % a.Hkv, a.Hkv, a.L, D, &tx, &ty);
+        ft_attn_mma_prefetch_tq_h64_fp16(tx, ty, &tmk, &tmv);
+    }
+    ft_pdl_wait();
+    int used = 0; /* stage uses of the rows before this one */
+#pragma unroll 1
+    for (int rb = blockIdx.x; rb < nrb; rb += gridDim.x) {
+    const int pass = rb % passes;
+    const int kvh = (rb / passes) % a.Hkv;
+    const int b = rb / passes / a.Hkv;
+    const int h0 = kvh * a.G + pass * GQ;
+    const int ng = min(GQ, a.G - pass * GQ);
+    int64_t kvbase, kvstride;
+    ft_kv_base(a.layout, b, kvh, a.B, a.Hkv, a.L, D, &kvbase, &kvstride);
+    const int stream = passes == 1;
+    int tx, ty;
+    ft_attn_tensor_origin(a.layout, b, kvh, a.Hkv, a.L, D, &tx, &ty);
+    /* tile 0 of every row is requested before its length is known (whole boxes, read within
+     * the capacity), as soon as its stage is free: the length's load overlaps its flight */
+    const int spec = TK;
+    float *const red = &q_s[0][0]; /* [NW][ng][D] */
+    if (warp == NW && lane == 0) {
+        const int s = used % NS;
+        if (used >= NS)
+            ft_mbar_wait(&empty[s], ((used / NS) & 1) ^ 1);
+        ft_mbar_expect_tx(&full[s], 2u * TK * ROW);
+        ft_attn_mma_copy_tq_h64_fp16(stages + (size_t)s * STAGE, tx, ty, &tmk, &tmv, stream, &full[s]);
+    }
+    const int jrow = (rb - (int)blockIdx.x) / (int)gridDim.x; /* the block's rows before this one */
+    if (warp == 0 && rb + (int)gridDim.x < nrb) {
+        /* the next row's q (and new k, v) into the L2, a line a lane */
+        const int rn = rb + gridDim.x;
+        const int npass = rn % passes;
+        const int nkvh = (rn / passes) % a.Hkv;
+        const int nb = rn / passes / a.Hkv;
+        const int nh0 = nkvh * a.G + npass * GQ;
+        const int nng = min(GQ, a.G - npass * GQ);
+        const char *qp = (const char *)(a.q + ((int64_t)nb * a.H + nh0) * D);
+        for (uintptr_t l = ((uintptr_t)qp & ~(uintptr_t)127) + (uintptr_t)lane * 128;
+             l < (uintptr_t)qp + (uintptr_t)nng * ROW; l += 32 * 128)
+            ft_prefetch_l2((const void *)l);
+        if (a.is_self && lane < 2 * ((ROW + 127) / 128)) {
+            const int which = lane & 1, piece = lane >> 1;
+            const char *kp = (const char *)((which ? a.v_new : a.k_new) + ((int64_t)nb * a.Hkv + nkvh) * D);
+            ft_prefetch_l2(kp + min(piece * 128, ROW - 1));
+        }
+    }
+    int steps, new_pos;
+    if (!ft_attn_row_h64_fp16(&a, b, &steps, &new_pos)) {
+        if (warp < NW) { /* the early tile is one use of its stage: landed and released */
+            const int s = used % NS;
+            ft_mbar_wait(&full[s], (used / NS) & 1);
+            ft_mbar_arrive(&empty[s]);
+        }
+        used += 1;
+        if (warp == NW) { /* the row's hand-over of q_s, with nothing in it */
             if (jrow > 0)
                 ft_mbar_wait(&qfree, (jrow - 1) & 1);
+            ft_mbar_arrive(&qfull);
+        } else {
+            ft_mbar_wait(&qfull, jrow & 1);
+            ft_mbar_arrive(&qfree);
+        }
+        if (warp < NW)
+            for (int i = tid; i < ng * D; i += NTC)
+                a.out[((int64_t)b * a.H + h0) * D + i] = ft_from_float_fp16(ft_attn_invalid_value_h64_fp16(&a, b));
+        continue;
+    }
+    const int s1 = steps;
+    const int owner = new_pos >= s0 && new_pos < s1; /* this block holds the new token (its last step) */
+    const int cache_end = new_pos >= 0 ? min(s1, new_pos) : s1; /* steps read from the cache */
+    /* the stages cover [s0, s1), the new token included; tile 0 copies at most min(TK,
+     * chunk) cached steps (the last split's: TK), all below the capacity: within spec */
+    const int ntiles = s1 > s0 ? (s1 - s0 + TK - 1) / TK : 0;
+
+    if (warp == NW) {
+        /* ---- producer: stage s = i % NS is refilled once the consumers released its previous use */
+        /* this row's q and new k, v (and biases) loaded into registers as they are, 16 bytes
+         * a word: nothing waits for them before this row's tiles are requested (converted on
+         * loading, they held the next tile's request back by an L2 round trip). Written into
+         * q_s and kv_new, biases added (zeros where none), once the consumers end the last row.
+         * Assigned on every path of this branch, so that no value of them is live across the
+         * consumers' part of the loop. Pointers aligned to their elements only: element loads. */
+        const int vec = (((uintptr_t)a.q | (uintptr_t)a.k_new | (uintptr_t)a.v_new | (uintptr_t)a.q_bias |
+                          (uintptr_t)a.k_bias | (uintptr_t)a.v_bias) & 15) == 0;
+        ft_pack_fp16x8_u qv[QL], qb[QL], kn[KL], kb[KL];
 #pragma unroll
-            for (int e = 0; e < QL; e++) {
-                const int i = lane + 32 * e;
-                if (i < ng * D)
-                    q_s[i / D][i % D] = ft_to_float_fp16(qv[e]) + (a.q_bias ? ft_to_float_fp16(qb[e]) : 0.0f);
+        for (int e = 0; e < QL; e++) {
+            const int c = lane + 32 * e; /* elements [c VE, c VE + VE) of the group's q */
+            qv[e].w = qb[e].w = make_uint4(0u, 0u, 0u, 0u);
+            if (c * VE < ng * D) {
+                const __half *src = a.q + ((int64_t)b * a.H + h0) * D + c * VE;
+                const __half *bias = a.q_bias ? a.q_bias + (int64_t)h0 * D + c * VE : NULL;
+                ft_attn_word_h64_fp16(&qv[e], src, vec);
+                if (bias)
+                    ft_attn_word_h64_fp16(&qb[e], bias, vec);
             }
-            if (owner)
+        }
 #pragma unroll
-                for (int e = 0; e < KL; e++) {
-                    const int i = lane + 32 * e;
-                    if (i < 2 * D)
-                        kv_new[i / D][i % D] = ft_to_float_fp16(kn[e]) + ((i < D ? a.k_bias : a.v_bias) ? ft_to_float_fp16(kb[e]) : 0.0f);
+        for (int e = 0; e < KL; e++) {
+            const int c = lane + 32 * e, which = c * VE / D, d = c * VE % D; /* k (0) or v (1), at d */
+            kn[e].w = kb[e].w = make_uint4(0u, 0u, 0u, 0u);
+            if (owner && which < 2) {
+                const __half *bias = which ? a.v_bias : a.k_bias;
+                ft_attn_word_h64_fp16(&kn[e], (which ? a.v_new : a.k_new) + ((int64_t)b * a.Hkv + kvh) * D + d, vec);
+                if (bias)
+                    ft_attn_word_h64_fp16(&kb[e], bias + (int64_t)kvh * D + d, vec);
+            }
+        }
+        /* tile 0 is requested; the hand-over comes before the first tile that waits for this
+         * row's consumers to release a stage (NS), or after the row's last */
+        const int i0 = spec > 0 ? 1 : 0;
+        for (int i = i0;; i++) {
+            if (i == max(i0, min(ntiles, NS))) {
+                if (jrow > 0)
+                    ft_mbar_wait(&qfree, (jrow - 1) & 1);
+#pragma unroll
+                for (int e = 0; e < QL; e++) {
+                    const int c = lane + 32 * e;
+                    if (c * VE < ng * D) {
+                        float f[VE], fb[VE];
+                        ft_unpack_fp16x8(qv[e].w, f);
+                        ft_unpack_fp16x8(qb[e].w, fb);
+#pragma unroll
+                        for (int j = 0; j < VE; j += 4)
+                            *(float4 *)&q_s[c * VE / D][c * VE % D + j] =
+                                make_float4(f[j] + fb[j], f[j + 1] + fb[j + 1], f[j + 2] + fb[j + 2], f[j + 3] + fb[j + 3]);
+                    }
                 }
-            ft_mbar_arrive(&qfull); /* release: the writes above before the consumers' reads */
+                if (owner)
+#pragma unroll
+                    for (int e = 0; e < KL; e++) {
+                        const int c = lane + 32 * e;
+                        if (c * VE < 2 * D) {
+                            float f[VE], fb[VE];
+                            ft_unpack_fp16x8(kn[e].w, f);
+                            ft_unpack_fp16x8(kb[e].w, fb);
+#pragma unroll
+                            for (int j = 0; j < VE; j += 4)
+                                *(float4 *)&kv_new[c * VE / D][c * VE % D + j] =
+                                    make_float4(f[j] + fb[j], f[j + 1] + fb[j + 1], f[j + 2] + fb[j + 2], f[j + 3] + fb[j + 3]);
+                        }
+                    }
+                ft_mbar_arrive(&qfull); /* release: the writes above before the consumers' reads */
+            }
+            if (i >= ntiles)
+                break;
+            const int s = (used + i) % NS, t0 = s0 + i * TK, nc = max(0, min(TK, cache_end - t0));
+            if ((used + i) >= NS)
+                ft_mbar_wait(&empty[s], (((used + i) / NS) & 1) ^ 1);
+            if (lane == 0) {
+                /* whole boxes (rows past the cached ones are never used); a tile of the new
+                 * token alone: an arrival */
+                ft_mbar_expect_tx(&full[s], nc > 0 ? 2u * TK * ROW : 0u);
+                if (nc > 0)
+                    ft_attn_mma_copy_tq_h64_fp16(stages + (size_t)s * STAGE, tx, ty + t0, &tmk, &tmv, stream,
+                                                            &full[s]);
+            }
         }
     } else {
         /* ---- consumers (warps 0..NW-1, barrier 1 among them) */
@@ -5750,7 +6252,7 @@ static __global__ void __launch_bounds__(160, 3) ft_attn_mma_tp_h64_fp16(ft_attn
 
 /* The sm_90 kernel for `gq` heads per block in form `wide` (1-4 heads: 0 bulk copies, 1
  * tensor-map boxes of a strided cache, 2 and 3 the same for short rows (one head), 4 ap
- * (one head, 0 as a persistent grid); a head group: 0 r4, 1 r8, 2 tm, then ts, t3 and tp
+ * (one head, 0 as a persistent grid); a head group: 0 r4, 1 r8, 2 tm, then ts, t3, tp and tq
  * where generated), its index among the generated ones, threads and dynamic shared memory;
  * NULL where none was generated. */
 static inline const void *ft_attn_async_kernel_h64_fp16(int gq, int wide, int *index, int *threads, int *smem)
@@ -5827,6 +6329,12 @@ static inline const void *ft_attn_async_kernel_h64_fp16(int gq, int wide, int *i
         *smem = FT_ATTN_H64_FP16_MTP_SMEM;
         return (const void *)ft_attn_mma_tp_h64_fp16;
     }
+    if (gq == FT_ATTN_H64_FP16_MGQ && wide == 5) {
+        *index = 15;
+        *threads = FT_ATTN_H64_FP16_MTQ_THREADS;
+        *smem = FT_ATTN_H64_FP16_MTQ_SMEM;
+        return (const void *)ft_attn_mma_tq_h64_fp16;
+    }
     *index = -1;
     *threads = *smem = 0;
     return NULL;
@@ -5843,7 +6351,7 @@ static inline int ft_attn_cuda_group_h64_fp16(int gq)
  * per device (after raising the kernel's dynamic shared-memory limit to its stages). */
 static inline ft_status ft_attn_async_occupancy_h64_fp16(const char *fn, int gq, int wide, int *blocks)
 {
-    static int cache[15][64];
+    static int cache[16][64];
     int gi, threads, smem;
     const void *kernel = ft_attn_async_kernel_h64_fp16(gq, wide, &gi, &threads, &smem);
     if (kernel == NULL)
@@ -5879,7 +6387,7 @@ static inline ft_status ft_attn_async_occupancy_h64_fp16(const char *fn, int gq,
 static inline ft_status ft_attn_async_clusters_h64_fp16(const char *fn, int gq, int wide, int size, int solo,
                                                           int *clusters)
 {
-    static int cache[15][2][FT_ATTN_CLUSTER_SPLITS + 1][64];
+    static int cache[16][2][FT_ATTN_CLUSTER_SPLITS + 1][64];
     int gi, threads, smem;
     const void *kernel = ft_attn_async_kernel_h64_fp16(gq, wide, &gi, &threads, &smem);
     if (kernel == NULL || size < 1 || size > FT_ATTN_CLUSTER_SPLITS)
@@ -6032,21 +6540,28 @@ static inline ft_status ft_attn_plan_grid_h64_fp16(const char *fn, ft_attn_plan 
             const int64_t waves = (blocks + (int64_t)per_sm * sms - 1) / ((int64_t)per_sm * sms);
             if (per3 > per_sm && (blocks + (int64_t)per3 * sms - 1) / ((int64_t)per3 * sms) < waves)
                 p->wide = 3;
-            /* rows that t3's two stages hold at once (256 steps), at least three row blocks for each
-             * block t3 fills the device with, groups whose warps' partials fit in q_s (4 warps x
-             * at most 4 heads): tp, t3 as a persistent grid, the fewest blocks that take as
-             * many rows each (H100, fp16, ftbench per call / device us, tp / t3: H32 Hkv8 D128 L128
-             * B256 57.6 / 56.0 against 63.4 / 60.5, B512 103.5 / 99.6 against 129.8 / 126.9; H16
-             * Hkv4 D64 B256 L256 29.9 / 27.0 against 33.0 / 30.7; gen/ftgen.py has the rows it
-             * leaves to t3) */
+            /* rows that t3's two stages hold at once (256 steps; tq below takes longer
+             * ones), at least three row blocks for each block t3 fills the device with, groups
+             * whose warps' partials fit in q_s (4 warps x at most 4 heads): tp, t3 as a
+             * persistent grid, the fewest blocks that take as many rows each (H100, fp16, ftbench
+             * per call / device us, tp / t3: H32 Hkv8 D128 L128 B256 57.6 / 56.0 against 63.4 /
+             * 60.5, B512 103.5 / 99.6 against 129.8 / 126.9; H16 Hkv4 D64 B256 L256 29.9 / 27.0
+             * against 33.0 / 30.7; gen/ftgen.py has the rows it leaves to t3) */
             const int64_t slots3 = (int64_t)per3 * sms;
-            if (p->wide == 3 && p->max_seq <= 256 && blocks > 2 * slots3 &&
+            if (p->wide == 3 && p->max_seq <= 384 && blocks > 2 * slots3 &&
                 4 * (p->G < FT_ATTN_H64_FP16_MGQ ? p->G : FT_ATTN_H64_FP16_MGQ) <= FT_ATTN_H64_FP16_MGQ) {
+                /* rows of more than one tile: tq, tp in three stages, two blocks an SM (H100, fp16,
+                 * ftbench per call / device us, tq / tp: H32 Hkv8 D128 B256 L128 54.3-55.5 /
+                 * 50.2-50.4 against 57.6-57.7 / 56.1; D64 B256 L256 51.8 / 47.7-47.8 against
+                 * 51.8-52.3 / 51.1; rows of one tile lost, D64 H16 Hkv4 B256 L128 19.3 / 15.6-15.7
+                 * against 18.2 / 14.9), up to 384 steps (tq / t3: D128 B256 L256 96.1-96.4 /
+                 * 93.1-93.3 against 99.2-99.5 / 95.9) */
+                const int form = p->max_seq > 128 ? 5 : 4;
                 int pertp = 0; /* raises its shared-memory limit */
-                if ((st = ft_attn_async_occupancy_h64_fp16(fn, p->gq, 4, &pertp)) != FT_OK)
+                if ((st = ft_attn_async_occupancy_h64_fp16(fn, p->gq, form, &pertp)) != FT_OK)
                     return st;
-                const int64_t rows = (blocks + slots3 - 1) / slots3; /* row blocks a block */
-                p->wide = 4;
+                const int64_t slots = (int64_t)pertp * sms, rows = (blocks + slots - 1) / slots; /* row blocks a block */
+                p->wide = form;
                 p->grid = (int)((blocks + rows - 1) / rows);
             }
         }
