@@ -1222,8 +1222,9 @@ static const char *suite[] = {
     "self_attention --dtype fp16 --batch 256 --heads 32 --kv-heads 8 --head-size 128 --len 256",
     "self_attention --dtype fp16 --batch 64 --heads 16 --kv-heads 8 --head-size 256 --len 1024",
     /* short GQA rows on the persistent grid: rows of one tile in tp (D64 L128), longer ones in
-     * tq (D128 L128, D64 L256), with the producer's hand-over of q */
+     * tq (D128 L128, D64 L256, and D128 L512 past t3's bound), with the producer's hand-over of q */
     "self_attention --dtype fp16 --batch 256 --heads 32 --kv-heads 8 --head-size 128 --len 128",
+    "self_attention --dtype fp16 --batch 256 --heads 32 --kv-heads 8 --head-size 128 --len 512",
     "self_attention --dtype fp16 --batch 256 --heads 16 --kv-heads 4 --head-size 64 --len 256",
     "self_attention --dtype fp16 --batch 256 --heads 32 --kv-heads 8 --head-size 64 --len 256",
     "self_attention --dtype fp16 --batch 256 --heads 16 --kv-heads 4 --head-size 64 --len 128",

@@ -520,17 +520,36 @@ class AttentionFamily(Family):
                 # / 25.4-25.5. Rows of one tile stay with tp (D64 H16 Hkv4 B256 L128: 19.3 / 15.6-15.7
                 # so against 18.2 / 14.9; B512 L128 31.6-32.1 / 27.7 against 29.4 / 26.7). The same
                 # stages without the hand-over at D128 lost (B256 L128 60.4-61.0 / 55.8). It also
-                # takes from t3 the rows of three and four tiles that t3's stages hold (MQT tiles at
-                # most: D128 L256, D64 L384; tq / t3: D128 H32 Hkv8 B256 L256 96.1-96.4 / 93.1-93.3
+                # takes from t3 the rows of three to six tiles that t3's stages hold (MQT tiles at
+                # most: D128 L384, D64 L384, t3's bound; tq / t3: D128 H32 Hkv8 B256 L256 96.1-96.4 / 93.1-93.3
                 # against 99.2-99.5 / 95.9, L192 74.2-74.3 / 71.4 against 78.9-79.1 / 74.5-74.8,
                 # B512 L256 189.3-189.4 / 185.6-185.7 against 193.5-193.6 / 189.9-190.0, B128 H64
                 # Hkv8 L256 53.5-53.8 / 49.6 against 57.1 / 52.1, cross-attention `[B,L,Hkv*D]` B256
                 # L256 94.9-95.2 / 91.1 against 97.8-97.9 / 94.8; D64 H16 Hkv4 B256 L384 38.4-38.5 /
-                # 35.6-35.7 against 39.8 / 37.0). MTQ=0 leaves it out; MQSTQ=0 leaves out its
-                # hand-over.
+                # 35.6-35.7 against 39.8 / 37.0; rows of five and six tiles at D128, thirty-fourth
+                # session: H32 Hkv8 B256 L384 140.1-140.4 / 137.3 against 143.9-144.2 / 140.9, L320
+                # 119.0-119.1 / 116.3 against 121.7-121.9 / 118.7-118.8, B128 H64 Hkv8 L384 73.3 /
+                # 69.6-69.7 against 76.7-77.1 / 73.7-73.9, cross-attention `[B,L,Hkv*D]` B256 L384
+                # 138.6-138.8 / 134.8-134.9 against 141.6-141.8 / 138.6-138.8). MTQ=0 leaves it
+                # out; MQSTQ=0 leaves out its hand-over; MQT=4 keeps rows of five and six tiles in t3.
+                # Past t3's bound the launcher takes it too, for unsplit rows of at most MQL steps
+                # in more than two row blocks for each block it fills the device with, in place
+                # of the tm form (thirty-fifth session, tq / tm: D128 H32 Hkv8 B256 L512 183.6-184.3 /
+                # 179.8-180.2 against 198.3-198.9 / 193.9-194.2, L448 162.2-162.6 / 158.3 against
+                # 196.9-197.3 / 191.9-192.2, B128 H64 Hkv8 L512 94.7-94.8 / 91.6 against 103.9-104.1
+                # / 99.9-100.0, cross-attention `[B,L,Hkv*D]` B256 L512 182.4-182.5 / 178.0-178.3
+                # against 182.9 / 179.5, D64 H16 Hkv4 B256 L512 48.5-49.1 / 45.7-45.8 against
+                # 50.9-51.2 / 47.8-47.9; longer rows gained less or lost: D128 B256
+                # L1024 355.0-356.1 / 353.0 against 359.0-359.6 / 354.7-354.8, B128 L2048 352.2 /
+                # 350.0 against 353.8 / 350.5-350.8, cross-attention `[B,L,Hkv*D]` B256 L1024
+                # 353.4 / 352.6 against 354.4-354.6 / 350.9, D64 H16 Hkv4 B256 L1024 91.9-92.1 /
+                # 89.5-89.7 against 91.4-91.5 / 88.3-88.4, H32 Hkv8 L1024 180.1-180.3 / 177.3-177.5
+                # against 181.1 / 178.3-178.4; groups of 8 gained at L1024, B128 H64 Hkv8 182.1-182.3
+                # / 178.8-179.0 against 189.3-189.4 / 186.1, not taken).
                 qns, qminb = 3, 2
                 tq = dict(tp, name="tq", NS=qns, MINB=qminb, SMEM=qns * tp["STAGE"] + 1024, STAGEQ=tune.get("MQSTQ", 1),
-                          QROWS=min(tune.get("MQT", 4) * tp["TK"], tp["ROWS"]))  # the longest rows it takes
+                          QROWS=min(tune.get("MQT", 6) * tp["TK"], tp["ROWS"]),  # the longest short rows it takes
+                          LROWS=tune.get("MQL", 512))  # and the longest past t3's bound
                 if tune.get("MTQ", 1) and qminb * (tq["SMEM"] + static_smem(tq["NW"]) + 1024) <= 228 * 1024:
                     mplans.append(tq)
         # sm_90 kernels, launched as programmatic dependents: a split's first tile prefetched

@@ -485,6 +485,17 @@ static void attention_test(ft_test *t)
         const int l28[] = {255, 0, 129, 128, 127, -1, 254, 256, 1, 200, 64, 255, 17, 190, 3, 240};
         cases[n] = self_case(16, 256, 64, 256, FT_KV_BHLD, FT_ROPE_INTERLEAVED, 0, 0, l28);
         cases[n++].tp_only = 1;
+        /* rows of six tiles at D128 (three at D64), the longest tq takes: the producer runs
+         * more than a row's worth of stages ahead, and hands q over mid-row */
+        const int l29[] = {383, 1, 0, 257, 256, 255, -1, 382, 384, 129, 64, 383, 17, 320, 191, 300};
+        cases[n] = self_case(16, 256, 64, 384, FT_KV_BHLD, FT_ROPE_HALF, 0, 0, l29);
+        cases[n].with_bias = 0;
+        cases[n++].tp_only = 1;
+        /* rows past t3's bound (384 steps) that tq still takes (up to 512), FT's [L,B,Hkv*D]
+         * cache through tensor-map boxes: eight tiles at D128, four at D64 */
+        const int l30[] = {511, 0, 385, 384, 383, -1, 510, 512, 1, 448, 64, 511, 17, 257, 3, 500};
+        cases[n] = self_case(16, 256, 64, 512, FT_KV_LBHD, FT_ROPE_INTERLEAVED, 0, 0, l30);
+        cases[n++].tp_only = 1;
         /* one head a block, more row blocks than two an SM fill on an H100, short rows,
          * unsplit: the short-row forms (three blocks an SM) where the long form's stages hold
          * the rows (rows of up to three tiles; the tensor-map form through FT's cache) */

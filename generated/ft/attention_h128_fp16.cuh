@@ -6956,13 +6956,13 @@ static inline ft_status ft_attn_plan_grid_h128_fp16(const char *fn, ft_attn_plan
              * 60.5, B512 103.5 / 99.6 against 129.8 / 126.9; H16 Hkv4 D64 B256 L256 29.9 / 27.0
              * against 33.0 / 30.7; gen/ftgen.py has the rows it leaves to t3) */
             const int64_t slots3 = (int64_t)per3 * sms;
-            if (p->wide == 4 && p->max_seq <= 256 && blocks > 2 * slots3 &&
+            if (p->wide == 4 && p->max_seq <= 384 && blocks > 2 * slots3 &&
                 2 * (p->G < FT_ATTN_H128_FP16_MGQ ? p->G : FT_ATTN_H128_FP16_MGQ) <= FT_ATTN_H128_FP16_MGQ) {
                 /* rows of more than one tile: tq, tp in three stages, two blocks an SM (H100, fp16,
                  * ftbench per call / device us, tq / tp: H32 Hkv8 D128 B256 L128 54.3-55.5 /
                  * 50.2-50.4 against 57.6-57.7 / 56.1; D64 B256 L256 51.8 / 47.7-47.8 against
                  * 51.8-52.3 / 51.1; rows of one tile lost, D64 H16 Hkv4 B256 L128 19.3 / 15.6-15.7
-                 * against 18.2 / 14.9), up to 256 steps (tq / t3: D128 B256 L256 96.1-96.4 /
+                 * against 18.2 / 14.9), up to 384 steps (tq / t3: D128 B256 L256 96.1-96.4 /
                  * 93.1-93.3 against 99.2-99.5 / 95.9) */
                 const int form = p->max_seq > 64 ? 6 : 5;
                 int pertp = 0; /* raises its shared-memory limit */
@@ -6972,6 +6972,23 @@ static inline ft_status ft_attn_plan_grid_h128_fp16(const char *fn, ft_attn_plan
                 p->wide = form;
                 p->grid = (int)((blocks + rows - 1) / rows);
             }
+        }
+    }
+    if (p->async && p->wide == 2 && p->splits == 1 && p->max_seq > 384 && p->max_seq <= 512 &&
+        2 * (p->G < FT_ATTN_H128_FP16_MGQ ? p->G : FT_ATTN_H128_FP16_MGQ) <= FT_ATTN_H128_FP16_MGQ) {
+        /* unsplit rows past t3's bound, in more row blocks than two for each block tq fills
+         * the device with: tq in place of the tm form (H100, fp16, ftbench per call / device
+         * us, tq / tm: D128 H32 Hkv8 B256 L512 184.0 / 180.0 against 198.9 / 194.0, L448 162.2
+         * / 158.3 against 197.3 / 192.2, D64 H16 Hkv4 B256 L512 49.1 / 45.8 against 51.2 /
+         * 47.8; up to 512 steps: longer rows gained less or lost, gen/ftgen.py has them) */
+        int pertq = 0; /* raises its shared-memory limit */
+        if ((st = ft_attn_async_occupancy_h128_fp16(fn, p->gq, 6, &pertq)) != FT_OK)
+            return st;
+        const int64_t slots = (int64_t)pertq * sms;
+        if (blocks > 2 * slots) {
+            const int64_t rows = (blocks + slots - 1) / slots; /* row blocks a block */
+            p->wide = 6;
+            p->grid = (int)((blocks + rows - 1) / rows);
         }
     }
     if (p->async && !p->tiled && layout != FT_KV_BHLD && tm_rows && p->gq != FT_ATTN_H128_FP16_MGQ &&
