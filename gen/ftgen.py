@@ -545,11 +545,19 @@ class AttentionFamily(Family):
                 # 353.4 / 352.6 against 354.4-354.6 / 350.9, D64 H16 Hkv4 B256 L1024 91.9-92.1 /
                 # 89.5-89.7 against 91.4-91.5 / 88.3-88.4, H32 Hkv8 L1024 180.1-180.3 / 177.3-177.5
                 # against 181.1 / 178.3-178.4; groups of 8 gained at L1024, B128 H64 Hkv8 182.1-182.3
-                # / 178.8-179.0 against 189.3-189.4 / 186.1, not taken).
+                # / 178.8-179.0 against 189.3-189.4 / 186.1). Groups of more than 4 heads (D128) gain
+                # at every length measured, and take it for rows of up to MQL8 steps (B128 H64 Hkv8
+                # L768 135.9-136.0 / 132.9-133.0 against 145.9-146.6 / 141.9-142.0, L1024 178.1-178.3 /
+                # 174.8-174.9 against 186.9-187.0 / 183.6-183.8, L2048 345.0 / 342.5 against
+                # 353.4-353.8 / 349.8-350.0, B256 L1024 350.9-351.0 / 347.3-347.6 against
+                # 367.2-368.3 / 363.0-363.1, B256 H32 Hkv4 L1024 177.7-177.9 / 174.8-174.9 against
+                # 187.0-187.1 / 183.9-184.0, cross-attention `[B,L,Hkv*D]` B128 H64 Hkv8 L1024
+                # 178.1-178.4 / 174.9-175.0 against 181.2-181.3 / 176.1-176.2).
                 qns, qminb = 3, 2
                 tq = dict(tp, name="tq", NS=qns, MINB=qminb, SMEM=qns * tp["STAGE"] + 1024, STAGEQ=tune.get("MQSTQ", 1),
                           QROWS=min(tune.get("MQT", 6) * tp["TK"], tp["ROWS"]),  # the longest short rows it takes
-                          LROWS=tune.get("MQL", 512))  # and the longest past t3's bound
+                          LROWS=tune.get("MQL", 512),  # and the longest past t3's bound
+                          LROWS8=tune.get("MQL8", 2048))  # the same for groups of more than 4 heads
                 if tune.get("MTQ", 1) and qminb * (tq["SMEM"] + static_smem(tq["NW"]) + 1024) <= 228 * 1024:
                     mplans.append(tq)
         # sm_90 kernels, launched as programmatic dependents: a split's first tile prefetched

@@ -496,6 +496,11 @@ static void attention_test(ft_test *t)
         const int l30[] = {511, 0, 385, 384, 383, -1, 510, 512, 1, 448, 64, 511, 17, 257, 3, 500};
         cases[n] = self_case(16, 256, 64, 512, FT_KV_LBHD, FT_ROPE_INTERLEAVED, 0, 0, l30);
         cases[n++].tp_only = 1;
+        /* groups of 8, rows past 512 steps in 640 row blocks: tq at D128 (up to 2048 steps
+         * for groups of more than 4), the tm form at D64 */
+        const int l31[] = {799, 0, 513, 512, 511, -1, 798, 800, 1, 700, 64, 799, 17, 640, 3, 600};
+        cases[n] = self_case(16, 320, 40, 800, FT_KV_BHLD, FT_ROPE_HALF, 0, 0, l31);
+        cases[n++].tp_only = 1;
         /* one head a block, more row blocks than two an SM fill on an H100, short rows,
          * unsplit: the short-row forms (three blocks an SM) where the long form's stages hold
          * the rows (rows of up to three tiles; the tensor-map form through FT's cache) */

@@ -6974,13 +6974,17 @@ static inline ft_status ft_attn_plan_grid_h128_fp16(const char *fn, ft_attn_plan
             }
         }
     }
-    if (p->async && p->wide == 2 && p->splits == 1 && p->max_seq > 384 && p->max_seq <= 512 &&
+    if (p->async && p->wide == 2 && p->splits == 1 && p->max_seq > 384 &&
+        p->max_seq <= (p->G > 4 ? 2048 : 512) &&
         2 * (p->G < FT_ATTN_H128_FP16_MGQ ? p->G : FT_ATTN_H128_FP16_MGQ) <= FT_ATTN_H128_FP16_MGQ) {
         /* unsplit rows past t3's bound, in more row blocks than two for each block tq fills
          * the device with: tq in place of the tm form (H100, fp16, ftbench per call / device
          * us, tq / tm: D128 H32 Hkv8 B256 L512 184.0 / 180.0 against 198.9 / 194.0, L448 162.2
          * / 158.3 against 197.3 / 192.2, D64 H16 Hkv4 B256 L512 49.1 / 45.8 against 51.2 /
-         * 47.8; up to 512 steps: longer rows gained less or lost, gen/ftgen.py has them) */
+         * 47.8; up to 512 steps: longer rows gained less or lost, but for groups of more
+         * than 4 heads, which gained at every length measured (B128 H64 Hkv8 L1024 178.3 / 174.9
+         * against 187.0 / 183.8, L2048 345.0 / 342.5 against 353.8 / 350.0): up to 2048 steps
+         * there; gen/ftgen.py has them) */
         int pertq = 0; /* raises its shared-memory limit */
         if ((st = ft_attn_async_occupancy_h128_fp16(fn, p->gq, 6, &pertq)) != FT_OK)
             return st;

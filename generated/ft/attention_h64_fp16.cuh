@@ -6566,13 +6566,14 @@ static inline ft_status ft_attn_plan_grid_h64_fp16(const char *fn, ft_attn_plan 
             }
         }
     }
-    if (p->async && p->wide == 2 && p->splits == 1 && p->max_seq > 384 && p->max_seq <= 512 &&
+    if (p->async && p->wide == 2 && p->splits == 1 && p->max_seq > 384 &&
+        p->max_seq <= 512 &&
         4 * (p->G < FT_ATTN_H64_FP16_MGQ ? p->G : FT_ATTN_H64_FP16_MGQ) <= FT_ATTN_H64_FP16_MGQ) {
         /* unsplit rows past t3's bound, in more row blocks than two for each block tq fills
          * the device with: tq in place of the tm form (H100, fp16, ftbench per call / device
          * us, tq / tm: D128 H32 Hkv8 B256 L512 184.0 / 180.0 against 198.9 / 194.0, L448 162.2
          * / 158.3 against 197.3 / 192.2, D64 H16 Hkv4 B256 L512 49.1 / 45.8 against 51.2 /
-         * 47.8; up to 512 steps: longer rows gained less or lost, gen/ftgen.py has them) */
+         * 47.8; up to 512 steps: longer rows gained less or lost; gen/ftgen.py has them) */
         int pertq = 0; /* raises its shared-memory limit */
         if ((st = ft_attn_async_occupancy_h64_fp16(fn, p->gq, 5, &pertq)) != FT_OK)
             return st;
