@@ -252,11 +252,21 @@ class AttentionFamily(Family):
         tpk = largest_pow2_divisor(nv, 32)
         cpt = nv // tpk
         q_floats = cpt * vec  # per query head held in registers for QK^T
-        gq_list = [1] + ([4] if 4 * q_floats <= 64 else [2] if 2 * q_floats <= 64 else [])
         names = variant_names(self, params)
         # FTGEN_ATTN_TUNE="KU=8,VU=8,MINB=3" overrides the plan below for tuning runs
         # (bench/attn_tune.sh); shipped headers are generated without it.
         tune = {k: int(v) for k, v in (kv.split("=") for kv in os.environ.get("FTGEN_ATTN_TUNE", "").split(",") if kv)}
+        gq_list = [1] + ([4] if 4 * q_floats <= 64 else [2] if 2 * q_floats <= 64 else [])
+        # AGQ sets the head group's size for tuning runs. Groups of 8 at D256 (fp16, H100,
+        # ftbench per call / device us, thirty-sixth session) spill at two blocks an SM (1056
+        # bytes); at one an SM (AGQMINB=1) they do not, but gain only where rows are long and
+        # few: B8 H32 Hkv4 L4096 75.9 / 71.8 against 83.0 / 79.5 in two passes of 4. Where
+        # blocks are many they lose (B128 H8 Hkv1 L1024 72.6 / 68.6 against 71.3 / 67.7; B64
+        # H16 Hkv8 L1024, pairs, 261.6 / 257.3 against 187.8 / 183.1); 3 consumer warps
+        # (AGQNW=3) lost 2x. Those groups are bound by the CUDA cores' arithmetic (B128 Hkv1
+        # L1024: H4 50.8, H8 67.7 device against 45.2 to read the cache once).
+        if tune.get("AGQ", 0) > 1:
+            gq_list = [1, tune["AGQ"]]
         # The sm_90 form (async=True) streams the cache through shared memory with bulk
         # asynchronous copies: one producer warp fills NS stages of TK keys (K and V rows,
         # about 32 KB a stage), NW consumer warps each take TK/NW of a stage's keys with

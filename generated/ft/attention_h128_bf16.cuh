@@ -6786,6 +6786,33 @@ static inline ft_status ft_attn_async_occupancy_h128_bf16(const char *fn, int gq
     return FT_OK;
 }
 
+/* Whether a group of `G` query heads fits a persistent form of `nw` consumer warps: their
+ * partials of at most FT_ATTN_H128_BF16_MGQ heads share q_s's FT_ATTN_H128_BF16_MGQ rows. */
+static inline int ft_attn_group_fits_h128_bf16(int G, int nw)
+{
+    return nw * (G < FT_ATTN_H128_BF16_MGQ ? G : FT_ATTN_H128_BF16_MGQ) <= FT_ATTN_H128_BF16_MGQ;
+}
+
+/* The persistent head-group forms (tp, tq): where `blocks` row blocks are more than `more`
+ * for each block that form `wide` fills the device with, the form runs as the fewest blocks
+ * that give every block as many row blocks; otherwise the plan keeps its form. Raises the
+ * form's shared-memory limit either way. */
+static inline ft_status ft_attn_persist_h128_bf16(const char *fn, ft_attn_plan *p, int wide, int64_t blocks,
+                                                  int sms, int more)
+{
+    int per = 0;
+    ft_status st = ft_attn_async_occupancy_h128_bf16(fn, p->gq, wide, &per);
+    if (st != FT_OK)
+        return st;
+    const int64_t slots = (int64_t)per * sms;
+    if (blocks > more * slots) {
+        const int64_t rows = (blocks + slots - 1) / slots; /* row blocks a block */
+        p->wide = wide;
+        p->grid = (int)((blocks + rows - 1) / rows);
+    }
+    return FT_OK;
+}
+
 /* Clusters of `size` blocks of the sm_90 kernel for `gq` heads (form `wide`) that the device
  * runs at once, looked up once per device and size; `solo`: launched with
  * FT_ATTN_SOLO_SMEM (p->solo). */
@@ -6957,7 +6984,7 @@ static inline ft_status ft_attn_plan_grid_h128_bf16(const char *fn, ft_attn_plan
              * against 33.0 / 30.7; gen/ftgen.py has the rows it leaves to t3) */
             const int64_t slots3 = (int64_t)per3 * sms;
             if (p->wide == 4 && p->max_seq <= 384 && blocks > 2 * slots3 &&
-                2 * (p->G < FT_ATTN_H128_BF16_MGQ ? p->G : FT_ATTN_H128_BF16_MGQ) <= FT_ATTN_H128_BF16_MGQ) {
+                ft_attn_group_fits_h128_bf16(p->G, 2)) {
                 /* rows of more than one tile: tq, tp in three stages, two blocks an SM (H100, fp16,
                  * ftbench per call / device us, tq / tp: H32 Hkv8 D128 B256 L128 54.3-55.5 /
                  * 50.2-50.4 against 57.6-57.7 / 56.1; D64 B256 L256 51.8 / 47.7-47.8 against
@@ -6965,18 +6992,14 @@ static inline ft_status ft_attn_plan_grid_h128_bf16(const char *fn, ft_attn_plan
                  * against 18.2 / 14.9), up to 384 steps (tq / t3: D128 B256 L256 96.1-96.4 /
                  * 93.1-93.3 against 99.2-99.5 / 95.9) */
                 const int form = p->max_seq > 64 ? 6 : 5;
-                int pertp = 0; /* raises its shared-memory limit */
-                if ((st = ft_attn_async_occupancy_h128_bf16(fn, p->gq, form, &pertp)) != FT_OK)
+                if ((st = ft_attn_persist_h128_bf16(fn, p, form, blocks, sms, 0)) != FT_OK)
                     return st;
-                const int64_t slots = (int64_t)pertp * sms, rows = (blocks + slots - 1) / slots; /* row blocks a block */
-                p->wide = form;
-                p->grid = (int)((blocks + rows - 1) / rows);
             }
         }
     }
     if (p->async && p->wide == 2 && p->splits == 1 && p->max_seq > 384 &&
         p->max_seq <= (p->G > 4 ? 2048 : 512) &&
-        2 * (p->G < FT_ATTN_H128_BF16_MGQ ? p->G : FT_ATTN_H128_BF16_MGQ) <= FT_ATTN_H128_BF16_MGQ) {
+        ft_attn_group_fits_h128_bf16(p->G, 2)) {
         /* unsplit rows past t3's bound, in more row blocks than two for each block tq fills
          * the device with: tq in place of the tm form (H100, fp16, ftbench per call / device
          * us, tq / tm: D128 H32 Hkv8 B256 L512 184.0 / 180.0 against 198.9 / 194.0, L448 162.2
@@ -6985,15 +7008,8 @@ static inline ft_status ft_attn_plan_grid_h128_bf16(const char *fn, ft_attn_plan
          * than 4 heads, which gained at every length measured (B128 H64 Hkv8 L1024 178.3 / 174.9
          * against 187.0 / 183.8, L2048 345.0 / 342.5 against 353.8 / 350.0): up to 2048 steps
          * there; gen/ftgen.py has them) */
-        int pertq = 0; /* raises its shared-memory limit */
-        if ((st = ft_attn_async_occupancy_h128_bf16(fn, p->gq, 6, &pertq)) != FT_OK)
+        if ((st = ft_attn_persist_h128_bf16(fn, p, 6, blocks, sms, 2)) != FT_OK)
             return st;
-        const int64_t slots = (int64_t)pertq * sms;
-        if (blocks > 2 * slots) {
-            const int64_t rows = (blocks + slots - 1) / slots; /* row blocks a block */
-            p->wide = 6;
-            p->grid = (int)((blocks + rows - 1) / rows);
-        }
     }
     if (p->async && !p->tiled && layout != FT_KV_BHLD && tm_rows && p->gq != FT_ATTN_H128_BF16_MGQ &&
         ft_attn_async_box_h128_bf16(p->gq) > 0) {
