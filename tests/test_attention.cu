@@ -435,8 +435,9 @@ static void attention_test(ft_test *t)
         cases[n].counters = 2;
         cases[n++].calls = 2;
         /* split counters: the block that ends last merges (an empty slot, a row past
-         * capacity, an empty split; a head group on tensor cores in 12 splits), every call
-         * leaving them zeroed */
+         * capacity, an empty split), every call leaving them zeroed; a head group on tensor
+         * cores in 12 splits, whose threads would merge several elements each, goes through
+         * the combine kernel with the counters given */
         const int l18[] = {7999, -1, 8000};
         cases[n] = self_case(3, 4, 4, 8000, FT_KV_BHLD, FT_ROPE_NONE, 0, 9, l18);
         cases[n].counters = 1;
@@ -453,6 +454,14 @@ static void attention_test(ft_test *t)
         cases[n++].calls = 2;
         const int l19[] = {5999};
         cases[n] = self_case(1, 16, 2, 6000, FT_KV_BHLD, FT_ROPE_INTERLEAVED, 0, 12, l19);
+        cases[n].counters = 1;
+        cases[n++].calls = 2;
+        /* pairs with split counters past a cluster's 8 splits: the last block merges where each
+         * of its consumer threads takes at most one element of the pair (D64 on tensor cores,
+         * smaller heads on CUDA cores), the combine kernel elsewhere (D128 on tensor cores: 2 x
+         * 128 elements for 128 threads) */
+        const int l32[] = {4999, 17, -1};
+        cases[n] = self_case(3, 4, 2, 5000, FT_KV_BHLD, FT_ROPE_HALF, 0, 10, l32);
         cases[n].counters = 1;
         cases[n++].calls = 2;
         /* more row blocks than an H100 has SMs, short rows, unsplit: head groups of 4 and 2 run

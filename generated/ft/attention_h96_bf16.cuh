@@ -4500,18 +4500,20 @@ static inline ft_status ft_attn_plan_grid_h96_bf16(const char *fn, ft_attn_plan 
     ft_attn_tensor_view(layout, p->B, p->Hkv, p->L, 96, &tm_r, &tm_c);
     const int tm_rows = !indirect && tm_r <= INT32_MAX - 256 && tm_c <= INT32_MAX;
     /* strided steps (FT_KV_LBHD, FT_KV_BLHD) run on the sm_90 kernels through tensor maps
-     * where the kernel has a box for them (a head group of 3 or more has no tm form here) */
+     * where the kernel has a box for them (a head group on tensor cores has no tm form here) */
+    /* a head group of 3 or more heads runs on tensor cores (below) */
+    const int tensor_group = p->G >= 3;
     const int tm_auto = layout == FT_KV_BHLD ||
-                        (tm_rows && (p->G >= 3 ? 0 : ft_attn_async_box_h96_bf16(p->gq) > 0));
+                        (tm_rows && (tensor_group ? 0 : ft_attn_async_box_h96_bf16(p->gq) > 0));
     if (impl == FT_ATTN_IMPL_ASYNC || (impl == FT_ATTN_IMPL_AUTO && !indirect && tm_auto)) {
         int major = 0, per_sm = 0;
         if ((st = ft_cc_major(fn, &major)) != FT_OK)
             return st;
         if (major >= 9) {
-            /* a head group of 3 or more: the tensor-core kernel, 16 heads a block (B8 H32 D128
+            /* a head group on tensor cores: the tensor-core kernel, 16 heads a block (B8 H32 D128
              * L4096 fp16 on the H100, Hkv1 / Hkv8: 21.1 / 55.1 us against 42.2 / 54.8 for four
              * heads a block on CUDA cores; gen/ftgen.py has the pairs' figures) */
-            if (p->G >= 3) {
+            if (tensor_group) {
                 p->gq = FT_ATTN_H96_BF16_MGQ;
                 p->passes = (p->G + p->gq - 1) / p->gq;
             }
@@ -4601,6 +4603,20 @@ static inline ft_status ft_attn_plan_grid_h96_bf16(const char *fn, ft_attn_plan 
      * waves, 98.75 / 109.54; B64 H12 D64 L1024, 6 waves, 72.83 / 73.57; B1 H32 D128 L4096,
      * 8 splits in one wave, 29.4 / 29.1). */
     p->lmerge = p->splits > 1 && !p->cmerge && counters != NULL && (!p->async || blocks * p->splits <= slots);
+    if (p->lmerge && p->async) {
+        /* ... and where its consumer threads merge at most one element each (its heads x D):
+         * each element takes a round trip to the L2 per 8 splits, one after the other, while
+         * the combine kernel spreads a row over many blocks (H100, fp16, device us, counters
+         * / combine kernel: one head a block, B1 H32 D128 L4096 24.0 / 25.3, D64 L8192 23.9 /
+         * 25.2, D256 H16 L4096 25.6 / 27.0; four heads on CUDA cores at D32, B1 H32 Hkv8
+         * L4096 8.0 / 8.7; but D256 H32 Hkv8 L4096, 4 elements a thread, 24.8 / 21.5, H8 Hkv1
+         * L8192 28.5 / 19.5; tensor cores, D128 B1 H32 Hkv8 L4096 13.4 / 11.5, H32 Hkv1
+         * L8192 43.6 / 12.4, D80 pairs B1 H32 Hkv16 L4096 12.9 / 12.5) */
+        int index = 0, threads = 0, smem = 0;
+        ft_attn_async_kernel_h96_bf16(p->gq, p->wide, &index, &threads, &smem);
+        const int heads = p->G < p->gq ? p->G : p->gq;
+        p->lmerge = heads * 96 <= threads - 32; /* one producer warp */
+    }
     if (p->async && blocks * p->splits > INT32_MAX)
         return ft_fail(FT_ERR_UNSUPPORTED, "%s: %lld blocks exceed the grid; split the batch", fn,
                        (long long)(blocks * p->splits));

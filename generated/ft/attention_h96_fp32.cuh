@@ -3631,6 +3631,20 @@ static inline ft_status ft_attn_plan_grid_h96_fp32(const char *fn, ft_attn_plan 
      * waves, 98.75 / 109.54; B64 H12 D64 L1024, 6 waves, 72.83 / 73.57; B1 H32 D128 L4096,
      * 8 splits in one wave, 29.4 / 29.1). */
     p->lmerge = p->splits > 1 && !p->cmerge && counters != NULL && (!p->async || blocks * p->splits <= slots);
+    if (p->lmerge && p->async) {
+        /* ... and where its consumer threads merge at most one element each (its heads x D):
+         * each element takes a round trip to the L2 per 8 splits, one after the other, while
+         * the combine kernel spreads a row over many blocks (H100, fp16, device us, counters
+         * / combine kernel: one head a block, B1 H32 D128 L4096 24.0 / 25.3, D64 L8192 23.9 /
+         * 25.2, D256 H16 L4096 25.6 / 27.0; four heads on CUDA cores at D32, B1 H32 Hkv8
+         * L4096 8.0 / 8.7; but D256 H32 Hkv8 L4096, 4 elements a thread, 24.8 / 21.5, H8 Hkv1
+         * L8192 28.5 / 19.5; tensor cores, D128 B1 H32 Hkv8 L4096 13.4 / 11.5, H32 Hkv1
+         * L8192 43.6 / 12.4, D80 pairs B1 H32 Hkv16 L4096 12.9 / 12.5) */
+        int index = 0, threads = 0, smem = 0;
+        ft_attn_async_kernel_h96_fp32(p->gq, p->wide, &index, &threads, &smem);
+        const int heads = p->G < p->gq ? p->G : p->gq;
+        p->lmerge = heads * 96 <= threads - 32; /* one producer warp */
+    }
     if (p->async && blocks * p->splits > INT32_MAX)
         return ft_fail(FT_ERR_UNSUPPORTED, "%s: %lld blocks exceed the grid; split the batch", fn,
                        (long long)(blocks * p->splits));
