@@ -573,6 +573,32 @@ class AttentionFamily(Family):
         # sm_90 kernels, launched as programmatic dependents: a split's first tile prefetched
         # into the L2 while the kernel before them ends (APF=0: not, for tuning runs)
         apf = tune.get("APF", 1)
+        # the smallest head group taken on tensor cores: pairs too where the tm form exists
+        # (H100, fp16, ftbench per call / device us, tensor cores against four heads a block
+        # on CUDA cores, H32 Hkv16 D128 L4096: B1 19.5 / 16.2 against 22.3 / 18.7, B8 93.0 /
+        # 89.3 against 96.2 / 92.2; D64 B256 H8 Hkv4 L512 50.9 / 46.7 against 75.6 / 70.8,
+        # B64 H16 Hkv8 L1024 48.7 / 44.8 against 60.6 / 55.7). Without it (D32, D80, D96),
+        # pairs stay on CUDA cores: B8 H32 Hkv16 L4096 D32 47.2 against 31.4, D96 77.6 against
+        # 72.8. One head stays there at every size (B256 H8 D64 L512 94.9 against 94.6, B1
+        # H32 D128 L4096 29.8 against 29.5). MG overrides it for tuning runs.
+        # Without the tm form, contiguous caches (`[B,Hkv,L,D]`) take their own threshold
+        # (thirty-sixth session, MG knob builds, H100, fp16, ftbench device us):
+        # - where CUDA cores have no group kernel (D80, D112: a pair is two passes of one
+        #   head), pairs go to tensor cores: D80 H8 Hkv4 L512 B64 15.4 against 21.7, B256
+        #   59.7 against 70.1 (SDPA 64.0), B1 H32 Hkv16 L4096 12.3 against 13.7, H16 Hkv8
+        #   B64 L1024 59.4 against 66.2; D112 B256 85.1 against 92.2, B8 H32 Hkv16 L4096 82.8
+        #   against 86.1, B1 14.9 against 16.7 (D80 B8 H32 Hkv16 L4096 lost: 71.4 against
+        #   69.3). D96's pairs on CUDA cores stay: tensor cores lost (B256 72.5 against 67.7,
+        #   B8 L4096 76.7 against 67.6).
+        # - at D32, groups of up to 4 heads (one block on CUDA cores) stay on CUDA cores: B256
+        #   H32 Hkv8 L512 68.3 against 91.5 (SDPA 53.4), B8 L4096 17.0 against 23.6 (SDPA
+        #   19.7), B1 L4096 8.6 against 9.3; pairs on tensor cores lost there (B256 H8 Hkv4
+        #   L512 46.3 against 39.0).
+        # Strided caches keep MGS, the rule before (their pairs and groups on CUDA cores
+        # read through tensor-map boxes, the tensor-core kernel has none without the tm form).
+        has_tm = any(mp["TM"] for mp in mplans)
+        mgs = tune.get("MG", 2 if has_tm else 3)
+        mg = tune.get("MG", 2 if has_tm or gq_list[-1] == 1 else gq_list[-1] + 1 if row <= 64 else 3)
         # head-group launches of one wave ask for shared memory that holds each block alone on
         # its SM (GQPAD=0: not, for tuning runs)
         gqpad = tune.get("GQPAD", 1)
@@ -583,32 +609,7 @@ class AttentionFamily(Family):
             "AF": 1 + max(f["wide"] for plan in aplan.values() for f in plan["forms"]),
             "packed": self.has_packed(params), "mplans": mplans, "APF": apf, "GQPAD": gqpad, "STAMP": tune.get("STAMP", 0),
             "MTS": tune.get("MTS", 1 if row == 128 else 0),
-            # the smallest head group taken on tensor cores: pairs too where the tm form exists
-            # (H100, fp16, ftbench per call / device us, tensor cores against four heads a block
-            # on CUDA cores, H32 Hkv16 D128 L4096: B1 19.5 / 16.2 against 22.3 / 18.7, B8 93.0 /
-            # 89.3 against 96.2 / 92.2; D64 B256 H8 Hkv4 L512 50.9 / 46.7 against 75.6 / 70.8,
-            # B64 H16 Hkv8 L1024 48.7 / 44.8 against 60.6 / 55.7). Without it (D32, D80, D96),
-            # pairs stay on CUDA cores: B8 H32 Hkv16 L4096 D32 47.2 against 31.4, D96 77.6 against
-            # 72.8. One head stays there at every size (B256 H8 D64 L512 94.9 against 94.6, B1
-            # H32 D128 L4096 29.8 against 29.5). MG overrides it for tuning runs.
-            # Without the tm form, contiguous caches (`[B,Hkv,L,D]`) take their own threshold
-            # (thirty-sixth session, MG knob builds, H100, fp16, ftbench device us):
-            # - where CUDA cores have no group kernel (D80, D112: a pair is two passes of one
-            #   head), pairs go to tensor cores: D80 H8 Hkv4 L512 B64 15.4 against 21.7, B256
-            #   59.7 against 70.1 (SDPA 64.0), B1 H32 Hkv16 L4096 12.3 against 13.7, H16 Hkv8
-            #   B64 L1024 59.4 against 66.2; D112 B256 85.1 against 92.2, B8 H32 Hkv16 L4096 82.8
-            #   against 86.1, B1 14.9 against 16.7 (D80 B8 H32 Hkv16 L4096 lost: 71.4 against
-            #   69.3). D96's pairs on CUDA cores stay: tensor cores lost (B256 72.5 against 67.7,
-            #   B8 L4096 76.7 against 67.6).
-            # - at D32, groups of up to 4 heads (one block on CUDA cores) stay on CUDA cores: B256
-            #   H32 Hkv8 L512 68.3 against 91.5 (SDPA 53.4), B8 L4096 17.0 against 23.6 (SDPA
-            #   19.7), B1 L4096 8.6 against 9.3; pairs on tensor cores lost there (B256 H8 Hkv4
-            #   L512 46.3 against 39.0).
-            # Strided caches keep MGS, the rule before (their pairs and groups on CUDA cores
-            # read through tensor-map boxes, the tensor-core kernel has none without the tm form).
-            "MG": tune.get("MG", 2 if any(mp["TM"] for mp in mplans) or gq_list[-1] == 1 else
-                           gq_list[-1] + 1 if row <= 64 else 3),
-            "MGS": tune.get("MGS", tune.get("MG", 2 if any(mp["TM"] for mp in mplans) else 3)),
+            "MG": mg, "MGS": tune.get("MGS", mgs),
             "async": W == 16, "AVEC": a_vec, "ATPK": a_tpk, "ACPT": a_cpt, "aword": f"ft_word_{dt}x{a_vec}",
             "aunpack": f"ft_unpack_{dt}x{a_vec}", "KPI": kpi, "aplan": aplan,
             "dtype": dt, "T": DTYPES[dt]["T"], "esize": es, "D": D, "W": W,
