@@ -1218,9 +1218,12 @@ static const char *suite[] = {
     "self_attention --dtype fp16 --batch 8 --heads 32 --kv-heads 1 --head-size 128 --len 4096",
     "self_attention --dtype fp16 --batch 8 --heads 32 --kv-heads 1 --head-size 64 --len 4096",
     "self_attention --dtype fp16 --batch 1 --heads 32 --kv-heads 8 --head-size 64 --len 4096",
-    /* many short rows: head groups on tensor cores two blocks an SM (D128), and on CUDA cores (D256) */
+    /* many short rows: head groups on tensor cores two blocks an SM (D128); past D128 the heads
+     * are the mma's n dimension, 8 a block: pairs (D256), groups of 8 (D256, D192) */
     "self_attention --dtype fp16 --batch 256 --heads 32 --kv-heads 8 --head-size 128 --len 256",
     "self_attention --dtype fp16 --batch 64 --heads 16 --kv-heads 8 --head-size 256 --len 1024",
+    "self_attention --dtype fp16 --batch 128 --heads 8 --kv-heads 1 --head-size 256 --len 1024",
+    "self_attention --dtype fp16 --batch 128 --heads 8 --kv-heads 1 --head-size 192 --len 1024",
     /* short GQA rows on the persistent grid: rows of one tile in tp (D64 L128), longer ones in
      * tq (D128 L128, D64 L256, and D128 L512 past t3's bound), with the producer's hand-over of q */
     "self_attention --dtype fp16 --batch 256 --heads 32 --kv-heads 8 --head-size 128 --len 128",
@@ -1232,9 +1235,12 @@ static const char *suite[] = {
     /* one head a block three an SM (short rows) */
     "self_attention --dtype fp16 --batch 256 --heads 8 --head-size 64 --len 128",
     "self_attention --dtype fp16 --batch 256 --heads 32 --head-size 128 --len 128",
-    /* pairs of heads (tensor cores at D64 and D128) */
+    /* pairs of heads (tensor cores at D64 and D128, and at D80 in a contiguous cache) */
     "self_attention --dtype fp16 --batch 8 --heads 32 --kv-heads 16 --head-size 128 --len 4096",
     "self_attention --dtype fp16 --batch 256 --heads 8 --kv-heads 4 --head-size 64 --len 512",
+    "self_attention --dtype fp16 --batch 256 --heads 8 --kv-heads 4 --head-size 80 --len 512",
+    /* MQA at batch 1 with split counters: the combine kernel merges a group's splits */
+    "self_attention --dtype fp16 --batch 1 --heads 32 --kv-heads 1 --head-size 128 --len 8192 --counters",
     "self_attention --dtype fp16 --batch 8 --heads 32 --head-size 128 --len 4096 --layout lbhd",
     "self_attention --dtype fp16 --batch 1 --heads 32 --head-size 128 --len 4096 --layout lbhd",
     "self_attention --dtype fp16 --batch 8 --heads 32 --kv-heads 8 --head-size 128 --len 4096 --layout lbhd",

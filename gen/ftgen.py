@@ -287,8 +287,8 @@ class AttentionFamily(Family):
         aplan = {}
         for gq in gq_list:
             # one head per block: 8 consumer warps, two blocks per SM. A group of heads (the
-            # head groups that do not run on tensor cores: fp32, D160 and up, pairs where there
-            # is no tm form) does GQ times the arithmetic per byte and takes 7 (+1 producer: 256
+            # head groups that do not run on tensor cores: fp32, D48 and D96 pairs, D32 groups of
+            # up to 4, and strided caches below the rule MGS) does GQ times the arithmetic per byte and takes 7 (+1 producer: 256
             # threads), two blocks per SM, so that one block's start and end overlap the
             # other's stream (H100, ftbench device us, 7 warps two an SM / 15 warps one an SM:
             # fp16 B256 H8 Hkv4 D32 L512 38.9 / 57.5, D48 40.3 / 52.8, D96 67.7 / 76.0, fp16
@@ -375,19 +375,45 @@ class AttentionFamily(Family):
         # by 16 bytes, so that rows of different copies hit different banks. MNW consumer
         # warps take 32 steps of a stage each; stages as deep as 96 KB allow with two blocks
         # per SM, or as 200 KB allow with one.
+        # Past D128 (D160, D192, D256) the kernel takes MGQ = 8 heads a block as the mma's n
+        # dimension (S^T = K Q^T, O^T += V^T P^T; templates/attention.cuh.j2 has how): a warp
+        # holds D / 4 accumulators, and a step costs half the mma of 16 heads as the rows.
+        # Groups of four or more heads there were bound by the CUDA cores' arithmetic
+        # (gq_list above). H100, fp16, ftbench device us (thirty-seventh session, second call),
+        # heads as n / rows 0-7 of 16-row fragments with rows 8-15 dropped / CUDA cores:
+        #   D256 B128 H8 Hkv1 L1024 50.8 / 51.8 / 67.2, B8 H32 Hkv4 L4096 54.4 / 56.0 / 78.8,
+        #   B8 H32 Hkv1 L4096 37.4 / 38.9 / 77.5, B1 H8 Hkv1 L8192 15.0 / 16.4 / 19.3, pairs
+        #   B64 H16 Hkv8 L1024 179.3 / 182.5 / 183.1; D192 B128 H8 Hkv1 L1024 43.4 / 44.5 /
+        #   58.3, B8 H32 Hkv4 L4096 41.5 / 42.4 / 61.7; D160 B8 H32 Hkv4 L4096 36.3 / 37.1 /
+        #   75.5 (bench/RESULTS.md, thirty-seventh session, has SDPA beside the shipped plans).
+        # Consumer warps MNW: 2 at D256 (stages of 64 steps, three of them in one block an SM),
+        # 3 at D160 and D192 (same call, MNW 3 / 2: D192 B128 H8 Hkv1 L1024 38.5 / 43.4, B8 H32
+        # Hkv4 L4096 40.2 / 41.5; D160 B64 H16 Hkv8 L1024 119.1 / 127.8, but B8 H32 Hkv4 37.7 /
+        # 36.3; at D256 three lost on pairs, B64 H16 Hkv8 L1024 186.9 / 179.3, B1 20.0 / 17.8,
+        # and gained 1-3% on larger groups).
+        # MGQ=8 at D64 and D128 (tuning runs; heads as n in every form) was level where groups
+        # are at most 8 heads and lost past them (H100, fp16, ftbench device us, thirty-seventh
+        # session, fifth call, two runs each, MGQ=8 MNW=4 / shipped: D128 H32 Hkv8 B8 L4096
+        # 47.36-47.41 / 47.13-47.57, B1 11.23-11.34 / 11.40-11.43, B256 L1024 354.29-354.36 /
+        # 354.35-354.63, D64 H12 Hkv4 B64 L1024 23.38-23.39 / 23.39-23.43; B128 H64 Hkv8 L1024
+        # 185.98-186.05 / 178.20-178.42 and MQA B8 H32 Hkv1 L4096 24.88-25.12 / 16.51 lost):
+        # those forms stream at the copy floor, and the rows' arithmetic is not what bounds them.
+        mgq = tune.get("MGQ", 16 if D <= 128 else 8)
+        if mgq not in (8, 16):
+            raise VariantError(f"attention: the tensor-core head group takes 8 or 16 heads a block, got {mgq}")
         mplans = []
-        if self.has_packed(params) and W == 16:
+        if (self.has_packed(params) or (D % 16 == 0 and dt in ("fp16", "bf16") and tune.get("MGQ8", 1))) and W == 16:
             # rows per copy: 4 (conflict-free), and 8 for the wide form, taken unsplit where the
             # kernel runs one block per SM and a row block would be split at most in two
             # (larger copies feed a block faster, at two-way bank conflicts); FTGEN_ATTN_TUNE's
             # MR / MRW override them
-            mnw = tune.get("MNW", 4)
+            mnw = tune.get("MNW", 4 if mgq == 16 else 2 if D == 256 else 3)
             mkw = 32  # steps of a warp in a stage: 4 key n-tiles
 
             def static_smem(nw):
                 """Static shared memory of a block of `nw` consumer warps (q, the new k and v,
                 the warps' maxima and sums, the barriers)."""
-                return 16 * D * 4 + 2 * D * 4 + 2 * row + 16 * (nw + 1) * 8 + 256
+                return mgq * D * 4 + 2 * D * 4 + 2 * row + mgq * (nw + 1) * 8 + 256
 
             def stage_plan(stage, align, nw=mnw):
                 """Stages, blocks per SM and dynamic shared memory of a form whose stages are
@@ -398,8 +424,8 @@ class AttentionFamily(Family):
                 if mminb == 1:
                     mns = max(2, min(4, (200 * 1024) // stage))
                 mns, mminb = tune.get("MNS", mns), tune.get("MMINB", mminb)
-                if (nw + 1) * 16 * D * 4 > mns * stage:
-                    raise VariantError(f"attention: the merge buffer of {nw} warps x 16 heads does not fit the stages")
+                if (nw + 1) * mgq * D * 4 > mns * stage:
+                    raise VariantError(f"attention: the merge buffer of {nw} warps x {mgq} heads does not fit the stages")
                 # shared memory asked for so that no more than MINB blocks share an SM: where the
                 # registers and stages would let a third in (D32, D64), the blocks of a
                 # dependent launch crowd onto the SMs that free up first (B64 H12 Hkv4 D64
@@ -570,6 +596,17 @@ class AttentionFamily(Family):
                           LROWS8=tune.get("MQL8", 2048))  # the same for groups of more than 4 heads
                 if tune.get("MTQ", 1) and qminb * (tq["SMEM"] + static_smem(tq["NW"]) + 1024) <= 228 * 1024:
                     mplans.append(tq)
+        for mp in mplans:
+            # HN: heads as the mma's n dimension, for blocks of at most 8 heads: MGQ = 8, and the
+            # persistent forms, whose groups the launcher holds to 16 / NW heads (there in place
+            # of 16-row fragments with rows 8-15 empty; H100, fp16, ftbench per call / device us,
+            # thirty-seventh session, two runs each, heads as n / as rows: D128 H32 Hkv8 B256
+            # L128 53.6-54.5 / 50.1 against 54.2-54.3 / 50.4-50.5, L256 95.7-95.8 / 92.6-92.7
+            # against 96.7-96.8 / 93.3, L512 183.0-183.2 / 179.1-179.4 against 183.6-183.8 /
+            # 180.0-180.1, B128 H64 Hkv8 L1024 181.2-181.4 / 178.3-178.6 against 182.1 /
+            # 178.8-179.3; D64 level, B256 H16 Hkv4 L256 28.6-29.0 / 24.4 against 28.6-29.0 /
+            # 24.1-24.2; tp at D128 no longer spills). HNP=0 keeps the rows (tuning runs).
+            mp["HN"] = 1 if mgq == 8 or (mp["PERSIST"] and tune.get("HNP", 1)) else 0
         # sm_90 kernels, launched as programmatic dependents: a split's first tile prefetched
         # into the L2 while the kernel before them ends (APF=0: not, for tuning runs)
         apf = tune.get("APF", 1)
@@ -609,7 +646,7 @@ class AttentionFamily(Family):
             "AF": 1 + max(f["wide"] for plan in aplan.values() for f in plan["forms"]),
             "packed": self.has_packed(params), "mplans": mplans, "APF": apf, "GQPAD": gqpad, "STAMP": tune.get("STAMP", 0),
             "MTS": tune.get("MTS", 1 if row == 128 else 0),
-            "MG": mg, "MGS": tune.get("MGS", mgs),
+            "MG": mg, "MGS": tune.get("MGS", mgs), "MGQ": mgq,
             "async": W == 16, "AVEC": a_vec, "ATPK": a_tpk, "ACPT": a_cpt, "aword": f"ft_word_{dt}x{a_vec}",
             "aunpack": f"ft_unpack_{dt}x{a_vec}", "KPI": kpi, "aplan": aplan,
             "dtype": dt, "T": DTYPES[dt]["T"], "esize": es, "D": D, "W": W,

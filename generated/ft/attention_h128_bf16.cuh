@@ -3756,7 +3756,7 @@ static __global__ void __launch_bounds__(160, 1) ft_attn_mma_r4_h128_bf16(ft_att
         if (spec > 0 && ntiles == 0)
             ft_mbar_wait(&full[0], 0); /* an unused first tile has landed before the stages hold partials */
 
-        /* ---- the warp's partials (row sums over the quad), then the warps merged */
+        /* ---- the warp's partials (sums over a head's lanes: the quad), then the warps merged */
 #pragma unroll
         for (int h = 0; h < 2; h++) {
             l[h] += __shfl_xor_sync(0xffffffffu, l[h], 1);
@@ -4224,7 +4224,7 @@ static __global__ void __launch_bounds__(160, 1) ft_attn_mma_r8_h128_bf16(ft_att
         if (spec > 0 && ntiles == 0)
             ft_mbar_wait(&full[0], 0); /* an unused first tile has landed before the stages hold partials */
 
-        /* ---- the warp's partials (row sums over the quad), then the warps merged */
+        /* ---- the warp's partials (sums over a head's lanes: the quad), then the warps merged */
 #pragma unroll
         for (int h = 0; h < 2; h++) {
             l[h] += __shfl_xor_sync(0xffffffffu, l[h], 1);
@@ -4699,7 +4699,7 @@ static __global__ void __launch_bounds__(160, 1) ft_attn_mma_tm_h128_bf16(ft_att
         if (spec > 0 && ntiles == 0)
             ft_mbar_wait(&full[0], 0); /* an unused first tile has landed before the stages hold partials */
 
-        /* ---- the warp's partials (row sums over the quad), then the warps merged */
+        /* ---- the warp's partials (sums over a head's lanes: the quad), then the warps merged */
 #pragma unroll
         for (int h = 0; h < 2; h++) {
             l[h] += __shfl_xor_sync(0xffffffffu, l[h], 1);
@@ -5174,7 +5174,7 @@ static __global__ void __launch_bounds__(96, 2) ft_attn_mma_ts_h128_bf16(ft_attn
         if (spec > 0 && ntiles == 0)
             ft_mbar_wait(&full[0], 0); /* an unused first tile has landed before the stages hold partials */
 
-        /* ---- the warp's partials (row sums over the quad), then the warps merged */
+        /* ---- the warp's partials (sums over a head's lanes: the quad), then the warps merged */
 #pragma unroll
         for (int h = 0; h < 2; h++) {
             l[h] += __shfl_xor_sync(0xffffffffu, l[h], 1);
@@ -5649,7 +5649,7 @@ static __global__ void __launch_bounds__(96, 3) ft_attn_mma_t3_h128_bf16(ft_attn
         if (spec > 0 && ntiles == 0)
             ft_mbar_wait(&full[0], 0); /* an unused first tile has landed before the stages hold partials */
 
-        /* ---- the warp's partials (row sums over the quad), then the warps merged */
+        /* ---- the warp's partials (sums over a head's lanes: the quad), then the warps merged */
 #pragma unroll
         for (int h = 0; h < 2; h++) {
             l[h] += __shfl_xor_sync(0xffffffffu, l[h], 1);
@@ -5826,8 +5826,8 @@ static __global__ void __launch_bounds__(96, 3) ft_attn_mma_tp_h128_bf16(ft_attn
      * this one (its last tiles' rows, the warps' merge, the output), and the next row's q, k
      * and v are fetched into the L2 as this one starts. The warps' partials go to q_s, free
      * once the Q fragments are built: the launcher takes tp for groups of at most GQ / NW
-     * heads (NW x ng x D floats fit), so rows 8-15 of the fragments are empty and no
-     * registers hold them (a loop over rows of t3's kernel spilled at D128). */
+     * heads (NW x ng x D floats fit), at most 8: they are the mma's n
+     * dimension, as past D128 (a loop over rows of t3's kernel spilled at D128). */
     __shared__ __align__(8) unsigned long long full[NS], empty[NS];
     __shared__ __align__(16) float q_s[GQ][D];
     __shared__ __align__(16) float kv_new[2][D];
@@ -5988,30 +5988,36 @@ static __global__ void __launch_bounds__(96, 3) ft_attn_mma_tp_h128_bf16(ft_attn
             ft_named_sync(1, NTC);
         }
         const int g = lane >> 2, tq = lane & 3;
-        /* Q as A fragments (rows g, g + 8; heads past the group are zero) */
-        unsigned qf[D / 16][4];
+        /* heads as the mma's n dimension: S^T = K Q^T (m = 16 steps, n = the 8 heads, k = 16 of
+         * D) and O^T += V^T P^T (m = 16 of D, n = the heads, k = 16 steps), so that no row of
+         * a fragment is empty and a warp holds D / 4 accumulators. Q^T as B fragments
+         * (column g = head g; heads past the group are zero). */
+        unsigned qf[D / 16][2];
 #pragma unroll
         for (int kk = 0; kk < D / 16; kk++)
 #pragma unroll
-            for (int e = 0; e < 4; e++) {
-                const int r = g + (e & 1) * 8, c = kk * 16 + 2 * tq + (e >> 1) * 8;
+            for (int e = 0; e < 2; e++) {
+                const int c = kk * 16 + 2 * tq + e * 8;
                 float f[2] = {0.0f, 0.0f};
-                if ((e & 1) == 0 && r < ng) { /* rows 8-15: none here (ng <= 8), zeros the compiler knows */
-                    f[0] = q_s[r][c];
-                    f[1] = q_s[r][c + 1];
+                if (g < ng) {
+                    f[0] = q_s[g][c];
+                    f[1] = q_s[g][c + 1];
                 }
                 qf[kk][e] = ft_pack_bf16x2(f);
             }
-        float o[D / 8][4], m[2] = {-INFINITY, -INFINITY}, l[2] = {0.0f, 0.0f};
+        /* O^T: o[j][e] is element d = 16 j + g + 8 (e >> 1) of head 2 tq + (e & 1); m, l per
+         * head 2 tq + h */
+        float o[D / 16][4], m[2] = {-INFINITY, -INFINITY}, l[2] = {0.0f, 0.0f};
 #pragma unroll
-        for (int j = 0; j < D / 8; j++)
+        for (int j = 0; j < D / 16; j++)
             o[j][0] = o[j][1] = o[j][2] = o[j][3] = 0.0f;
         const int r0 = warp * KW;
         /* ldmatrix rows of this lane (K: matrix lane/8 = n-tile pair half, k half; V transposed:
          * k half, n half), in step order; the 16-byte piece of a row is XORed with row % 8
          * (= lane % 8), so kx / vx are the lane's part of that */
         const int koff = (r0 + (lane >> 4) * 8 + (lane & 7)) * 128, kx = ((lane >> 3) & 1) ^ (lane & 7);
-        const int voff = (r0 + ((lane >> 3) & 1) * 8 + (lane & 7)) * 128, vx = (lane >> 4) ^ (lane & 7);
+        /* V^T's A fragments (ldmatrix.trans) take the rows of K's: matrix lane/8 = d half,
+         * step half */
 
         for (int i = 0; i < ntiles; i++) {
             const int s = (used + i) % NS, t0 = s0 + i * TK, n = min(TK, s1 - t0), nc = max(0, min(TK, cache_end - t0));
@@ -6034,76 +6040,74 @@ static __global__ void __launch_bounds__(96, 3) ft_attn_mma_tp_h128_bf16(ft_attn
                     }
                     __syncwarp();
                 }
-                /* S = Q K^T over the warp's KW steps: column p of n-tile q is row q * J + p % J of
-                 * copy p / J */
-                float sc[4][4];
+                /* S^T = K Q^T over the warp's KW steps: m-tile t (0, 1) is the 16-row form's key
+                 * n-tiles 2 t and 2 t + 1 (steps in order),
+                 * its rows g and g + 8 their columns g; K's A fragment is that form's
+                 * ldmatrix, matrices 0, 2, 1, 3; two accumulators a tile (even and odd
+                 * k-steps), so that four mma chains run at once */
+                float sa[2][2][4];
 #pragma unroll
-                for (int q = 0; q < 4; q++)
-                    sc[q][0] = sc[q][1] = sc[q][2] = sc[q][3] = 0.0f;
+                for (int t = 0; t < 2; t++)
+#pragma unroll
+                    for (int e = 0; e < 4; e++)
+                        sa[t][0][e] = sa[t][1][e] = 0.0f;
 #pragma unroll
                 for (int kk = 0; kk < D / 16; kk++)
 #pragma unroll
-                    for (int qp = 0; qp < 2; qp++) {
+                    for (int t = 0; t < 2; t++) {
                         unsigned r[4];
-                        ft_ldsm_x4(r, kb + koff + qp * 16 * 128 + (kk >> 2) * TK * 128 + ((((kk & 3) << 1) ^ kx) << 4));
-                        ft_mma_bf16(sc[2 * qp], qf[kk], r[0], r[1]);
-                        ft_mma_bf16(sc[2 * qp + 1], qf[kk], r[2], r[3]);
+                        ft_ldsm_x4(r, kb + koff + t * 16 * 128 + (kk >> 2) * TK * 128 + ((((kk & 3) << 1) ^ kx) << 4));
+                        const unsigned ka[4] = {r[0], r[2], r[1], r[3]};
+                        ft_mma_bf16(sa[t][kk & 1], ka, qf[kk][0], qf[kk][1]);
                     }
+                float st[2][4]; /* st[t][e]: step g + 8 (e >> 1) of m-tile t, head 2 tq + (e & 1) */
+#pragma unroll
+                for (int t = 0; t < 2; t++)
+#pragma unroll
+                    for (int e = 0; e < 4; e++)
+                        st[t][e] = sa[t][0][e] + sa[t][1][e];
                 if (r0 + KW > n)
 #pragma unroll
-                    for (int q = 0; q < 4; q++)
+                    for (int t = 0; t < 2; t++)
 #pragma unroll
                         for (int e = 0; e < 4; e++)
-                            if (r0 + q * 8 + 2 * tq + (e & 1) >= n)
-                                sc[q][e] = -INFINITY;
-                /* online softmax in the exp2 domain (q carries scale * log2 e); the four lanes of
-                 * a row hold its KW steps between them. Rows 8-15 (h = 1) hold heads only where
-                 * the block has more than 8: else their weights are zeros, and no time goes to them. */
+                            if (r0 + (2 * t + (e >> 1)) * 8 + g >= n)
+                                st[t][e] = -INFINITY;
+                /* online softmax per head (column): the 8 lanes of a column (g) hold its KW steps */
 #pragma unroll
                 for (int h = 0; h < 2; h++) {
-                    if (h == 1 && 1 /* ng <= 8 */) {
-#pragma unroll
-                        for (int q = 0; q < 4; q++)
-                            sc[q][2] = sc[q][3] = 0.0f;
-                        break;
-                    }
-                    float mx = fmaxf(sc[0][2 * h], sc[0][2 * h + 1]);
-#pragma unroll
-                    for (int q = 1; q < 4; q++)
-                        mx = fmaxf(mx, fmaxf(sc[q][2 * h], sc[q][2 * h + 1]));
-                    mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
-                    mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
+                    float mx = fmaxf(fmaxf(st[0][h], st[0][h + 2]), fmaxf(st[1][h], st[1][h + 2]));
+                    mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 4));
+                    mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 8));
+                    mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 16));
                     const float mnew = fmaxf(m[h], mx); /* finite: the warp has a step in this tile */
                     const float alpha = ft_exp2_approx(m[h] - mnew);
                     m[h] = mnew;
                     float sum = 0.0f;
 #pragma unroll
-                    for (int q = 0; q < 4; q++) {
-                        sc[q][2 * h] = ft_exp2_approx(sc[q][2 * h] - mnew);
-                        sc[q][2 * h + 1] = ft_exp2_approx(sc[q][2 * h + 1] - mnew);
-                        sum += sc[q][2 * h] + sc[q][2 * h + 1];
+                    for (int t = 0; t < 2; t++) {
+                        st[t][h] = ft_exp2_approx(st[t][h] - mnew);
+                        st[t][h + 2] = ft_exp2_approx(st[t][h + 2] - mnew);
+                        sum += st[t][h] + st[t][h + 2];
                     }
                     l[h] = l[h] * alpha + sum;
 #pragma unroll
-                    for (int j = 0; j < D / 8; j++) {
-                        o[j][2 * h] *= alpha;
-                        o[j][2 * h + 1] *= alpha;
+                    for (int j = 0; j < D / 16; j++) {
+                        o[j][h] *= alpha;
+                        o[j][h + 2] *= alpha;
                     }
                 }
-                /* O += P V: k-step c takes n-tiles 2c (k 0..7) and 2c + 1 (k 8..15) */
+                /* O^T += V^T P^T: k-step t takes m-tile t of S^T, transposed into P^T's B
+                 * fragments (steps 2 tq, 2 tq + 1 of column g) by movmatrix */
 #pragma unroll
-                for (int c = 0; c < 2; c++) {
-                    unsigned pa[4];
-                    pa[0] = ft_pack_bf16x2(&sc[2 * c][0]);
-                    pa[1] = ft_pack_bf16x2(&sc[2 * c][2]);
-                    pa[2] = ft_pack_bf16x2(&sc[2 * c + 1][0]);
-                    pa[3] = ft_pack_bf16x2(&sc[2 * c + 1][2]);
+                for (int t = 0; t < 2; t++) {
+                    const unsigned pb0 = ft_movmatrix_trans(ft_pack_bf16x2(&st[t][0]));
+                    const unsigned pb1 = ft_movmatrix_trans(ft_pack_bf16x2(&st[t][2]));
 #pragma unroll
                     for (int dp = 0; dp < D / 16; dp++) {
                         unsigned r[4];
-                        ft_ldsm_x4_trans(r, vb + voff + c * 16 * 128 + (dp >> 2) * TK * 128 + ((((dp & 3) << 1) ^ vx) << 4));
-                        ft_mma_bf16(o[2 * dp], pa, r[0], r[1]);
-                        ft_mma_bf16(o[2 * dp + 1], pa, r[2], r[3]);
+                        ft_ldsm_x4_trans(r, vb + koff + t * 16 * 128 + (dp >> 2) * TK * 128 + ((((dp & 3) << 1) ^ kx) << 4));
+                        ft_mma_bf16(o[dp], r, pb0, pb1);
                     }
                 }
             }
@@ -6111,24 +6115,29 @@ static __global__ void __launch_bounds__(96, 3) ft_attn_mma_tp_h128_bf16(ft_attn
             ft_mbar_arrive(&empty[s]);
         }
 
-        /* ---- the warp's partials (row sums over the quad), then the warps merged */
+        /* ---- the warp's partials (sums over a head's lanes: a column's 8), then the warps merged */
 #pragma unroll
-        for (int h = 0; h < 2; h++) {
-            l[h] += __shfl_xor_sync(0xffffffffu, l[h], 1);
-            l[h] += __shfl_xor_sync(0xffffffffu, l[h], 2);
+        for (int h = 0; h < 2; h++) { /* over the column's 8 lanes */
+            l[h] += __shfl_xor_sync(0xffffffffu, l[h], 4);
+            l[h] += __shfl_xor_sync(0xffffffffu, l[h], 8);
+            l[h] += __shfl_xor_sync(0xffffffffu, l[h], 16);
         }
         ft_named_sync(1, NTC); /* every consumer is past its last stage */
-        /* the rows of the block's heads only (ng of the 16) */
+        /* the columns of the block's heads only (ng of the 8) */
 #pragma unroll
         for (int h = 0; h < 2; h++)
-            if (g + 8 * h < ng)
+            if (2 * tq + h < ng) {
+                float *rp = &red[(warp * ng + 2 * tq + h) * D + g];
 #pragma unroll
-                for (int j = 0; j < D / 8; j++)
-                    *(float2 *)&red[(warp * ng + g + 8 * h) * D + j * 8 + 2 * tq] = make_float2(o[j][2 * h], o[j][2 * h + 1]);
-        if (tq == 0)
+                for (int j = 0; j < D / 16; j++) {
+                    rp[16 * j] = o[j][h];
+                    rp[16 * j + 8] = o[j][h + 2];
+                }
+            }
+        if (g == 0)
 #pragma unroll
             for (int h = 0; h < 2; h++)
-                ml_s[warp][g + 8 * h] = make_float2(m[h], l[h]);
+                ml_s[warp][2 * tq + h] = make_float2(m[h], l[h]);
         ft_named_sync(1, NTC);
         /* four consecutive elements of a head a thread (D % 4 == 0; where the block's heads
          * take more than one round of its threads): the warps' weights once for the four, and
@@ -6226,8 +6235,8 @@ static __global__ void __launch_bounds__(96, 2) ft_attn_mma_tq_h128_bf16(ft_attn
      * this one (its last tiles' rows, the warps' merge, the output), and the next row's q, k
      * and v are fetched into the L2 as this one starts. The warps' partials go to q_s, free
      * once the Q fragments are built: the launcher takes tp for groups of at most GQ / NW
-     * heads (NW x ng x D floats fit), so rows 8-15 of the fragments are empty and no
-     * registers hold them (a loop over rows of t3's kernel spilled at D128). The producer warp
+     * heads (NW x ng x D floats fit), at most 8: they are the mma's n
+     * dimension, as past D128 (a loop over rows of t3's kernel spilled at D128). The producer warp
      * loads a row's q and new k, v as it requests the row's tiles, and writes them into q_s
      * and kv_new once the consumers are done with the row before (qfree, qfull): no L2
      * round trip between the consumers' rows. tq is tp in 3 stages, 2 blocks an SM,
@@ -6465,30 +6474,36 @@ static __global__ void __launch_bounds__(96, 2) ft_attn_mma_tq_h128_bf16(ft_attn
             ft_named_sync(1, NTC);
         }
         const int g = lane >> 2, tq = lane & 3;
-        /* Q as A fragments (rows g, g + 8; heads past the group are zero) */
-        unsigned qf[D / 16][4];
+        /* heads as the mma's n dimension: S^T = K Q^T (m = 16 steps, n = the 8 heads, k = 16 of
+         * D) and O^T += V^T P^T (m = 16 of D, n = the heads, k = 16 steps), so that no row of
+         * a fragment is empty and a warp holds D / 4 accumulators. Q^T as B fragments
+         * (column g = head g; heads past the group are zero). */
+        unsigned qf[D / 16][2];
 #pragma unroll
         for (int kk = 0; kk < D / 16; kk++)
 #pragma unroll
-            for (int e = 0; e < 4; e++) {
-                const int r = g + (e & 1) * 8, c = kk * 16 + 2 * tq + (e >> 1) * 8;
+            for (int e = 0; e < 2; e++) {
+                const int c = kk * 16 + 2 * tq + e * 8;
                 float f[2] = {0.0f, 0.0f};
-                if ((e & 1) == 0 && r < ng) { /* rows 8-15: none here (ng <= 8), zeros the compiler knows */
-                    f[0] = q_s[r][c];
-                    f[1] = q_s[r][c + 1];
+                if (g < ng) {
+                    f[0] = q_s[g][c];
+                    f[1] = q_s[g][c + 1];
                 }
                 qf[kk][e] = ft_pack_bf16x2(f);
             }
-        float o[D / 8][4], m[2] = {-INFINITY, -INFINITY}, l[2] = {0.0f, 0.0f};
+        /* O^T: o[j][e] is element d = 16 j + g + 8 (e >> 1) of head 2 tq + (e & 1); m, l per
+         * head 2 tq + h */
+        float o[D / 16][4], m[2] = {-INFINITY, -INFINITY}, l[2] = {0.0f, 0.0f};
 #pragma unroll
-        for (int j = 0; j < D / 8; j++)
+        for (int j = 0; j < D / 16; j++)
             o[j][0] = o[j][1] = o[j][2] = o[j][3] = 0.0f;
         const int r0 = warp * KW;
         /* ldmatrix rows of this lane (K: matrix lane/8 = n-tile pair half, k half; V transposed:
          * k half, n half), in step order; the 16-byte piece of a row is XORed with row % 8
          * (= lane % 8), so kx / vx are the lane's part of that */
         const int koff = (r0 + (lane >> 4) * 8 + (lane & 7)) * 128, kx = ((lane >> 3) & 1) ^ (lane & 7);
-        const int voff = (r0 + ((lane >> 3) & 1) * 8 + (lane & 7)) * 128, vx = (lane >> 4) ^ (lane & 7);
+        /* V^T's A fragments (ldmatrix.trans) take the rows of K's: matrix lane/8 = d half,
+         * step half */
 
         for (int i = 0; i < ntiles; i++) {
             const int s = (used + i) % NS, t0 = s0 + i * TK, n = min(TK, s1 - t0), nc = max(0, min(TK, cache_end - t0));
@@ -6511,76 +6526,74 @@ static __global__ void __launch_bounds__(96, 2) ft_attn_mma_tq_h128_bf16(ft_attn
                     }
                     __syncwarp();
                 }
-                /* S = Q K^T over the warp's KW steps: column p of n-tile q is row q * J + p % J of
-                 * copy p / J */
-                float sc[4][4];
+                /* S^T = K Q^T over the warp's KW steps: m-tile t (0, 1) is the 16-row form's key
+                 * n-tiles 2 t and 2 t + 1 (steps in order),
+                 * its rows g and g + 8 their columns g; K's A fragment is that form's
+                 * ldmatrix, matrices 0, 2, 1, 3; two accumulators a tile (even and odd
+                 * k-steps), so that four mma chains run at once */
+                float sa[2][2][4];
 #pragma unroll
-                for (int q = 0; q < 4; q++)
-                    sc[q][0] = sc[q][1] = sc[q][2] = sc[q][3] = 0.0f;
+                for (int t = 0; t < 2; t++)
+#pragma unroll
+                    for (int e = 0; e < 4; e++)
+                        sa[t][0][e] = sa[t][1][e] = 0.0f;
 #pragma unroll
                 for (int kk = 0; kk < D / 16; kk++)
 #pragma unroll
-                    for (int qp = 0; qp < 2; qp++) {
+                    for (int t = 0; t < 2; t++) {
                         unsigned r[4];
-                        ft_ldsm_x4(r, kb + koff + qp * 16 * 128 + (kk >> 2) * TK * 128 + ((((kk & 3) << 1) ^ kx) << 4));
-                        ft_mma_bf16(sc[2 * qp], qf[kk], r[0], r[1]);
-                        ft_mma_bf16(sc[2 * qp + 1], qf[kk], r[2], r[3]);
+                        ft_ldsm_x4(r, kb + koff + t * 16 * 128 + (kk >> 2) * TK * 128 + ((((kk & 3) << 1) ^ kx) << 4));
+                        const unsigned ka[4] = {r[0], r[2], r[1], r[3]};
+                        ft_mma_bf16(sa[t][kk & 1], ka, qf[kk][0], qf[kk][1]);
                     }
+                float st[2][4]; /* st[t][e]: step g + 8 (e >> 1) of m-tile t, head 2 tq + (e & 1) */
+#pragma unroll
+                for (int t = 0; t < 2; t++)
+#pragma unroll
+                    for (int e = 0; e < 4; e++)
+                        st[t][e] = sa[t][0][e] + sa[t][1][e];
                 if (r0 + KW > n)
 #pragma unroll
-                    for (int q = 0; q < 4; q++)
+                    for (int t = 0; t < 2; t++)
 #pragma unroll
                         for (int e = 0; e < 4; e++)
-                            if (r0 + q * 8 + 2 * tq + (e & 1) >= n)
-                                sc[q][e] = -INFINITY;
-                /* online softmax in the exp2 domain (q carries scale * log2 e); the four lanes of
-                 * a row hold its KW steps between them. Rows 8-15 (h = 1) hold heads only where
-                 * the block has more than 8: else their weights are zeros, and no time goes to them. */
+                            if (r0 + (2 * t + (e >> 1)) * 8 + g >= n)
+                                st[t][e] = -INFINITY;
+                /* online softmax per head (column): the 8 lanes of a column (g) hold its KW steps */
 #pragma unroll
                 for (int h = 0; h < 2; h++) {
-                    if (h == 1 && 1 /* ng <= 8 */) {
-#pragma unroll
-                        for (int q = 0; q < 4; q++)
-                            sc[q][2] = sc[q][3] = 0.0f;
-                        break;
-                    }
-                    float mx = fmaxf(sc[0][2 * h], sc[0][2 * h + 1]);
-#pragma unroll
-                    for (int q = 1; q < 4; q++)
-                        mx = fmaxf(mx, fmaxf(sc[q][2 * h], sc[q][2 * h + 1]));
-                    mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
-                    mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
+                    float mx = fmaxf(fmaxf(st[0][h], st[0][h + 2]), fmaxf(st[1][h], st[1][h + 2]));
+                    mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 4));
+                    mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 8));
+                    mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 16));
                     const float mnew = fmaxf(m[h], mx); /* finite: the warp has a step in this tile */
                     const float alpha = ft_exp2_approx(m[h] - mnew);
                     m[h] = mnew;
                     float sum = 0.0f;
 #pragma unroll
-                    for (int q = 0; q < 4; q++) {
-                        sc[q][2 * h] = ft_exp2_approx(sc[q][2 * h] - mnew);
-                        sc[q][2 * h + 1] = ft_exp2_approx(sc[q][2 * h + 1] - mnew);
-                        sum += sc[q][2 * h] + sc[q][2 * h + 1];
+                    for (int t = 0; t < 2; t++) {
+                        st[t][h] = ft_exp2_approx(st[t][h] - mnew);
+                        st[t][h + 2] = ft_exp2_approx(st[t][h + 2] - mnew);
+                        sum += st[t][h] + st[t][h + 2];
                     }
                     l[h] = l[h] * alpha + sum;
 #pragma unroll
-                    for (int j = 0; j < D / 8; j++) {
-                        o[j][2 * h] *= alpha;
-                        o[j][2 * h + 1] *= alpha;
+                    for (int j = 0; j < D / 16; j++) {
+                        o[j][h] *= alpha;
+                        o[j][h + 2] *= alpha;
                     }
                 }
-                /* O += P V: k-step c takes n-tiles 2c (k 0..7) and 2c + 1 (k 8..15) */
+                /* O^T += V^T P^T: k-step t takes m-tile t of S^T, transposed into P^T's B
+                 * fragments (steps 2 tq, 2 tq + 1 of column g) by movmatrix */
 #pragma unroll
-                for (int c = 0; c < 2; c++) {
-                    unsigned pa[4];
-                    pa[0] = ft_pack_bf16x2(&sc[2 * c][0]);
-                    pa[1] = ft_pack_bf16x2(&sc[2 * c][2]);
-                    pa[2] = ft_pack_bf16x2(&sc[2 * c + 1][0]);
-                    pa[3] = ft_pack_bf16x2(&sc[2 * c + 1][2]);
+                for (int t = 0; t < 2; t++) {
+                    const unsigned pb0 = ft_movmatrix_trans(ft_pack_bf16x2(&st[t][0]));
+                    const unsigned pb1 = ft_movmatrix_trans(ft_pack_bf16x2(&st[t][2]));
 #pragma unroll
                     for (int dp = 0; dp < D / 16; dp++) {
                         unsigned r[4];
-                        ft_ldsm_x4_trans(r, vb + voff + c * 16 * 128 + (dp >> 2) * TK * 128 + ((((dp & 3) << 1) ^ vx) << 4));
-                        ft_mma_bf16(o[2 * dp], pa, r[0], r[1]);
-                        ft_mma_bf16(o[2 * dp + 1], pa, r[2], r[3]);
+                        ft_ldsm_x4_trans(r, vb + koff + t * 16 * 128 + (dp >> 2) * TK * 128 + ((((dp & 3) << 1) ^ kx) << 4));
+                        ft_mma_bf16(o[dp], r, pb0, pb1);
                     }
                 }
             }
@@ -6588,24 +6601,29 @@ static __global__ void __launch_bounds__(96, 2) ft_attn_mma_tq_h128_bf16(ft_attn
             ft_mbar_arrive(&empty[s]);
         }
 
-        /* ---- the warp's partials (row sums over the quad), then the warps merged */
+        /* ---- the warp's partials (sums over a head's lanes: a column's 8), then the warps merged */
 #pragma unroll
-        for (int h = 0; h < 2; h++) {
-            l[h] += __shfl_xor_sync(0xffffffffu, l[h], 1);
-            l[h] += __shfl_xor_sync(0xffffffffu, l[h], 2);
+        for (int h = 0; h < 2; h++) { /* over the column's 8 lanes */
+            l[h] += __shfl_xor_sync(0xffffffffu, l[h], 4);
+            l[h] += __shfl_xor_sync(0xffffffffu, l[h], 8);
+            l[h] += __shfl_xor_sync(0xffffffffu, l[h], 16);
         }
         ft_named_sync(1, NTC); /* every consumer is past its last stage */
-        /* the rows of the block's heads only (ng of the 16) */
+        /* the columns of the block's heads only (ng of the 8) */
 #pragma unroll
         for (int h = 0; h < 2; h++)
-            if (g + 8 * h < ng)
+            if (2 * tq + h < ng) {
+                float *rp = &red[(warp * ng + 2 * tq + h) * D + g];
 #pragma unroll
-                for (int j = 0; j < D / 8; j++)
-                    *(float2 *)&red[(warp * ng + g + 8 * h) * D + j * 8 + 2 * tq] = make_float2(o[j][2 * h], o[j][2 * h + 1]);
-        if (tq == 0)
+                for (int j = 0; j < D / 16; j++) {
+                    rp[16 * j] = o[j][h];
+                    rp[16 * j + 8] = o[j][h + 2];
+                }
+            }
+        if (g == 0)
 #pragma unroll
             for (int h = 0; h < 2; h++)
-                ml_s[warp][g + 8 * h] = make_float2(m[h], l[h]);
+                ml_s[warp][2 * tq + h] = make_float2(m[h], l[h]);
         ft_named_sync(1, NTC);
         /* four consecutive elements of a head a thread (D % 4 == 0; where the block's heads
          * take more than one round of its threads): the warps' weights once for the four, and

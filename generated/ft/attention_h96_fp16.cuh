@@ -3718,7 +3718,7 @@ static __global__ void __launch_bounds__(160, 2) ft_attn_mma_r4_h96_fp16(ft_attn
         if (spec > 0 && ntiles == 0)
             ft_mbar_wait(&full[0], 0); /* an unused first tile has landed before the stages hold partials */
 
-        /* ---- the warp's partials (row sums over the quad), then the warps merged */
+        /* ---- the warp's partials (sums over a head's lanes: the quad), then the warps merged */
 #pragma unroll
         for (int h = 0; h < 2; h++) {
             l[h] += __shfl_xor_sync(0xffffffffu, l[h], 1);
@@ -4186,7 +4186,7 @@ static __global__ void __launch_bounds__(160, 2) ft_attn_mma_r8_h96_fp16(ft_attn
         if (spec > 0 && ntiles == 0)
             ft_mbar_wait(&full[0], 0); /* an unused first tile has landed before the stages hold partials */
 
-        /* ---- the warp's partials (row sums over the quad), then the warps merged */
+        /* ---- the warp's partials (sums over a head's lanes: the quad), then the warps merged */
 #pragma unroll
         for (int h = 0; h < 2; h++) {
             l[h] += __shfl_xor_sync(0xffffffffu, l[h], 1);

@@ -497,6 +497,17 @@ static __device__ __forceinline__ void ft_mma_bf16(float *c, const unsigned *a, 
 #endif
 }
 
+/* The 8x8 matrix of 16-bit elements whose fragment (row lane / 4, columns 2 (lane % 4) and
+ * + 1) the warp holds in x, transposed: the same fragment of its transpose. */
+static __device__ __forceinline__ unsigned ft_movmatrix_trans(unsigned x)
+{
+    unsigned y = x;
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 750
+    asm("movmatrix.sync.aligned.m8n8.trans.b16 %0, %1;" : "=r"(y) : "r"(x));
+#endif
+    return y;
+}
+
 /* 16 bytes from global to shared memory without passing through registers (sm_80
  * cp.async, cached in L2 only); `bytes` 0 writes 16 zero bytes and reads nothing (src must
  * still be a valid address). Completion: ft_cp_async_commit() closes a group,
