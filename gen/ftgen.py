@@ -605,8 +605,8 @@ class AttentionFamily(Family):
             # against 96.7-96.8 / 93.3, L512 183.0-183.2 / 179.1-179.4 against 183.6-183.8 /
             # 180.0-180.1, B128 H64 Hkv8 L1024 181.2-181.4 / 178.3-178.6 against 182.1 /
             # 178.8-179.3; D64 level, B256 H16 Hkv4 L256 28.6-29.0 / 24.4 against 28.6-29.0 /
-            # 24.1-24.2; tp at D128 no longer spills). HNP=0 keeps the rows (tuning runs).
-            mp["HN"] = 1 if mgq == 8 or (mp["PERSIST"] and tune.get("HNP", 1)) else 0
+            # 24.1-24.2; tp at D128 no longer spills).
+            mp["HN"] = 1 if mgq == 8 or mp["PERSIST"] else 0
         # sm_90 kernels, launched as programmatic dependents: a split's first tile prefetched
         # into the L2 while the kernel before them ends (APF=0: not, for tuning runs)
         apf = tune.get("APF", 1)
