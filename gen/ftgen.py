@@ -288,9 +288,9 @@ class AttentionFamily(Family):
         for gq in gq_list:
             # one head per block: 8 consumer warps, two blocks per SM. A group of heads (the
             # head groups that do not run on tensor cores: fp32, D48 and D96 pairs, D32 groups of
-            # up to 4, and strided caches below the rule MGS) does GQ times the arithmetic per byte and takes 7 (+1 producer: 256
-            # threads), two blocks per SM, so that one block's start and end overlap the
-            # other's stream (H100, ftbench device us, 7 warps two an SM / 15 warps one an SM:
+            # up to 4, and strided caches below the rule MGS) does GQ times the arithmetic per
+            # byte and takes 7 (+1 producer: 256 threads), two blocks per SM, so that one
+            # block's start and end overlap the other's stream (H100, ftbench device us, 7 warps two an SM / 15 warps one an SM:
             # fp16 B256 H8 Hkv4 D32 L512 38.9 / 57.5, D48 40.3 / 52.8, D96 67.7 / 76.0, fp16
             # B64 H16 Hkv8 D256 L1024 183.8 / 191.7, fp32 B256 H32 Hkv8 D48 L256 74.4 / 132.5,
             # fp16 B1 H32 Hkv8 D256 L4096 21.9 / 24.9; few blocks of long rows are as fast:
@@ -402,7 +402,7 @@ class AttentionFamily(Family):
         if mgq not in (8, 16):
             raise VariantError(f"attention: the tensor-core head group takes 8 or 16 heads a block, got {mgq}")
         mplans = []
-        if (self.has_packed(params) or (D % 16 == 0 and dt in ("fp16", "bf16") and tune.get("MGQ8", 1))) and W == 16:
+        if dt in ("fp16", "bf16") and D % 16 == 0 and (D <= 128 or tune.get("MGQ8", 1)) and W == 16:
             # rows per copy: 4 (conflict-free), and 8 for the wide form, taken unsplit where the
             # kernel runs one block per SM and a row block would be split at most in two
             # (larger copies feed a block faster, at two-way bank conflicts); FTGEN_ATTN_TUNE's
