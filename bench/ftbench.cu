@@ -1239,6 +1239,8 @@ static const char *suite[] = {
     "self_attention --dtype fp16 --batch 8 --heads 32 --kv-heads 16 --head-size 128 --len 4096",
     "self_attention --dtype fp16 --batch 256 --heads 8 --kv-heads 4 --head-size 64 --len 512",
     "self_attention --dtype fp16 --batch 256 --heads 8 --kv-heads 4 --head-size 80 --len 512",
+    "self_attention --dtype fp16 --batch 256 --heads 32 --kv-heads 8 --head-size 32 --len 512",
+    "self_attention --dtype fp16 --batch 256 --heads 8 --kv-heads 4 --head-size 32 --len 512",
     /* MQA at batch 1 with split counters: the combine kernel merges a group's splits */
     "self_attention --dtype fp16 --batch 1 --heads 32 --kv-heads 1 --head-size 128 --len 8192 --counters",
     "self_attention --dtype fp16 --batch 8 --heads 32 --head-size 128 --len 4096 --layout lbhd",

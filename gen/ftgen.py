@@ -456,13 +456,22 @@ class AttentionFamily(Family):
             # rows, 66.0 with 16 (50.0 issued by the 32 lanes), 48.2 with 32 issued by the 32
             # lanes, 49.1 for the r8 form (bench/attn_stamps). FTGEN_ATTN_TUNE's MTM=0 leaves the
             # form out, MTB sets the rows.
-            # Split, it also takes r4's place where r4's copies are 512 bytes (D64; MTS=1 or 0
-            # for every head size or none): ftbench device us on the H100, fp16, tm / r4: B8 H32
+            # Split, it also takes r4's place where r4's copies are 512 bytes or less (D64, D32;
+            # MTS=1 or 0 for every head size or none): ftbench device us on the H100, fp16, tm / r4: B8 H32
             # Hkv1 D64 L4096 14.53 / 16.19, B64 H12 Hkv4 D64 L1024 23.74 / 24.05; at D128 (1 KB
             # copies) it was mixed: Hkv1 18.19 / 18.86, B2 H32 Hkv8 16.49 / 17.26, but B1 H32
             # Hkv8 13.49 / 13.00 and B8 H32 Hkv2 20.04 / 19.38.
+            # Rows of 64 bytes (D32) take the same forms in the 64-byte swizzle: boxes of 32
+            # columns, the piece p of row r at p ^ ((r / 2) % 4), again conflict-free. There the
+            # forms below (t3, tp, tq) take the many-block head groups that ran on CUDA cores
+            # (thirty-eighth session, H100, fp16, ftbench device us, tm forms / before, SDPA):
+            # H32 Hkv8 B256 L512 51.8 / 68.2 (53.5), B64 L2048 46.7 / 51.0 (52.5), H16 Hkv4 B256
+            # L256 15.9 / 28.8 (18.8), L128 11.4 / 20.2 (15.6), H64 Hkv8 B128 L1024 47.5 / 85.5
+            # (53.1), pairs H8 Hkv4 B256 L512 24.0 / 38.7 (30.1); few blocks gain too, B8 H32
+            # Hkv8 L4096 15.9 / 17.0, B1 6.6 / 8.7, MQA B8 H32 Hkv1 L4096 8.4 / 10.7. Without MTS
+            # (split rows in r4) they lost: 91.7 at B256 H32 Hkv8 L512, 23.6 at B8 L4096.
             persist = tune.get("MPERSIST", 1)  # tp below (0: not, for tuning runs)
-            if row % 128 == 0 and tune.get("MTM", 1):
+            if (row % 128 == 0 or row == 64) and tune.get("MTM", 1):
                 tk, box = mnw * mkw, tune.get("MTB", 32)
                 if box not in (8, 16, 32, 64, 128) or tk % box:
                     raise VariantError(f"attention: box rows (MTB) must be 8, 16, 32, 64 or 128 and divide {tk}")
@@ -614,9 +623,10 @@ class AttentionFamily(Family):
         # (H100, fp16, ftbench per call / device us, tensor cores against four heads a block
         # on CUDA cores, H32 Hkv16 D128 L4096: B1 19.5 / 16.2 against 22.3 / 18.7, B8 93.0 /
         # 89.3 against 96.2 / 92.2; D64 B256 H8 Hkv4 L512 50.9 / 46.7 against 75.6 / 70.8,
-        # B64 H16 Hkv8 L1024 48.7 / 44.8 against 60.6 / 55.7). Without it (D32, D80, D96),
-        # pairs stay on CUDA cores: B8 H32 Hkv16 L4096 D32 47.2 against 31.4, D96 77.6 against
-        # 72.8. One head stays there at every size (B256 H8 D64 L512 94.9 against 94.6, B1
+        # B64 H16 Hkv8 L1024 48.7 / 44.8 against 60.6 / 55.7; D32, thirty-eighth session,
+        # device, MG=3 builds for CUDA-core pairs: B256 H8 Hkv4 L512 24.0 against 38.7, B64 H16
+        # Hkv8 L1024 25.1 against 29.9, B8 H32 Hkv16 L4096 25.8 against 26.8). Without it
+        # (D80, D96), pairs stay on CUDA cores: B8 H32 Hkv16 L4096 D96 77.6 against 72.8. One head stays there at every size (B256 H8 D64 L512 94.9 against 94.6, B1
         # H32 D128 L4096 29.8 against 29.5). MG overrides it for tuning runs.
         # Without the tm form, contiguous caches (`[B,Hkv,L,D]`) take their own threshold
         # (thirty-sixth session, MG knob builds, H100, fp16, ftbench device us):
@@ -627,10 +637,11 @@ class AttentionFamily(Family):
         #   against 86.1, B1 14.9 against 16.7 (D80 B8 H32 Hkv16 L4096 lost: 71.4 against
         #   69.3). D96's pairs on CUDA cores stay: tensor cores lost (B256 72.5 against 67.7,
         #   B8 L4096 76.7 against 67.6).
-        # - at D32, groups of up to 4 heads (one block on CUDA cores) stay on CUDA cores: B256
-        #   H32 Hkv8 L512 68.3 against 91.5 (SDPA 53.4), B8 L4096 17.0 against 23.6 (SDPA
-        #   19.7), B1 L4096 8.6 against 9.3; pairs on tensor cores lost there (B256 H8 Hkv4
-        #   L512 46.3 against 39.0).
+        # - at D32 without the tm form (MTM=0), groups of up to 4 heads (one block on CUDA
+        #   cores) stay on CUDA cores: B256 H32 Hkv8 L512 68.3 against 91.5 in the r4 form
+        #   (SDPA 53.4), B8 L4096 17.0 against 23.6 (SDPA 19.7), B1 L4096 8.6 against 9.3;
+        #   pairs on tensor cores lost there (B256 H8 Hkv4 L512 46.3 against 39.0). With the
+        #   tm form's persistent grids, all of them run on tensor cores (the tm comment above).
         # Strided caches keep MGS, the rule before (their pairs and groups on CUDA cores
         # read through tensor-map boxes, the tensor-core kernel has none without the tm form).
         has_tm = any(mp["TM"] for mp in mplans)
@@ -645,7 +656,9 @@ class AttentionFamily(Family):
             # the highest form generated for CUDA-core blocks (4 ap where it exists)
             "AF": 1 + max(f["wide"] for plan in aplan.values() for f in plan["forms"]),
             "packed": self.has_packed(params), "mplans": mplans, "APF": apf, "GQPAD": gqpad, "STAMP": tune.get("STAMP", 0),
-            "MTS": tune.get("MTS", 1 if row == 128 else 0),
+            "MTS": tune.get("MTS", 1 if row <= 128 else 0),
+            # the tm forms' swizzle span: bytes of a box row (128, or 64 where rows are 64 bytes)
+            "TMW": min(row, 128),
             "MG": mg, "MGS": tune.get("MGS", mgs), "MGQ": mgq,
             "async": W == 16, "AVEC": a_vec, "ATPK": a_tpk, "ACPT": a_cpt, "aword": f"ft_word_{dt}x{a_vec}",
             "aunpack": f"ft_unpack_{dt}x{a_vec}", "KPI": kpi, "aplan": aplan,

@@ -44,8 +44,8 @@ typedef struct attn_case {
                              giving the first one's output bits (0: 1) */
     int counters;         /* split counters (zeroed once, checked zero after every call): 1 on every
                              call, 2 on every second call (the others through the combine kernel) */
-    int tp_only;          /* runs only where the tensor-core kernel's tp and tq forms exist (D64, D128;
-                             16-bit): its many row blocks cost the CPU reference time elsewhere */
+    int tp_only;          /* runs only where the tensor-core kernel's tp and tq forms exist (D32, D64,
+                             D128; 16-bit): its many row blocks cost the CPU reference time elsewhere */
     int ap_only;          /* runs only at D64 and D128 (every dtype): the same */
     int shift;            /* q, k, v and their biases start one element past a 16-byte boundary
                              (aligned to their elements only: the kernels' element loads) */
@@ -477,7 +477,7 @@ static void attention_test(ft_test *t)
         cases[n++] = self_case(16, 72, 18, 200, FT_KV_BHLD, FT_ROPE_HALF, 0, 0, l25);
         /* head groups of 4 and 8, short rows, in more than twice the row blocks that t3's three
          * an SM hold on an H100 (1024): tp, t3 as a persistent grid, a block taking rows one
-         * after the other (D128 and D64 for 4, D128 for 8; t3 elsewhere), with empty slots and
+         * after the other (D128, D64 and D32 for 4, D128 for 8; t3 elsewhere), with empty slots and
          * rows past capacity among the blocks' first rows and later ones */
         const int l26[] = {127, -1, 0, 64, 63, 17, 126, 128, 100, 99, 3, 1, 127, 50, -1, 33};
         cases[n] = self_case(16, 256, 64, 128, FT_KV_BHLD, FT_ROPE_HALF, 16, 0, l26); /* rotary on 16 of D */
@@ -565,7 +565,7 @@ static void attention_test(ft_test *t)
         c.calls = 2;
         c.counters = 2;
         cases[n++] = c;
-        /* short memories of head groups of 4 in 1024 row blocks (tp at D64 and D128, 16-bit),
+        /* short memories of head groups of 4 in 1024 row blocks (tp at D32, D64 and D128, 16-bit),
          * an empty one and one past capacity among them */
         c.B = 16;
         c.H = 256;
@@ -637,7 +637,7 @@ static void attention_test(ft_test *t)
             continue;
         }
         for (int i = 0; i < n && t->failures == 0; i++) {
-            if (cases[i].tp_only && ((D != 64 && D != 128) || dt == FT_FP32))
+            if (cases[i].tp_only && ((D != 32 && D != 64 && D != 128) || dt == FT_FP32))
                 continue;
             if (cases[i].ap_only && D != 64 && D != 128)
                 continue;

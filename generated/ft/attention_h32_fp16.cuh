@@ -13,7 +13,7 @@
  *
  * Structs, layouts and rotary styles are in ft/attention_common.cuh. Grouped-query and
  * multi-query attention: one block serves 4 query heads of one key/value head, so the
- * cache is read once per group (on sm_90, 16 heads on tensor cores: ft_attn_mma_r4/r8_h32_fp16). Split-KV: a sequence's steps are spread over several
+ * cache is read once per group (on sm_90, 16 heads on tensor cores: ft_attn_mma_r4/r8/tm/t3/tp/tq_h32_fp16). Split-KV: a sequence's steps are spread over several
  * blocks whose partial results (running max, sum, unnormalised output) are merged by a
  * second kernel; the launcher picks the split from the multiprocessor count. No limit on
  * the cache length: each block walks its steps in sub-chunks of 4096 logits
@@ -102,6 +102,18 @@ static __device__ __forceinline__ float ft_attn_invalid_value_h32_fp16(const ft_
     const int len = a->lengths[b];
     const int empty = a->is_self ? len < 0 : len <= 0;
     return empty ? 0.0f : __int_as_float(0x7fc00000);
+}
+
+/* A 16-byte word of elements from p: one load where `vec` (p aligned to 16 bytes), else
+ * element by element (pointers need only be aligned to their elements). */
+static __device__ __forceinline__ void ft_attn_word_h32_fp16(ft_pack_fp16x8_u *w, const __half *p, int vec)
+{
+    if (vec)
+        w->w = *(const uint4 *)p;
+    else
+#pragma unroll
+        for (int j = 0; j < 8; j++)
+            w->e[j] = p[j];
 }
 
 /* Element d of (sequence, head) row `row` merged from the split partials: sum_s acc_s
@@ -3365,11 +3377,13 @@ static __global__ void __launch_bounds__(256, 2) ft_attn_async_h32_fp16_g4_tm(ft
  * Where rows are whole 128-byte pieces (D64, D128) and contiguous, a third form, tm, takes
  * r8's place (and r4's at D64): its stages are filled by tensor-map boxes
  * (cp.async.bulk.tensor) in the 128-byte swizzle, steps in order, the 16-byte piece p of a
- * row at p ^ (row % 8), which keeps ldmatrix conflict-free without padding. Where the tm
+ * row at p ^ (row % 8), which keeps ldmatrix conflict-free without padding; rows of 64
+ * bytes (D32) the same in the 64-byte swizzle, piece p at p ^ (row / 2 % 4), and r4's
+ * place too. Where the tm
  * form runs one block per SM (D128), a fourth, ts, is the same kernel with half the
  * consumer warps and stages, two blocks an SM, for many short rows (the launcher's rule);
  * t3 is a form of two stages, three blocks an SM, for more of them: ts's at D128, the tm
- * form's at D64 (where tm runs two blocks an SM); tp is t3 as a persistent grid, each block
+ * form's at D64 and D32 (where tm runs two blocks an SM); tp is t3 as a persistent grid, each block
  * taking rows one after the other, for rows its stages hold at once in many row blocks. */
 #define FT_ATTN_H32_FP16_MGQ 16
 
@@ -4309,6 +4323,1927 @@ static __global__ void __launch_bounds__(160, 2) ft_attn_mma_r8_h32_fp16(ft_attn
 #endif
 }
 
+/* tm: tensor-map boxes of 32 rows x 32 columns in the 64-byte swizzle, 4 consumer warps, 4 stages of 128 steps (76816 bytes). */
+#define FT_ATTN_H32_FP16_MTM_THREADS 160
+#define FT_ATTN_H32_FP16_MTM_SMEM 76816
+#define FT_ATTN_H32_FP16_MTM_BOX 32 /* rows of a box */
+
+/* A stage's K and V boxes: rows y.. of the tensor maps, from column x; columns
+ * [x + 32 p, x + 32 p + 32) of K in st + p * TK * 64 (64 bytes a row), of V in st + HALF
+ * + ..., box j of them at row j * BOX. */
+static __device__ __forceinline__ void ft_attn_mma_copy_tm_h32_fp16(unsigned char *st, int x, int y, const CUtensorMap *mk,
+                                                                        const CUtensorMap *mv, int stream,
+                                                                        unsigned long long *bar)
+{
+    enum { ROW = FT_ATTN_H32_FP16_D * 2, TK = 128, HALF = 8192, BOX = FT_ATTN_H32_FP16_MTM_BOX };
+    /* rows in order, K and V of each piece side by side */
+#pragma unroll
+    for (int j = 0; j < TK / BOX; j++)
+#pragma unroll
+        for (int p = 0; p < ROW / 64; p++) {
+            ft_tensor_load_2d(st + p * TK * 64 + j * BOX * 64, mk, x + p * 32, y + j * BOX, bar, stream);
+            ft_tensor_load_2d(st + HALF + p * TK * 64 + j * BOX * 64, mv, x + p * 32, y + j * BOX, bar, stream);
+        }
+}
+
+/* The L2 prefetch of what ft_attn_mma_copy_tm_h32_fp16 would load. */
+static __device__ __forceinline__ void ft_attn_mma_prefetch_tm_h32_fp16(int x, int y, const CUtensorMap *mk,
+                                                                            const CUtensorMap *mv)
+{
+    enum { ROW = FT_ATTN_H32_FP16_D * 2, TK = 128, BOX = FT_ATTN_H32_FP16_MTM_BOX };
+    for (int j = 0; j < TK / BOX; j++)
+        for (int p = 0; p < ROW / 64; p++) {
+            ft_tensor_prefetch_l2_2d(mk, x + p * 32, y + j * BOX);
+            ft_tensor_prefetch_l2_2d(mv, x + p * 32, y + j * BOX);
+        }
+}
+
+/* Grid and clusters as ft_attn_async_h32_fp16_g*; rows of 16 heads (pass = which 16). Any
+ * layout without an indirection table (the launcher checks): tmk, tmv map the caches as
+ * rows of one step's elements (ft_attn_tensor_view). */
+static __global__ void __launch_bounds__(160, 2) ft_attn_mma_tm_h32_fp16(ft_attn_kargs_h32_fp16 a,
+    const __grid_constant__ CUtensorMap tmk, const __grid_constant__ CUtensorMap tmv)
+{
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    enum {
+        D = FT_ATTN_H32_FP16_D, NW = 4, NTC = NW * 32, R = 128, KW = 32, TK = 128, NS = 4,
+        GQ = FT_ATTN_H32_FP16_MGQ, ROW = D * 2, CS = 0, HALF = 8192, STAGE = 16384,
+        J = 8 * R / KW /* rows of one copy among the 8 of an ldmatrix */
+    };
+    extern __shared__ __align__(128) unsigned char ft_attn_stages[]; /* NS x (K copies, V copies) */
+    __shared__ __align__(8) unsigned long long full[NS], empty[NS];
+    __shared__ __align__(16) float q_s[GQ][D];
+    __shared__ __align__(16) float kv_new[2][D];
+    __shared__ __align__(16) __half kv_row[2][D];
+    __shared__ float2 ml_s[NW][GQ];
+    __shared__ float2 blk_ml[GQ]; /* cluster merge: this block's (max, sum) per head */
+
+    ft_pdl_trigger(); /* the next kernel (combine, or a dependent launch) may be scheduled; it waits for this grid's end */
+    const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
+    const int split = blockIdx.x % a.splits, rb = blockIdx.x / a.splits;
+    const int passes = (a.G + GQ - 1) / GQ;
+    const int pass = rb % passes;
+    const int kvh = (rb / passes) % a.Hkv;
+    const int b = rb / passes / a.Hkv;
+    const int h0 = kvh * a.G + pass * GQ;
+    const int ng = min(GQ, a.G - pass * GQ);
+
+    const int s0 = split * a.chunk;
+    int64_t kvbase, kvstride;
+    ft_kv_base(a.layout, b, kvh, a.B, a.Hkv, a.L, D, &kvbase, &kvstride);
+    /* Contiguous steps (bulk copies of a tile's rows) or steps the tensor maps address
+     * (boxes of them): the first tile is requested before the
+     * sequence's length is known, whose load is a DRAM round trip at the kernel's start — as
+     * many steps from s0 as the split can hold (at most TK, within the capacity). Steps from
+     * the new token's position on land in the stage and are never used (the new token's own
+     * row, which this call writes, is read from kv_row). Each key/value head read by one
+     * block only (one pass) streams past the L2 (evict first). */
+    const int first = s0 < a.L ? min(min(TK, a.L - s0), split == a.splits - 1 ? TK : a.chunk) : 0; /* steps of tile 0 */
+    /* tensor maps (ft_attn_tensor_view) address the steps, step t of this (sequence, head)
+     * in row ty + t from column tx */
+    const int stream = passes == 1, spec = first;
+    int tx, ty;
+    ft_attn_tensor_origin(a.layout, b, kvh, a.Hkv, a.L, D, &tx, &ty);
+    float *red = (float *)ft_attn_stages; /* after the stages: [NW][GQ][D] partials, then [GQ][D] */
+
+    if (tid == 0) {
+#pragma unroll
+        for (int s = 0; s < NS; s++) {
+            ft_mbar_init(&full[s], 1);
+            /* every consumer thread releases a stage itself, after its own reads: the order
+             * compute-sanitizer's racecheck follows (one arrival a warp after __syncwarp, which
+             * it does not, read as a hazard; the H100 times both alike) */
+            ft_mbar_init(&empty[s], NTC);
+        }
+        ft_mbar_init_fence();
+    }
+    __syncthreads();
+    /* Launched as a programmatic dependent (sm_90): the set-up above overlaps the end of the
+     * kernel before this one in the stream, and so does an L2 prefetch of the split's first
+     * tile (`first` steps; row by row for strided steps, a request per box where tensor
+     * maps address them, none through an indirection table, whose entries that kernel may
+     * write; a request per row in the tensor-map kernels held their first boxes behind it,
+     * on the H100 cross-attention B64 H8 D64 L512 BLHD fp16 took 31.0 / 26.0 us per call /
+     * back to back so, 27.5 / 23.0 with a request per box). Every SM's writes land in
+     * the L2, so no line fetched early is read stale; nothing the kernel reads or writes is
+     * touched before the wait. A consumer warp issues it, so the producer's first copy
+     * waits for nothing. (Prefetching 3 or 6 tiles, bounded by a relaxed read of the length,
+     * was slower on the H100: B1 H32 D128 L4096 fp16 26.9 and 26.3 us against 25.8, B64 H12
+     * D64 L1024 70.7 and 71.8 against 64.6.) */
+    if (warp == NW - 1 && lane == 0 && first > 0) {
+        if (kvstride == D) { /* contiguous steps: one request each */
+            ft_bulk_prefetch_l2(a.k_cache + kvbase + (int64_t)s0 * D, (unsigned)first * ROW);
+            ft_bulk_prefetch_l2(a.v_cache + kvbase + (int64_t)s0 * D, (unsigned)first * ROW);
+        } else { /* a request per box: the rows lie apart */
+            ft_attn_mma_prefetch_tm_h32_fp16(tx, ty + s0, &tmk, &tmv);
+        }
+    }
+    ft_pdl_wait();
+    /* the boxes' swizzle repeats every 1024 bytes: the stages start on such a boundary */
+    unsigned char *const stages = (unsigned char *)(((uintptr_t)ft_attn_stages + 1023) & ~(uintptr_t)1023);
+    if (warp == NW && spec > 0 && lane == 0) {
+        ft_mbar_expect_tx(&full[0], 2u * TK * ROW); /* whole boxes, whatever the steps */
+        ft_attn_mma_copy_tm_h32_fp16(stages, tx, ty + s0, &tmk, &tmv, stream, &full[0]);
+    }
+
+    int steps, new_pos;
+    if (!ft_attn_row_h32_fp16(&a, b, &steps, &new_pos)) { /* the whole cluster, if any, leaves here */
+        if (spec > 0)
+            ft_mbar_wait(&full[0], 0); /* no block leaves with a copy into its shared memory in flight */
+        if (a.splits == 1 || ((a.cmerge || a.counters != NULL) && split == 0)) /* else the combine kernel writes it */
+            for (int i = tid; i < ng * D; i += blockDim.x)
+                a.out[((int64_t)b * a.H + h0) * D + i] = ft_from_float_fp16(ft_attn_invalid_value_h32_fp16(&a, b));
+        return;
+    }
+    const int s1 = split == a.splits - 1 ? steps : min(steps, s0 + a.chunk);
+    const int owner = new_pos >= s0 && new_pos < s1; /* this block holds the new token (its last step) */
+    const int cache_end = new_pos >= 0 ? min(s1, new_pos) : s1; /* steps read from the cache */
+    /* the stages cover [s0, s1), the new token included; tile 0 copies at most min(TK,
+     * chunk) cached steps (the last split's: TK), all below the capacity: within spec */
+    const int ntiles = s1 > s0 ? (s1 - s0 + TK - 1) / TK : 0;
+
+    if (warp == NW) {
+        /* ---- producer: stage s = i % NS is refilled once the consumers released its previous use */
+        for (int i = spec > 0 ? 1 : 0; i < ntiles; i++) {
+            const int s = i % NS, t0 = s0 + i * TK, nc = max(0, min(TK, cache_end - t0));
+            if (i >= NS)
+                ft_mbar_wait(&empty[s], ((i / NS) & 1) ^ 1);
+            if (lane == 0) {
+                /* whole boxes (rows past the cached ones are never used); a tile of the new
+                 * token alone: an arrival */
+                ft_mbar_expect_tx(&full[s], nc > 0 ? 2u * TK * ROW : 0u);
+                if (nc > 0)
+                    ft_attn_mma_copy_tm_h32_fp16(stages + (size_t)s * STAGE, tx, ty + t0, &tmk, &tmv, stream,
+                                                            &full[s]);
+            }
+        }
+    } else {
+        /* ---- consumers (warps 0..NW-1, barrier 1 among them) */
+    /* ---- prologue: q (+bias, rotary, scale) and the new k, v (+bias, rotary, rounded) */
+        for (int i = tid; i < ng * D; i += NTC) {
+            const int64_t qi = ((int64_t)b * a.H + h0) * D + i;
+            q_s[i / D][i % D] = ft_to_float_fp16(a.q[qi]) + (a.q_bias ? ft_to_float_fp16(a.q_bias[(int64_t)h0 * D + i]) : 0.0f);
+        }
+        if (owner) {
+            for (int i = tid; i < 2 * D; i += NTC) {
+                const int which = i / D, d = i % D;
+                const int64_t ki = ((int64_t)b * a.Hkv + kvh) * D + d;
+                const __half *src = which ? a.v_new : a.k_new;
+                const __half *bias = which ? a.v_bias : a.k_bias;
+                kv_new[which][d] = ft_to_float_fp16(src[ki]) + (bias ? ft_to_float_fp16(bias[(int64_t)kvh * D + d]) : 0.0f);
+            }
+        }
+        ft_named_sync(1, NTC);
+        if (a.rope != FT_ROPE_NONE) { /* uniform: a kernel argument */
+            /* rotary reads pairs, so every thread computes its values before any is written */
+            float rq[(GQ * D + NTC - 1) / NTC], rk[(D + NTC - 1) / NTC];
+    #pragma unroll
+            for (int r = 0; r < (GQ * D + NTC - 1) / NTC; r++) {
+                const int i = tid + r * NTC;
+                if (i < ng * D)
+                    rq[r] = ft_rope_elem(q_s[i / D], i % D, new_pos, a.rope, a.rotary_dim, a.log2_base) * a.qk_scale;
+            }
+    #pragma unroll
+            for (int r = 0; r < (D + NTC - 1) / NTC; r++) {
+                const int d = tid + r * NTC;
+                if (owner && d < D)
+                    rk[r] = ft_rope_elem(kv_new[0], d, new_pos, a.rope, a.rotary_dim, a.log2_base);
+            }
+            ft_named_sync(1, NTC);
+    #pragma unroll
+            for (int r = 0; r < (GQ * D + NTC - 1) / NTC; r++) {
+                const int i = tid + r * NTC;
+                if (i < ng * D)
+                    q_s[i / D][i % D] = rq[r];
+            }
+    #pragma unroll
+            for (int r = 0; r < (D + NTC - 1) / NTC; r++) {
+                const int d = tid + r * NTC;
+                if (owner && d < D)
+                    kv_new[0][d] = rk[r];
+            }
+        } else {
+            /* without rotary each thread scales the q elements it loaded: no pairs, no barrier,
+             * and none of the rotary code on the path (the tensor-core kernel on the H100, B8
+             * H32 Hkv8 D128 L4096 fp16: this part of the prologue took 1.2 us through the
+             * rotary loops, 0.2 us so; the step 49.7 us, 48.6 so) */
+            for (int i = tid; i < ng * D; i += NTC)
+                q_s[i / D][i % D] *= a.qk_scale;
+        }
+        /* the new k, v rounded as stored; each thread the elements it loaded (and rotated) */
+        for (int d = tid; d < D; d += NTC)
+            if (owner) {
+                /* attend to the new k, v exactly as stored, as every later step will */
+                const __half kq = ft_from_float_fp16(kv_new[0][d]), vq = ft_from_float_fp16(kv_new[1][d]);
+                kv_new[0][d] = ft_to_float_fp16(kq);
+                kv_new[1][d] = ft_to_float_fp16(vq);
+                if (pass == 0) {
+                    a.k_cache[kvbase + (int64_t)new_pos * kvstride + d] = kq;
+                    a.v_cache[kvbase + (int64_t)new_pos * kvstride + d] = vq;
+                }
+            }
+        ft_named_sync(1, NTC);
+
+        if (owner) {
+            for (int i = tid; i < 2 * D; i += NTC)
+                kv_row[i / D][i % D] = ft_from_float_fp16(kv_new[i / D][i % D]);
+            ft_named_sync(1, NTC);
+        }
+        const int g = lane >> 2, tq = lane & 3;
+        /* Q as A fragments (rows g, g + 8; heads past the group are zero) */
+        unsigned qf[D / 16][4];
+#pragma unroll
+        for (int kk = 0; kk < D / 16; kk++)
+#pragma unroll
+            for (int e = 0; e < 4; e++) {
+                const int r = g + (e & 1) * 8, c = kk * 16 + 2 * tq + (e >> 1) * 8;
+                float f[2] = {0.0f, 0.0f};
+                if (r < ng) {
+                    f[0] = q_s[r][c];
+                    f[1] = q_s[r][c + 1];
+                }
+                qf[kk][e] = ft_pack_fp16x2(f);
+            }
+        float o[D / 8][4], m[2] = {-INFINITY, -INFINITY}, l[2] = {0.0f, 0.0f};
+#pragma unroll
+        for (int j = 0; j < D / 8; j++)
+            o[j][0] = o[j][1] = o[j][2] = o[j][3] = 0.0f;
+        const int r0 = warp * KW;
+        /* ldmatrix rows of this lane (K: matrix lane/8 = n-tile pair half, k half; V transposed:
+         * k half, n half), in step order; the 16-byte piece of a row is XORed with row % 8
+         * (= lane % 8), so kx / vx are the lane's part of that */
+        const int koff = (r0 + (lane >> 4) * 8 + (lane & 7)) * 64, kx = ((lane >> 3) & 1) ^ ((lane & 7) >> 1);
+        const int voff = (r0 + ((lane >> 3) & 1) * 8 + (lane & 7)) * 64, vx = (lane >> 4) ^ ((lane & 7) >> 1);
+
+        for (int i = 0; i < ntiles; i++) {
+            const int s = i % NS, t0 = s0 + i * TK, n = min(TK, s1 - t0), nc = max(0, min(TK, cache_end - t0));
+            unsigned char *kb = stages + (size_t)s * STAGE, *vb = kb + HALF;
+            ft_mbar_wait(&full[s], (i / NS) & 1);
+            if (r0 < n) {
+                if (nc < r0 + KW) {
+                    /* rows from nc on: the new token (as stored) at nc if it is this tile's, then zeros in V */
+                    for (int r = max(nc, r0); r < r0 + KW; r++) {
+                        for (int c = lane; c < ROW / 16; c += 32) {
+                            const int off = (c >> 2) * TK * 64 + r * 64 + (((c & 3) ^ ((r >> 1) & 3)) << 4);
+                            uint4 *kd = (uint4 *)(kb + off) - c, *vd = (uint4 *)(vb + off) - c; /* [c] is the piece */
+                            if (r < n) {
+                                kd[c] = ((const uint4 *)kv_row[0])[c];
+                                vd[c] = ((const uint4 *)kv_row[1])[c];
+                            } else {
+                                vd[c] = make_uint4(0u, 0u, 0u, 0u);
+                            }
+                        }
+                    }
+                    __syncwarp();
+                }
+                /* S = Q K^T over the warp's KW steps: column p of n-tile q is row q * J + p % J of
+                 * copy p / J */
+                float sc[4][4];
+#pragma unroll
+                for (int q = 0; q < 4; q++)
+                    sc[q][0] = sc[q][1] = sc[q][2] = sc[q][3] = 0.0f;
+#pragma unroll
+                for (int kk = 0; kk < D / 16; kk++)
+#pragma unroll
+                    for (int qp = 0; qp < 2; qp++) {
+                        unsigned r[4];
+                        ft_ldsm_x4(r, kb + koff + qp * 16 * 64 + (kk >> 1) * TK * 64 + ((((kk & 1) << 1) ^ kx) << 4));
+                        ft_mma_fp16(sc[2 * qp], qf[kk], r[0], r[1]);
+                        ft_mma_fp16(sc[2 * qp + 1], qf[kk], r[2], r[3]);
+                    }
+                if (r0 + KW > n)
+#pragma unroll
+                    for (int q = 0; q < 4; q++)
+#pragma unroll
+                        for (int e = 0; e < 4; e++)
+                            if (r0 + q * 8 + 2 * tq + (e & 1) >= n)
+                                sc[q][e] = -INFINITY;
+                /* online softmax in the exp2 domain (q carries scale * log2 e); the four lanes of
+                 * a row hold its KW steps between them. Rows 8-15 (h = 1) hold heads only where
+                 * the block has more than 8: else their weights are zeros, and no time goes to them. */
+#pragma unroll
+                for (int h = 0; h < 2; h++) {
+                    if (h == 1 && ng <= 8) {
+#pragma unroll
+                        for (int q = 0; q < 4; q++)
+                            sc[q][2] = sc[q][3] = 0.0f;
+                        break;
+                    }
+                    float mx = fmaxf(sc[0][2 * h], sc[0][2 * h + 1]);
+#pragma unroll
+                    for (int q = 1; q < 4; q++)
+                        mx = fmaxf(mx, fmaxf(sc[q][2 * h], sc[q][2 * h + 1]));
+                    mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
+                    mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
+                    const float mnew = fmaxf(m[h], mx); /* finite: the warp has a step in this tile */
+                    const float alpha = ft_exp2_approx(m[h] - mnew);
+                    m[h] = mnew;
+                    float sum = 0.0f;
+#pragma unroll
+                    for (int q = 0; q < 4; q++) {
+                        sc[q][2 * h] = ft_exp2_approx(sc[q][2 * h] - mnew);
+                        sc[q][2 * h + 1] = ft_exp2_approx(sc[q][2 * h + 1] - mnew);
+                        sum += sc[q][2 * h] + sc[q][2 * h + 1];
+                    }
+                    l[h] = l[h] * alpha + sum;
+#pragma unroll
+                    for (int j = 0; j < D / 8; j++) {
+                        o[j][2 * h] *= alpha;
+                        o[j][2 * h + 1] *= alpha;
+                    }
+                }
+                /* O += P V: k-step c takes n-tiles 2c (k 0..7) and 2c + 1 (k 8..15) */
+#pragma unroll
+                for (int c = 0; c < 2; c++) {
+                    unsigned pa[4];
+                    pa[0] = ft_pack_fp16x2(&sc[2 * c][0]);
+                    pa[1] = ft_pack_fp16x2(&sc[2 * c][2]);
+                    pa[2] = ft_pack_fp16x2(&sc[2 * c + 1][0]);
+                    pa[3] = ft_pack_fp16x2(&sc[2 * c + 1][2]);
+#pragma unroll
+                    for (int dp = 0; dp < D / 16; dp++) {
+                        unsigned r[4];
+                        ft_ldsm_x4_trans(r, vb + voff + c * 16 * 64 + (dp >> 1) * TK * 64 + ((((dp & 1) << 1) ^ vx) << 4));
+                        ft_mma_fp16(o[2 * dp], pa, r[0], r[1]);
+                        ft_mma_fp16(o[2 * dp + 1], pa, r[2], r[3]);
+                    }
+                }
+            }
+            ft_fence_proxy_async(); /* these reads and writes before the bulk copy that refills the stage */
+            ft_mbar_arrive(&empty[s]);
+        }
+        if (spec > 0 && ntiles == 0)
+            ft_mbar_wait(&full[0], 0); /* an unused first tile has landed before the stages hold partials */
+
+        /* ---- the warp's partials (sums over a head's lanes: the quad), then the warps merged */
+#pragma unroll
+        for (int h = 0; h < 2; h++) {
+            l[h] += __shfl_xor_sync(0xffffffffu, l[h], 1);
+            l[h] += __shfl_xor_sync(0xffffffffu, l[h], 2);
+        }
+        ft_named_sync(1, NTC); /* every consumer is past its last stage */
+        /* the rows of the block's heads only (ng of the 16) */
+#pragma unroll
+        for (int h = 0; h < 2; h++)
+            if (g + 8 * h < ng)
+#pragma unroll
+                for (int j = 0; j < D / 8; j++)
+                    *(float2 *)&red[(warp * GQ + g + 8 * h) * D + j * 8 + 2 * tq] = make_float2(o[j][2 * h], o[j][2 * h + 1]);
+        if (tq == 0)
+#pragma unroll
+            for (int h = 0; h < 2; h++)
+                ml_s[warp][g + 8 * h] = make_float2(m[h], l[h]);
+        ft_named_sync(1, NTC);
+        /* four consecutive elements of a head a thread (D % 4 == 0; where the block's heads
+         * take more than one round of its threads): the warps' weights once for the four, and
+         * a quarter of the dependent rounds. The tensor-core kernel's 2 warps x 4 heads at
+         * D128 took 8 rounds of 64 threads, 1.5 us of a short row's 12.7 on the H100
+         * (bench/attn_stamps), 0.7 us so; with its partials written for the block's heads only
+         * and no softmax on empty rows, ftbench device us, fp16 H32 Hkv8 D128, t3 so / before:
+         * B256 L128 60.6 / 65.6, B256 L256 95.9 / 97.6, B128 H64 L256 52.1 / 58.8; ts, B32
+         * L256: 13.9 / 15.1. In one round (one head a block) it is not faster: B256 H8 D64
+         * L128 29.6 / 29.4. */
+        for (int i = 4 * tid; i < ng * D; i += 4 * NTC) {
+            const int g = i / D, d = i % D;
+            float M = -INFINITY;
+#pragma unroll
+            for (int w = 0; w < NW; w++)
+                if (ml_s[w][g].y > 0.0f)
+                    M = fmaxf(M, ml_s[w][g].x);
+            float num[4] = {0.0f}, den = 0.0f;
+#pragma unroll
+            for (int w = 0; w < NW; w++) {
+                const float2 ml = ml_s[w][g];
+                if (ml.y > 0.0f) { /* a warp without rows drops out */
+                    const float wt = ft_exp2_approx(ml.x - M);
+                    const float4 r = *(const float4 *)&red[(w * GQ + g) * D + d];
+                    num[0] += r.x * wt;
+                    num[1] += r.y * wt;
+                    num[2] += r.z * wt;
+                    num[3] += r.w * wt;
+                    den += ml.y * wt;
+                }
+            }
+            const int64_t row = (int64_t)b * a.H + h0 + g;
+            if (a.splits == 1) {
+#pragma unroll
+                for (int e = 0; e < 4; e++)
+                    a.out[row * D + d + e] = ft_from_float_fp16(num[e] / den);
+            } else if (a.cmerge) {
+                /* read by the cluster's blocks below */
+                *(float4 *)&red[NW * GQ * D + i] = make_float4(num[0], num[1], num[2], num[3]);
+                if (d == 0)
+                    blk_ml[g] = make_float2(M, den);
+            } else {
+#pragma unroll
+                for (int e = 0; e < 4; e++)
+                    a.ws[((int64_t)split * a.B * a.H + row) * D + d + e] = num[e];
+                if (d == 0) /* an empty split leaves (-inf, 0): the combine kernel drops it */
+                    a.ws_ml[(int64_t)split * a.B * a.H + row] = make_float2(M, den);
+            }
+        }
+    if (a.counters != NULL) {
+            __shared__ int ft_last;
+            ft_named_sync(1, NTC); /* every thread's partials are written before the block is counted in */
+            if (tid == 0) {
+                /* release: the block's partials before its count; acquire: the other blocks'
+                 * partials (counted before) before the loads below */
+                ft_last = ft_atomic_add_acq_rel(&a.counters[rb], 1u) == (unsigned)a.splits - 1u;
+                if (ft_last)
+                    a.counters[rb] = 0u; /* every split of the row block is in */
+            }
+            ft_named_sync(1, NTC);
+            if (ft_last) /* thread 0's acquire, then the barrier: the partials are read after the count */
+                for (int i = tid; i < ng * D; i += NTC) {
+                    const int64_t row = (int64_t)b * a.H + h0 + i / D;
+                    a.out[row * D + i % D] = ft_from_float_fp16(ft_attn_merge_splits_h32_fp16(&a, row, i % D));
+                }
+        }
+    }
+    if (!a.cmerge)
+        return;
+
+    /* ---- cluster merge: block `split` finishes every splits-th element of the group's output */
+    cooperative_groups::cluster_group cluster = cooperative_groups::this_cluster();
+    cluster.sync(); /* every block's partials are in its shared memory */
+    const int cs = a.splits;
+    for (int i = split * NTC + tid; tid < NTC && i < ng * D; i += cs * NTC) {
+        const int g = i / D;
+        /* every block's pair and partial requested at once (unrolled to the most splits a
+         * cluster merges): a loop of dependent remote reads took about 2 us here */
+        float2 ml[FT_ATTN_CLUSTER_SPLITS];
+        float part[FT_ATTN_CLUSTER_SPLITS];
+#pragma unroll
+        for (int r = 0; r < FT_ATTN_CLUSTER_SPLITS; r++)
+            if (r < cs) {
+                ml[r] = *cluster.map_shared_rank(&blk_ml[g], (unsigned)r);
+                part[r] = *cluster.map_shared_rank(&red[NW * GQ * D + i], (unsigned)r);
+            }
+        float M = -INFINITY;
+#pragma unroll
+        for (int r = 0; r < FT_ATTN_CLUSTER_SPLITS; r++)
+            if (r < cs && ml[r].y > 0.0f)
+                M = fmaxf(M, ml[r].x);
+        float num = 0.0f, den = 0.0f;
+#pragma unroll
+        for (int r = 0; r < FT_ATTN_CLUSTER_SPLITS; r++)
+            if (r < cs && ml[r].y > 0.0f) { /* an empty split drops out */
+                const float wt = ft_exp2_approx(ml[r].x - M);
+                num += part[r] * wt;
+                den += ml[r].y * wt;
+            }
+        a.out[((int64_t)b * a.H + h0) * D + i] = ft_from_float_fp16(num / den);
+    }
+    cluster.sync(); /* no block leaves while its shared memory is read */
+#endif
+}
+
+/* t3: tensor-map boxes of 32 rows x 32 columns in the 64-byte swizzle, 4 consumer warps, 2 stages of 128 steps (33792 bytes). */
+#define FT_ATTN_H32_FP16_MT3_THREADS 160
+#define FT_ATTN_H32_FP16_MT3_SMEM 33792
+#define FT_ATTN_H32_FP16_MT3_BOX 32 /* rows of a box */
+
+/* A stage's K and V boxes: rows y.. of the tensor maps, from column x; columns
+ * [x + 32 p, x + 32 p + 32) of K in st + p * TK * 64 (64 bytes a row), of V in st + HALF
+ * + ..., box j of them at row j * BOX. */
+static __device__ __forceinline__ void ft_attn_mma_copy_t3_h32_fp16(unsigned char *st, int x, int y, const CUtensorMap *mk,
+                                                                        const CUtensorMap *mv, int stream,
+                                                                        unsigned long long *bar)
+{
+    enum { ROW = FT_ATTN_H32_FP16_D * 2, TK = 128, HALF = 8192, BOX = FT_ATTN_H32_FP16_MT3_BOX };
+    /* rows in order, K and V of each piece side by side */
+#pragma unroll
+    for (int j = 0; j < TK / BOX; j++)
+#pragma unroll
+        for (int p = 0; p < ROW / 64; p++) {
+            ft_tensor_load_2d(st + p * TK * 64 + j * BOX * 64, mk, x + p * 32, y + j * BOX, bar, stream);
+            ft_tensor_load_2d(st + HALF + p * TK * 64 + j * BOX * 64, mv, x + p * 32, y + j * BOX, bar, stream);
+        }
+}
+
+/* The L2 prefetch of what ft_attn_mma_copy_t3_h32_fp16 would load. */
+static __device__ __forceinline__ void ft_attn_mma_prefetch_t3_h32_fp16(int x, int y, const CUtensorMap *mk,
+                                                                            const CUtensorMap *mv)
+{
+    enum { ROW = FT_ATTN_H32_FP16_D * 2, TK = 128, BOX = FT_ATTN_H32_FP16_MT3_BOX };
+    for (int j = 0; j < TK / BOX; j++)
+        for (int p = 0; p < ROW / 64; p++) {
+            ft_tensor_prefetch_l2_2d(mk, x + p * 32, y + j * BOX);
+            ft_tensor_prefetch_l2_2d(mv, x + p * 32, y + j * BOX);
+        }
+}
+
+/* Grid and clusters as ft_attn_async_h32_fp16_g*; rows of 16 heads (pass = which 16). Any
+ * layout without an indirection table (the launcher checks): tmk, tmv map the caches as
+ * rows of one step's elements (ft_attn_tensor_view). */
+static __global__ void __launch_bounds__(160, 3) ft_attn_mma_t3_h32_fp16(ft_attn_kargs_h32_fp16 a,
+    const __grid_constant__ CUtensorMap tmk, const __grid_constant__ CUtensorMap tmv)
+{
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    enum {
+        D = FT_ATTN_H32_FP16_D, NW = 4, NTC = NW * 32, R = 128, KW = 32, TK = 128, NS = 2,
+        GQ = FT_ATTN_H32_FP16_MGQ, ROW = D * 2, CS = 0, HALF = 8192, STAGE = 16384,
+        J = 8 * R / KW /* rows of one copy among the 8 of an ldmatrix */
+    };
+    extern __shared__ __align__(128) unsigned char ft_attn_stages[]; /* NS x (K copies, V copies) */
+    __shared__ __align__(8) unsigned long long full[NS], empty[NS];
+    __shared__ __align__(16) float q_s[GQ][D];
+    __shared__ __align__(16) float kv_new[2][D];
+    __shared__ __align__(16) __half kv_row[2][D];
+    __shared__ float2 ml_s[NW][GQ];
+    __shared__ float2 blk_ml[GQ]; /* cluster merge: this block's (max, sum) per head */
+
+    ft_pdl_trigger(); /* the next kernel (combine, or a dependent launch) may be scheduled; it waits for this grid's end */
+    const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
+    const int split = blockIdx.x % a.splits, rb = blockIdx.x / a.splits;
+    const int passes = (a.G + GQ - 1) / GQ;
+    const int pass = rb % passes;
+    const int kvh = (rb / passes) % a.Hkv;
+    const int b = rb / passes / a.Hkv;
+    const int h0 = kvh * a.G + pass * GQ;
+    const int ng = min(GQ, a.G - pass * GQ);
+
+    const int s0 = split * a.chunk;
+    int64_t kvbase, kvstride;
+    ft_kv_base(a.layout, b, kvh, a.B, a.Hkv, a.L, D, &kvbase, &kvstride);
+    /* Contiguous steps (bulk copies of a tile's rows) or steps the tensor maps address
+     * (boxes of them): the first tile is requested before the
+     * sequence's length is known, whose load is a DRAM round trip at the kernel's start — as
+     * many steps from s0 as the split can hold (at most TK, within the capacity). Steps from
+     * the new token's position on land in the stage and are never used (the new token's own
+     * row, which this call writes, is read from kv_row). Each key/value head read by one
+     * block only (one pass) streams past the L2 (evict first). */
+    const int first = s0 < a.L ? min(min(TK, a.L - s0), split == a.splits - 1 ? TK : a.chunk) : 0; /* steps of tile 0 */
+    /* tensor maps (ft_attn_tensor_view) address the steps, step t of this (sequence, head)
+     * in row ty + t from column tx */
+    const int stream = passes == 1, spec = first;
+    int tx, ty;
+    ft_attn_tensor_origin(a.layout, b, kvh, a.Hkv, a.L, D, &tx, &ty);
+    float *red = (float *)ft_attn_stages; /* after the stages: [NW][GQ][D] partials, then [GQ][D] */
+
+    if (tid == 0) {
+#pragma unroll
+        for (int s = 0; s < NS; s++) {
+            ft_mbar_init(&full[s], 1);
+            /* every consumer thread releases a stage itself, after its own reads: the order
+             * compute-sanitizer's racecheck follows (one arrival a warp after __syncwarp, which
+             * it does not, read as a hazard; the H100 times both alike) */
+            ft_mbar_init(&empty[s], NTC);
+        }
+        ft_mbar_init_fence();
+    }
+    __syncthreads();
+    /* Launched as a programmatic dependent (sm_90): the set-up above overlaps the end of the
+     * kernel before this one in the stream, and so does an L2 prefetch of the split's first
+     * tile (`first` steps; row by row for strided steps, a request per box where tensor
+     * maps address them, none through an indirection table, whose entries that kernel may
+     * write; a request per row in the tensor-map kernels held their first boxes behind it,
+     * on the H100 cross-attention B64 H8 D64 L512 BLHD fp16 took 31.0 / 26.0 us per call /
+     * back to back so, 27.5 / 23.0 with a request per box). Every SM's writes land in
+     * the L2, so no line fetched early is read stale; nothing the kernel reads or writes is
+     * touched before the wait. A consumer warp issues it, so the producer's first copy
+     * waits for nothing. (Prefetching 3 or 6 tiles, bounded by a relaxed read of the length,
+     * was slower on the H100: B1 H32 D128 L4096 fp16 26.9 and 26.3 us against 25.8, B64 H12
+     * D64 L1024 70.7 and 71.8 against 64.6.) */
+    if (warp == NW - 1 && lane == 0 && first > 0) {
+        if (kvstride == D) { /* contiguous steps: one request each */
+            ft_bulk_prefetch_l2(a.k_cache + kvbase + (int64_t)s0 * D, (unsigned)first * ROW);
+            ft_bulk_prefetch_l2(a.v_cache + kvbase + (int64_t)s0 * D, (unsigned)first * ROW);
+        } else { /* a request per box: the rows lie apart */
+            ft_attn_mma_prefetch_t3_h32_fp16(tx, ty + s0, &tmk, &tmv);
+        }
+    }
+    ft_pdl_wait();
+    /* the boxes' swizzle repeats every 1024 bytes: the stages start on such a boundary */
+    unsigned char *const stages = (unsigned char *)(((uintptr_t)ft_attn_stages + 1023) & ~(uintptr_t)1023);
+    if (warp == NW && spec > 0 && lane == 0) {
+        ft_mbar_expect_tx(&full[0], 2u * TK * ROW); /* whole boxes, whatever the steps */
+        ft_attn_mma_copy_t3_h32_fp16(stages, tx, ty + s0, &tmk, &tmv, stream, &full[0]);
+    }
+
+    int steps, new_pos;
+    if (!ft_attn_row_h32_fp16(&a, b, &steps, &new_pos)) { /* the whole cluster, if any, leaves here */
+        if (spec > 0)
+            ft_mbar_wait(&full[0], 0); /* no block leaves with a copy into its shared memory in flight */
+        if (a.splits == 1 || ((a.cmerge || a.counters != NULL) && split == 0)) /* else the combine kernel writes it */
+            for (int i = tid; i < ng * D; i += blockDim.x)
+                a.out[((int64_t)b * a.H + h0) * D + i] = ft_from_float_fp16(ft_attn_invalid_value_h32_fp16(&a, b));
+        return;
+    }
+    const int s1 = split == a.splits - 1 ? steps : min(steps, s0 + a.chunk);
+    const int owner = new_pos >= s0 && new_pos < s1; /* this block holds the new token (its last step) */
+    const int cache_end = new_pos >= 0 ? min(s1, new_pos) : s1; /* steps read from the cache */
+    /* the stages cover [s0, s1), the new token included; tile 0 copies at most min(TK,
+     * chunk) cached steps (the last split's: TK), all below the capacity: within spec */
+    const int ntiles = s1 > s0 ? (s1 - s0 + TK - 1) / TK : 0;
+
+    if (warp == NW) {
+        /* ---- producer: stage s = i % NS is refilled once the consumers released its previous use */
+        for (int i = spec > 0 ? 1 : 0; i < ntiles; i++) {
+            const int s = i % NS, t0 = s0 + i * TK, nc = max(0, min(TK, cache_end - t0));
+            if (i >= NS)
+                ft_mbar_wait(&empty[s], ((i / NS) & 1) ^ 1);
+            if (lane == 0) {
+                /* whole boxes (rows past the cached ones are never used); a tile of the new
+                 * token alone: an arrival */
+                ft_mbar_expect_tx(&full[s], nc > 0 ? 2u * TK * ROW : 0u);
+                if (nc > 0)
+                    ft_attn_mma_copy_t3_h32_fp16(stages + (size_t)s * STAGE, tx, ty + t0, &tmk, &tmv, stream,
+                                                            &full[s]);
+            }
+        }
+    } else {
+        /* ---- consumers (warps 0..NW-1, barrier 1 among them) */
+    /* ---- prologue: q (+bias, rotary, scale) and the new k, v (+bias, rotary, rounded) */
+        for (int i = tid; i < ng * D; i += NTC) {
+            const int64_t qi = ((int64_t)b * a.H + h0) * D + i;
+            q_s[i / D][i % D] = ft_to_float_fp16(a.q[qi]) + (a.q_bias ? ft_to_float_fp16(a.q_bias[(int64_t)h0 * D + i]) : 0.0f);
+        }
+        if (owner) {
+            for (int i = tid; i < 2 * D; i += NTC) {
+                const int which = i / D, d = i % D;
+                const int64_t ki = ((int64_t)b * a.Hkv + kvh) * D + d;
+                const __half *src = which ? a.v_new : a.k_new;
+                const __half *bias = which ? a.v_bias : a.k_bias;
+                kv_new[which][d] = ft_to_float_fp16(src[ki]) + (bias ? ft_to_float_fp16(bias[(int64_t)kvh * D + d]) : 0.0f);
+            }
+        }
+        ft_named_sync(1, NTC);
+        if (a.rope != FT_ROPE_NONE) { /* uniform: a kernel argument */
+            /* rotary reads pairs, so every thread computes its values before any is written */
+            float rq[(GQ * D + NTC - 1) / NTC], rk[(D + NTC - 1) / NTC];
+    #pragma unroll
+            for (int r = 0; r < (GQ * D + NTC - 1) / NTC; r++) {
+                const int i = tid + r * NTC;
+                if (i < ng * D)
+                    rq[r] = ft_rope_elem(q_s[i / D], i % D, new_pos, a.rope, a.rotary_dim, a.log2_base) * a.qk_scale;
+            }
+    #pragma unroll
+            for (int r = 0; r < (D + NTC - 1) / NTC; r++) {
+                const int d = tid + r * NTC;
+                if (owner && d < D)
+                    rk[r] = ft_rope_elem(kv_new[0], d, new_pos, a.rope, a.rotary_dim, a.log2_base);
+            }
+            ft_named_sync(1, NTC);
+    #pragma unroll
+            for (int r = 0; r < (GQ * D + NTC - 1) / NTC; r++) {
+                const int i = tid + r * NTC;
+                if (i < ng * D)
+                    q_s[i / D][i % D] = rq[r];
+            }
+    #pragma unroll
+            for (int r = 0; r < (D + NTC - 1) / NTC; r++) {
+                const int d = tid + r * NTC;
+                if (owner && d < D)
+                    kv_new[0][d] = rk[r];
+            }
+        } else {
+            /* without rotary each thread scales the q elements it loaded: no pairs, no barrier,
+             * and none of the rotary code on the path (the tensor-core kernel on the H100, B8
+             * H32 Hkv8 D128 L4096 fp16: this part of the prologue took 1.2 us through the
+             * rotary loops, 0.2 us so; the step 49.7 us, 48.6 so) */
+            for (int i = tid; i < ng * D; i += NTC)
+                q_s[i / D][i % D] *= a.qk_scale;
+        }
+        /* the new k, v rounded as stored; each thread the elements it loaded (and rotated) */
+        for (int d = tid; d < D; d += NTC)
+            if (owner) {
+                /* attend to the new k, v exactly as stored, as every later step will */
+                const __half kq = ft_from_float_fp16(kv_new[0][d]), vq = ft_from_float_fp16(kv_new[1][d]);
+                kv_new[0][d] = ft_to_float_fp16(kq);
+                kv_new[1][d] = ft_to_float_fp16(vq);
+                if (pass == 0) {
+                    a.k_cache[kvbase + (int64_t)new_pos * kvstride + d] = kq;
+                    a.v_cache[kvbase + (int64_t)new_pos * kvstride + d] = vq;
+                }
+            }
+        ft_named_sync(1, NTC);
+
+        if (owner) {
+            for (int i = tid; i < 2 * D; i += NTC)
+                kv_row[i / D][i % D] = ft_from_float_fp16(kv_new[i / D][i % D]);
+            ft_named_sync(1, NTC);
+        }
+        const int g = lane >> 2, tq = lane & 3;
+        /* Q as A fragments (rows g, g + 8; heads past the group are zero) */
+        unsigned qf[D / 16][4];
+#pragma unroll
+        for (int kk = 0; kk < D / 16; kk++)
+#pragma unroll
+            for (int e = 0; e < 4; e++) {
+                const int r = g + (e & 1) * 8, c = kk * 16 + 2 * tq + (e >> 1) * 8;
+                float f[2] = {0.0f, 0.0f};
+                if (r < ng) {
+                    f[0] = q_s[r][c];
+                    f[1] = q_s[r][c + 1];
+                }
+                qf[kk][e] = ft_pack_fp16x2(f);
+            }
+        float o[D / 8][4], m[2] = {-INFINITY, -INFINITY}, l[2] = {0.0f, 0.0f};
+#pragma unroll
+        for (int j = 0; j < D / 8; j++)
+            o[j][0] = o[j][1] = o[j][2] = o[j][3] = 0.0f;
+        const int r0 = warp * KW;
+        /* ldmatrix rows of this lane (K: matrix lane/8 = n-tile pair half, k half; V transposed:
+         * k half, n half), in step order; the 16-byte piece of a row is XORed with row % 8
+         * (= lane % 8), so kx / vx are the lane's part of that */
+        const int koff = (r0 + (lane >> 4) * 8 + (lane & 7)) * 64, kx = ((lane >> 3) & 1) ^ ((lane & 7) >> 1);
+        const int voff = (r0 + ((lane >> 3) & 1) * 8 + (lane & 7)) * 64, vx = (lane >> 4) ^ ((lane & 7) >> 1);
+
+        for (int i = 0; i < ntiles; i++) {
+            const int s = i % NS, t0 = s0 + i * TK, n = min(TK, s1 - t0), nc = max(0, min(TK, cache_end - t0));
+            unsigned char *kb = stages + (size_t)s * STAGE, *vb = kb + HALF;
+            ft_mbar_wait(&full[s], (i / NS) & 1);
+            if (r0 < n) {
+                if (nc < r0 + KW) {
+                    /* rows from nc on: the new token (as stored) at nc if it is this tile's, then zeros in V */
+                    for (int r = max(nc, r0); r < r0 + KW; r++) {
+                        for (int c = lane; c < ROW / 16; c += 32) {
+                            const int off = (c >> 2) * TK * 64 + r * 64 + (((c & 3) ^ ((r >> 1) & 3)) << 4);
+                            uint4 *kd = (uint4 *)(kb + off) - c, *vd = (uint4 *)(vb + off) - c; /* [c] is the piece */
+                            if (r < n) {
+                                kd[c] = ((const uint4 *)kv_row[0])[c];
+                                vd[c] = ((const uint4 *)kv_row[1])[c];
+                            } else {
+                                vd[c] = make_uint4(0u, 0u, 0u, 0u);
+                            }
+                        }
+                    }
+                    __syncwarp();
+                }
+                /* S = Q K^T over the warp's KW steps: column p of n-tile q is row q * J + p % J of
+                 * copy p / J */
+                float sc[4][4];
+#pragma unroll
+                for (int q = 0; q < 4; q++)
+                    sc[q][0] = sc[q][1] = sc[q][2] = sc[q][3] = 0.0f;
+#pragma unroll
+                for (int kk = 0; kk < D / 16; kk++)
+#pragma unroll
+                    for (int qp = 0; qp < 2; qp++) {
+                        unsigned r[4];
+                        ft_ldsm_x4(r, kb + koff + qp * 16 * 64 + (kk >> 1) * TK * 64 + ((((kk & 1) << 1) ^ kx) << 4));
+                        ft_mma_fp16(sc[2 * qp], qf[kk], r[0], r[1]);
+                        ft_mma_fp16(sc[2 * qp + 1], qf[kk], r[2], r[3]);
+                    }
+                if (r0 + KW > n)
+#pragma unroll
+                    for (int q = 0; q < 4; q++)
+#pragma unroll
+                        for (int e = 0; e < 4; e++)
+                            if (r0 + q * 8 + 2 * tq + (e & 1) >= n)
+                                sc[q][e] = -INFINITY;
+                /* online softmax in the exp2 domain (q carries scale * log2 e); the four lanes of
+                 * a row hold its KW steps between them. Rows 8-15 (h = 1) hold heads only where
+                 * the block has more than 8: else their weights are zeros, and no time goes to them. */
+#pragma unroll
+                for (int h = 0; h < 2; h++) {
+                    if (h == 1 && ng <= 8) {
+#pragma unroll
+                        for (int q = 0; q < 4; q++)
+                            sc[q][2] = sc[q][3] = 0.0f;
+                        break;
+                    }
+                    float mx = fmaxf(sc[0][2 * h], sc[0][2 * h + 1]);
+#pragma unroll
+                    for (int q = 1; q < 4; q++)
+                        mx = fmaxf(mx, fmaxf(sc[q][2 * h], sc[q][2 * h + 1]));
+                    mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
+                    mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
+                    const float mnew = fmaxf(m[h], mx); /* finite: the warp has a step in this tile */
+                    const float alpha = ft_exp2_approx(m[h] - mnew);
+                    m[h] = mnew;
+                    float sum = 0.0f;
+#pragma unroll
+                    for (int q = 0; q < 4; q++) {
+                        sc[q][2 * h] = ft_exp2_approx(sc[q][2 * h] - mnew);
+                        sc[q][2 * h + 1] = ft_exp2_approx(sc[q][2 * h + 1] - mnew);
+                        sum += sc[q][2 * h] + sc[q][2 * h + 1];
+                    }
+                    l[h] = l[h] * alpha + sum;
+#pragma unroll
+                    for (int j = 0; j < D / 8; j++) {
+                        o[j][2 * h] *= alpha;
+                        o[j][2 * h + 1] *= alpha;
+                    }
+                }
+                /* O += P V: k-step c takes n-tiles 2c (k 0..7) and 2c + 1 (k 8..15) */
+#pragma unroll
+                for (int c = 0; c < 2; c++) {
+                    unsigned pa[4];
+                    pa[0] = ft_pack_fp16x2(&sc[2 * c][0]);
+                    pa[1] = ft_pack_fp16x2(&sc[2 * c][2]);
+                    pa[2] = ft_pack_fp16x2(&sc[2 * c + 1][0]);
+                    pa[3] = ft_pack_fp16x2(&sc[2 * c + 1][2]);
+#pragma unroll
+                    for (int dp = 0; dp < D / 16; dp++) {
+                        unsigned r[4];
+                        ft_ldsm_x4_trans(r, vb + voff + c * 16 * 64 + (dp >> 1) * TK * 64 + ((((dp & 1) << 1) ^ vx) << 4));
+                        ft_mma_fp16(o[2 * dp], pa, r[0], r[1]);
+                        ft_mma_fp16(o[2 * dp + 1], pa, r[2], r[3]);
+                    }
+                }
+            }
+            ft_fence_proxy_async(); /* these reads and writes before the bulk copy that refills the stage */
+            ft_mbar_arrive(&empty[s]);
+        }
+        if (spec > 0 && ntiles == 0)
+            ft_mbar_wait(&full[0], 0); /* an unused first tile has landed before the stages hold partials */
+
+        /* ---- the warp's partials (sums over a head's lanes: the quad), then the warps merged */
+#pragma unroll
+        for (int h = 0; h < 2; h++) {
+            l[h] += __shfl_xor_sync(0xffffffffu, l[h], 1);
+            l[h] += __shfl_xor_sync(0xffffffffu, l[h], 2);
+        }
+        ft_named_sync(1, NTC); /* every consumer is past its last stage */
+        /* the rows of the block's heads only (ng of the 16) */
+#pragma unroll
+        for (int h = 0; h < 2; h++)
+            if (g + 8 * h < ng)
+#pragma unroll
+                for (int j = 0; j < D / 8; j++)
+                    *(float2 *)&red[(warp * GQ + g + 8 * h) * D + j * 8 + 2 * tq] = make_float2(o[j][2 * h], o[j][2 * h + 1]);
+        if (tq == 0)
+#pragma unroll
+            for (int h = 0; h < 2; h++)
+                ml_s[warp][g + 8 * h] = make_float2(m[h], l[h]);
+        ft_named_sync(1, NTC);
+        /* four consecutive elements of a head a thread (D % 4 == 0; where the block's heads
+         * take more than one round of its threads): the warps' weights once for the four, and
+         * a quarter of the dependent rounds. The tensor-core kernel's 2 warps x 4 heads at
+         * D128 took 8 rounds of 64 threads, 1.5 us of a short row's 12.7 on the H100
+         * (bench/attn_stamps), 0.7 us so; with its partials written for the block's heads only
+         * and no softmax on empty rows, ftbench device us, fp16 H32 Hkv8 D128, t3 so / before:
+         * B256 L128 60.6 / 65.6, B256 L256 95.9 / 97.6, B128 H64 L256 52.1 / 58.8; ts, B32
+         * L256: 13.9 / 15.1. In one round (one head a block) it is not faster: B256 H8 D64
+         * L128 29.6 / 29.4. */
+        for (int i = 4 * tid; i < ng * D; i += 4 * NTC) {
+            const int g = i / D, d = i % D;
+            float M = -INFINITY;
+#pragma unroll
+            for (int w = 0; w < NW; w++)
+                if (ml_s[w][g].y > 0.0f)
+                    M = fmaxf(M, ml_s[w][g].x);
+            float num[4] = {0.0f}, den = 0.0f;
+#pragma unroll
+            for (int w = 0; w < NW; w++) {
+                const float2 ml = ml_s[w][g];
+                if (ml.y > 0.0f) { /* a warp without rows drops out */
+                    const float wt = ft_exp2_approx(ml.x - M);
+                    const float4 r = *(const float4 *)&red[(w * GQ + g) * D + d];
+                    num[0] += r.x * wt;
+                    num[1] += r.y * wt;
+                    num[2] += r.z * wt;
+                    num[3] += r.w * wt;
+                    den += ml.y * wt;
+                }
+            }
+            const int64_t row = (int64_t)b * a.H + h0 + g;
+            if (a.splits == 1) {
+#pragma unroll
+                for (int e = 0; e < 4; e++)
+                    a.out[row * D + d + e] = ft_from_float_fp16(num[e] / den);
+            } else if (a.cmerge) {
+                /* read by the cluster's blocks below */
+                *(float4 *)&red[NW * GQ * D + i] = make_float4(num[0], num[1], num[2], num[3]);
+                if (d == 0)
+                    blk_ml[g] = make_float2(M, den);
+            } else {
+#pragma unroll
+                for (int e = 0; e < 4; e++)
+                    a.ws[((int64_t)split * a.B * a.H + row) * D + d + e] = num[e];
+                if (d == 0) /* an empty split leaves (-inf, 0): the combine kernel drops it */
+                    a.ws_ml[(int64_t)split * a.B * a.H + row] = make_float2(M, den);
+            }
+        }
+    if (a.counters != NULL) {
+            __shared__ int ft_last;
+            ft_named_sync(1, NTC); /* every thread's partials are written before the block is counted in */
+            if (tid == 0) {
+                /* release: the block's partials before its count; acquire: the other blocks'
+                 * partials (counted before) before the loads below */
+                ft_last = ft_atomic_add_acq_rel(&a.counters[rb], 1u) == (unsigned)a.splits - 1u;
+                if (ft_last)
+                    a.counters[rb] = 0u; /* every split of the row block is in */
+            }
+            ft_named_sync(1, NTC);
+            if (ft_last) /* thread 0's acquire, then the barrier: the partials are read after the count */
+                for (int i = tid; i < ng * D; i += NTC) {
+                    const int64_t row = (int64_t)b * a.H + h0 + i / D;
+                    a.out[row * D + i % D] = ft_from_float_fp16(ft_attn_merge_splits_h32_fp16(&a, row, i % D));
+                }
+        }
+    }
+    if (!a.cmerge)
+        return;
+
+    /* ---- cluster merge: block `split` finishes every splits-th element of the group's output */
+    cooperative_groups::cluster_group cluster = cooperative_groups::this_cluster();
+    cluster.sync(); /* every block's partials are in its shared memory */
+    const int cs = a.splits;
+    for (int i = split * NTC + tid; tid < NTC && i < ng * D; i += cs * NTC) {
+        const int g = i / D;
+        /* every block's pair and partial requested at once (unrolled to the most splits a
+         * cluster merges): a loop of dependent remote reads took about 2 us here */
+        float2 ml[FT_ATTN_CLUSTER_SPLITS];
+        float part[FT_ATTN_CLUSTER_SPLITS];
+#pragma unroll
+        for (int r = 0; r < FT_ATTN_CLUSTER_SPLITS; r++)
+            if (r < cs) {
+                ml[r] = *cluster.map_shared_rank(&blk_ml[g], (unsigned)r);
+                part[r] = *cluster.map_shared_rank(&red[NW * GQ * D + i], (unsigned)r);
+            }
+        float M = -INFINITY;
+#pragma unroll
+        for (int r = 0; r < FT_ATTN_CLUSTER_SPLITS; r++)
+            if (r < cs && ml[r].y > 0.0f)
+                M = fmaxf(M, ml[r].x);
+        float num = 0.0f, den = 0.0f;
+#pragma unroll
+        for (int r = 0; r < FT_ATTN_CLUSTER_SPLITS; r++)
+            if (r < cs && ml[r].y > 0.0f) { /* an empty split drops out */
+                const float wt = ft_exp2_approx(ml[r].x - M);
+                num += part[r] * wt;
+                den += ml[r].y * wt;
+            }
+        a.out[((int64_t)b * a.H + h0) * D + i] = ft_from_float_fp16(num / den);
+    }
+    cluster.sync(); /* no block leaves while its shared memory is read */
+#endif
+}
+
+/* tp: tensor-map boxes of 32 rows x 32 columns in the 64-byte swizzle, 4 consumer warps, 2 stages of 128 steps (33792 bytes). */
+#define FT_ATTN_H32_FP16_MTP_THREADS 160
+#define FT_ATTN_H32_FP16_MTP_SMEM 33792
+#define FT_ATTN_H32_FP16_MTP_BOX 32 /* rows of a box */
+
+/* A stage's K and V boxes: rows y.. of the tensor maps, from column x; columns
+ * [x + 32 p, x + 32 p + 32) of K in st + p * TK * 64 (64 bytes a row), of V in st + HALF
+ * + ..., box j of them at row j * BOX. */
+static __device__ __forceinline__ void ft_attn_mma_copy_tp_h32_fp16(unsigned char *st, int x, int y, const CUtensorMap *mk,
+                                                                        const CUtensorMap *mv, int stream,
+                                                                        unsigned long long *bar)
+{
+    enum { ROW = FT_ATTN_H32_FP16_D * 2, TK = 128, HALF = 8192, BOX = FT_ATTN_H32_FP16_MTP_BOX };
+    /* rows in order, K and V of each piece side by side */
+#pragma unroll
+    for (int j = 0; j < TK / BOX; j++)
+#pragma unroll
+        for (int p = 0; p < ROW / 64; p++) {
+            ft_tensor_load_2d(st + p * TK * 64 + j * BOX * 64, mk, x + p * 32, y + j * BOX, bar, stream);
+            ft_tensor_load_2d(st + HALF + p * TK * 64 + j * BOX * 64, mv, x + p * 32, y + j * BOX, bar, stream);
+        }
+}
+
+/* The L2 prefetch of what ft_attn_mma_copy_tp_h32_fp16 would load. */
+static __device__ __forceinline__ void ft_attn_mma_prefetch_tp_h32_fp16(int x, int y, const CUtensorMap *mk,
+                                                                            const CUtensorMap *mv)
+{
+    enum { ROW = FT_ATTN_H32_FP16_D * 2, TK = 128, BOX = FT_ATTN_H32_FP16_MTP_BOX };
+    for (int j = 0; j < TK / BOX; j++)
+        for (int p = 0; p < ROW / 64; p++) {
+            ft_tensor_prefetch_l2_2d(mk, x + p * 32, y + j * BOX);
+            ft_tensor_prefetch_l2_2d(mv, x + p * 32, y + j * BOX);
+        }
+}
+
+/* Grid and clusters as ft_attn_async_h32_fp16_g*; rows of 16 heads (pass = which 16). Any
+ * layout without an indirection table (the launcher checks): tmk, tmv map the caches as
+ * rows of one step's elements (ft_attn_tensor_view). */
+static __global__ void __launch_bounds__(160, 3) ft_attn_mma_tp_h32_fp16(ft_attn_kargs_h32_fp16 a,
+    const __grid_constant__ CUtensorMap tmk, const __grid_constant__ CUtensorMap tmv)
+{
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    enum {
+        D = FT_ATTN_H32_FP16_D, NW = 4, NTC = NW * 32, R = 128, KW = 32, TK = 128, NS = 2,
+        GQ = FT_ATTN_H32_FP16_MGQ, ROW = D * 2, CS = 0, HALF = 8192, STAGE = 16384,
+        J = 8 * R / KW /* rows of one copy among the 8 of an ldmatrix */
+    };
+    extern __shared__ __align__(128) unsigned char ft_attn_stages[]; /* NS x (K copies, V copies) */
+    /* tp, t3 as a persistent grid (p->grid blocks, fewer than the row blocks): block x takes
+     * row blocks x, x + gridDim.x, ... in turn. The stages' uses run on across its rows (use
+     * u = used + i), so the producer streams the next row's tiles while the consumers finish
+     * this one (its last tiles' rows, the warps' merge, the output), and the next row's q, k
+     * and v are fetched into the L2 as this one starts. The warps' partials go to q_s, free
+     * once the Q fragments are built: the launcher takes tp for groups of at most GQ / NW
+     * heads (NW x ng x D floats fit), at most 8: they are the mma's n
+     * dimension, as past D128 (a loop over rows of t3's kernel spilled at D128). The producer warp
+     * loads a row's q and new k, v as it requests the row's tiles, and writes them into q_s
+     * and kv_new once the consumers are done with the row before (qfree, qfull): no L2
+     * round trip between the consumers' rows. */
+    __shared__ __align__(8) unsigned long long full[NS], empty[NS];
+    __shared__ __align__(16) float q_s[GQ][D];
+    __shared__ __align__(16) float kv_new[2][D];
+    __shared__ __align__(16) __half kv_row[2][D];
+    __shared__ float2 ml_s[NW][GQ];
+
+    __shared__ __align__(8) unsigned long long qfull, qfree; /* q_s and kv_new handed over, a phase a row */
+    enum { /* a producer lane's 16-byte words of q and of k, v: VE elements each */
+        VE = 16 / 2, QL = (GQ / NW * D / VE + 31) / 32, KL = (2 * D / VE + 31) / 32
+    };
+    ft_pdl_trigger(); /* a dependent launch may be scheduled; it waits for this grid's end */
+    const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
+    const int s0 = 0; /* unsplit */
+    const int passes = (a.G + GQ - 1) / GQ, nrb = a.B * a.Hkv * passes;
+    if (tid == 0) {
+        ft_mbar_init(&qfull, 32);
+        ft_mbar_init(&qfree, NTC);
+    }
+    if (tid == 0) {
+#pragma unroll
+        for (int s = 0; s < NS; s++) {
+            ft_mbar_init(&full[s], 1);
+            /* every consumer thread releases a stage itself, after its own reads: the order
+             * compute-sanitizer's racecheck follows (one arrival a warp after __syncwarp, which
+             * it does not, read as a hazard; the H100 times both alike) */
+            ft_mbar_init(&empty[s], NTC);
+        }
+        ft_mbar_init_fence();
+    }
+    __syncthreads();
+    /* the boxes' swizzle repeats every 1024 bytes: the stages start on such a boundary */
+    unsigned char *const stages = (unsigned char *)(((uintptr_t)ft_attn_stages + 1023) & ~(uintptr_t)1023);
+    if (warp == NW - 1 && lane == 0 && blockIdx.x < nrb) { /* the first row's first tile, as ft_attn_async_*'s */
+        const int rb = blockIdx.x;
+        int tx, ty;
+        ft_attn_tensor_origin(a.layout, rb / passes / a.Hkv, (rb / passes) % a.Hkv, a.Hkv, a.L, D, &tx, &ty);
+        ft_attn_mma_prefetch_tp_h32_fp16(tx, ty, &tmk, &tmv);
+    }
+    ft_pdl_wait();
+    int used = 0; /* stage uses of the rows before this one */
+#pragma unroll 1
+    for (int rb = blockIdx.x; rb < nrb; rb += gridDim.x) {
+    const int pass = rb % passes;
+    const int kvh = (rb / passes) % a.Hkv;
+    const int b = rb / passes / a.Hkv;
+    const int h0 = kvh * a.G + pass * GQ;
+    const int ng = min(GQ, a.G - pass * GQ);
+    int64_t kvbase, kvstride;
+    ft_kv_base(a.layout, b, kvh, a.B, a.Hkv, a.L, D, &kvbase, &kvstride);
+    const int stream = passes == 1;
+    int tx, ty;
+    ft_attn_tensor_origin(a.layout, b, kvh, a.Hkv, a.L, D, &tx, &ty);
+    /* tile 0 of every row is requested before its length is known (whole boxes, read within
+     * the capacity), as soon as its stage is free: the length's load overlaps its flight */
+    const int spec = TK;
+    float *const red = &q_s[0][0]; /* [NW][ng][D] */
+    if (warp == NW && lane == 0) {
+        const int s = used % NS;
+        if (used >= NS)
+            ft_mbar_wait(&empty[s], ((used / NS) & 1) ^ 1);
+        ft_mbar_expect_tx(&full[s], 2u * TK * ROW);
+        ft_attn_mma_copy_tp_h32_fp16(stages + (size_t)s * STAGE, tx, ty, &tmk, &tmv, stream, &full[s]);
+    }
+    const int jrow = (rb - (int)blockIdx.x) / (int)gridDim.x; /* the block's rows before this one */
+    if (warp == 0 && rb + (int)gridDim.x < nrb) {
+        /* the next row's q (and new k, v) into the L2, a line a lane */
+        const int rn = rb + gridDim.x;
+        const int npass = rn % passes;
+        const int nkvh = (rn / passes) % a.Hkv;
+        const int nb = rn / passes / a.Hkv;
+        const int nh0 = nkvh * a.G + npass * GQ;
+        const int nng = min(GQ, a.G - npass * GQ);
+        const char *qp = (const char *)(a.q + ((int64_t)nb * a.H + nh0) * D);
+        for (uintptr_t l = ((uintptr_t)qp & ~(uintptr_t)127) + (uintptr_t)lane * 128;
+             l < (uintptr_t)qp + (uintptr_t)nng * ROW; l += 32 * 128)
+            ft_prefetch_l2((const void *)l);
+        if (a.is_self && lane < 2 * ((ROW + 127) / 128)) {
+            const int which = lane & 1, piece = lane >> 1;
+            const char *kp = (const char *)((which ? a.v_new : a.k_new) + ((int64_t)nb * a.Hkv + nkvh) * D);
+            ft_prefetch_l2(kp + min(piece * 128, ROW - 1));
+        }
+    }
+    int steps, new_pos;
+    if (!ft_attn_row_h32_fp16(&a, b, &steps, &new_pos)) {
+        if (warp < NW) { /* the early tile is one use of its stage: landed and released */
+            const int s = used % NS;
+            ft_mbar_wait(&full[s], (used / NS) & 1);
+            ft_mbar_arrive(&empty[s]);
+        }
+        used += 1;
+        if (warp == NW) { /* the row's hand-over of q_s, with nothing in it */
+            if (jrow > 0)
+                ft_mbar_wait(&qfree, (jrow - 1) & 1);
+            ft_mbar_arrive(&qfull);
+        } else {
+            ft_mbar_wait(&qfull, jrow & 1);
+            ft_mbar_arrive(&qfree);
+        }
+        if (warp < NW)
+            for (int i = tid; i < ng * D; i += NTC)
+                a.out[((int64_t)b * a.H + h0) * D + i] = ft_from_float_fp16(ft_attn_invalid_value_h32_fp16(&a, b));
+        continue;
+    }
+    const int s1 = steps;
+    const int owner = new_pos >= s0 && new_pos < s1; /* this block holds the new token (its last step) */
+    const int cache_end = new_pos >= 0 ? min(s1, new_pos) : s1; /* steps read from the cache */
+    /* the stages cover [s0, s1), the new token included; tile 0 copies at most min(TK,
+     * chunk) cached steps (the last split's: TK), all below the capacity: within spec */
+    const int ntiles = s1 > s0 ? (s1 - s0 + TK - 1) / TK : 0;
+
+    if (warp == NW) {
+        /* ---- producer: stage s = i % NS is refilled once the consumers released its previous use */
+        /* this row's q and new k, v (and biases) loaded into registers as they are, 16 bytes
+         * a word: nothing waits for them before this row's tiles are requested (converted on
+         * loading, they held the next tile's request back by an L2 round trip). Written into
+         * q_s and kv_new, biases added (zeros where none), once the consumers end the last row.
+         * Assigned on every path of this branch, so that no value of them is live across the
+         * consumers' part of the loop. Pointers aligned to their elements only: element loads. */
+        const int vec = (((uintptr_t)a.q | (uintptr_t)a.k_new | (uintptr_t)a.v_new | (uintptr_t)a.q_bias |
+                          (uintptr_t)a.k_bias | (uintptr_t)a.v_bias) & 15) == 0;
+        ft_pack_fp16x8_u qv[QL], qb[QL], kn[KL], kb[KL];
+#pragma unroll
+        for (int e = 0; e < QL; e++) {
+            const int c = lane + 32 * e; /* elements [c VE, c VE + VE) of the group's q */
+            qv[e].w = qb[e].w = make_uint4(0u, 0u, 0u, 0u);
+            if (c * VE < ng * D) {
+                const __half *src = a.q + ((int64_t)b * a.H + h0) * D + c * VE;
+                const __half *bias = a.q_bias ? a.q_bias + (int64_t)h0 * D + c * VE : NULL;
+                ft_attn_word_h32_fp16(&qv[e], src, vec);
+                if (bias)
+                    ft_attn_word_h32_fp16(&qb[e], bias, vec);
+            }
+        }
+#pragma unroll
+        for (int e = 0; e < KL; e++) {
+            const int c = lane + 32 * e, which = c * VE / D, d = c * VE % D; /* k (0) or v (1), at d */
+            kn[e].w = kb[e].w = make_uint4(0u, 0u, 0u, 0u);
+            if (owner && which < 2) {
+                const __half *bias = which ? a.v_bias : a.k_bias;
+                ft_attn_word_h32_fp16(&kn[e], (which ? a.v_new : a.k_new) + ((int64_t)b * a.Hkv + kvh) * D + d, vec);
+                if (bias)
+                    ft_attn_word_h32_fp16(&kb[e], bias + (int64_t)kvh * D + d, vec);
+            }
+        }
+        /* tile 0 is requested; the hand-over comes before the first tile that waits for this
+         * row's consumers to release a stage (NS), or after the row's last */
+        const int i0 = spec > 0 ? 1 : 0;
+        for (int i = i0;; i++) {
+            if (i == max(i0, min(ntiles, NS))) {
+                if (jrow > 0)
+                    ft_mbar_wait(&qfree, (jrow - 1) & 1);
+#pragma unroll
+                for (int e = 0; e < QL; e++) {
+                    const int c = lane + 32 * e;
+                    if (c * VE < ng * D) {
+                        float f[VE], fb[VE];
+                        ft_unpack_fp16x8(qv[e].w, f);
+                        ft_unpack_fp16x8(qb[e].w, fb);
+#pragma unroll
+                        for (int j = 0; j < VE; j += 4)
+                            *(float4 *)&q_s[c * VE / D][c * VE % D + j] =
+                                make_float4(f[j] + fb[j], f[j + 1] + fb[j + 1], f[j + 2] + fb[j + 2], f[j + 3] + fb[j + 3]);
+                    }
+                }
+                if (owner)
+#pragma unroll
+                    for (int e = 0; e < KL; e++) {
+                        const int c = lane + 32 * e;
+                        if (c * VE < 2 * D) {
+                            float f[VE], fb[VE];
+                            ft_unpack_fp16x8(kn[e].w, f);
+                            ft_unpack_fp16x8(kb[e].w, fb);
+#pragma unroll
+                            for (int j = 0; j < VE; j += 4)
+                                *(float4 *)&kv_new[c * VE / D][c * VE % D + j] =
+                                    make_float4(f[j] + fb[j], f[j + 1] + fb[j + 1], f[j + 2] + fb[j + 2], f[j + 3] + fb[j + 3]);
+                        }
+                    }
+                ft_mbar_arrive(&qfull); /* release: the writes above before the consumers' reads */
+            }
+            if (i >= ntiles)
+                break;
+            const int s = (used + i) % NS, t0 = s0 + i * TK, nc = max(0, min(TK, cache_end - t0));
+            if ((used + i) >= NS)
+                ft_mbar_wait(&empty[s], (((used + i) / NS) & 1) ^ 1);
+            if (lane == 0) {
+                /* whole boxes (rows past the cached ones are never used); a tile of the new
+                 * token alone: an arrival */
+                ft_mbar_expect_tx(&full[s], nc > 0 ? 2u * TK * ROW : 0u);
+                if (nc > 0)
+                    ft_attn_mma_copy_tp_h32_fp16(stages + (size_t)s * STAGE, tx, ty + t0, &tmk, &tmv, stream,
+                                                            &full[s]);
+            }
+        }
+    } else {
+        /* ---- consumers (warps 0..NW-1, barrier 1 among them) */
+    /* ---- prologue: q (+bias, rotary, scale) and the new k, v (+bias, rotary, rounded) */
+        ft_mbar_wait(&qfull, jrow & 1); /* q (+bias) in q_s and the new k, v (+bias) in kv_new, from the producer */
+        if (a.rope != FT_ROPE_NONE) { /* uniform: a kernel argument */
+            /* a thread a pair, rotated in place (no arrays of values held over a barrier) */
+            const int hp = a.rotary_dim >> 1, rest = D - a.rotary_dim;
+            for (int i = tid; i < ng * hp; i += NTC)
+                ft_rope_pair(q_s[i / hp], i % hp, new_pos, a.rope, a.rotary_dim, a.log2_base, a.qk_scale);
+            for (int i = tid; i < ng * rest; i += NTC)
+                q_s[i / rest][a.rotary_dim + i % rest] *= a.qk_scale;
+            if (owner)
+                for (int j = tid; j < hp; j += NTC)
+                    ft_rope_pair(kv_new[0], j, new_pos, a.rope, a.rotary_dim, a.log2_base, 1.0f);
+            ft_named_sync(1, NTC); /* the new k's elements below are rounded by other threads than rotated them */
+        } else {
+            for (int i = tid; i < ng * D; i += NTC)
+                q_s[i / D][i % D] *= a.qk_scale;
+        }
+        /* the new k, v rounded as stored; each thread the elements it loaded (and rotated) */
+        for (int d = tid; d < D; d += NTC)
+            if (owner) {
+                /* attend to the new k, v exactly as stored, as every later step will */
+                const __half kq = ft_from_float_fp16(kv_new[0][d]), vq = ft_from_float_fp16(kv_new[1][d]);
+                kv_new[0][d] = ft_to_float_fp16(kq);
+                kv_new[1][d] = ft_to_float_fp16(vq);
+                if (pass == 0) {
+                    a.k_cache[kvbase + (int64_t)new_pos * kvstride + d] = kq;
+                    a.v_cache[kvbase + (int64_t)new_pos * kvstride + d] = vq;
+                }
+            }
+        ft_named_sync(1, NTC);
+
+        if (owner) {
+            for (int i = tid; i < 2 * D; i += NTC)
+                kv_row[i / D][i % D] = ft_from_float_fp16(kv_new[i / D][i % D]);
+            ft_named_sync(1, NTC);
+        }
+        const int g = lane >> 2, tq = lane & 3;
+        /* heads as the mma's n dimension: S^T = K Q^T (m = 16 steps, n = the 8 heads, k = 16 of
+         * D) and O^T += V^T P^T (m = 16 of D, n = the heads, k = 16 steps), so that no row of
+         * a fragment is empty and a warp holds D / 4 accumulators. Q^T as B fragments
+         * (column g = head g; heads past the group are zero). */
+        unsigned qf[D / 16][2];
+#pragma unroll
+        for (int kk = 0; kk < D / 16; kk++)
+#pragma unroll
+            for (int e = 0; e < 2; e++) {
+                const int c = kk * 16 + 2 * tq + e * 8;
+                float f[2] = {0.0f, 0.0f};
+                if (g < ng) {
+                    f[0] = q_s[g][c];
+                    f[1] = q_s[g][c + 1];
+                }
+                qf[kk][e] = ft_pack_fp16x2(f);
+            }
+        /* O^T: o[j][e] is element d = 16 j + g + 8 (e >> 1) of head 2 tq + (e & 1); m, l per
+         * head 2 tq + h */
+        float o[D / 16][4], m[2] = {-INFINITY, -INFINITY}, l[2] = {0.0f, 0.0f};
+#pragma unroll
+        for (int j = 0; j < D / 16; j++)
+            o[j][0] = o[j][1] = o[j][2] = o[j][3] = 0.0f;
+        const int r0 = warp * KW;
+        /* ldmatrix rows of this lane (K: matrix lane/8 = n-tile pair half, k half; V transposed:
+         * k half, n half), in step order; the 16-byte piece of a row is XORed with row % 8
+         * (= lane % 8), so kx / vx are the lane's part of that */
+        const int koff = (r0 + (lane >> 4) * 8 + (lane & 7)) * 64, kx = ((lane >> 3) & 1) ^ ((lane & 7) >> 1);
+        /* V^T's A fragments (ldmatrix.trans) take the rows of K's: matrix lane/8 = d half,
+         * step half */
+
+        for (int i = 0; i < ntiles; i++) {
+            const int s = (used + i) % NS, t0 = s0 + i * TK, n = min(TK, s1 - t0), nc = max(0, min(TK, cache_end - t0));
+            unsigned char *kb = stages + (size_t)s * STAGE, *vb = kb + HALF;
+            ft_mbar_wait(&full[s], ((used + i) / NS) & 1);
+            if (r0 < n) {
+                if (nc < r0 + KW) {
+                    /* rows from nc on: the new token (as stored) at nc if it is this tile's, then zeros in V */
+                    for (int r = max(nc, r0); r < r0 + KW; r++) {
+                        for (int c = lane; c < ROW / 16; c += 32) {
+                            const int off = (c >> 2) * TK * 64 + r * 64 + (((c & 3) ^ ((r >> 1) & 3)) << 4);
+                            uint4 *kd = (uint4 *)(kb + off) - c, *vd = (uint4 *)(vb + off) - c; /* [c] is the piece */
+                            if (r < n) {
+                                kd[c] = ((const uint4 *)kv_row[0])[c];
+                                vd[c] = ((const uint4 *)kv_row[1])[c];
+                            } else {
+                                vd[c] = make_uint4(0u, 0u, 0u, 0u);
+                            }
+                        }
+                    }
+                    __syncwarp();
+                }
+                /* S^T = K Q^T over the warp's KW steps: m-tile t (0, 1) is the 16-row form's key
+                 * n-tiles 2 t and 2 t + 1 (steps in order),
+                 * its rows g and g + 8 their columns g; K's A fragment is that form's
+                 * ldmatrix, matrices 0, 2, 1, 3; two accumulators a tile (even and odd
+                 * k-steps), so that four mma chains run at once */
+                float sa[2][2][4];
+#pragma unroll
+                for (int t = 0; t < 2; t++)
+#pragma unroll
+                    for (int e = 0; e < 4; e++)
+                        sa[t][0][e] = sa[t][1][e] = 0.0f;
+#pragma unroll
+                for (int kk = 0; kk < D / 16; kk++)
+#pragma unroll
+                    for (int t = 0; t < 2; t++) {
+                        unsigned r[4];
+                        ft_ldsm_x4(r, kb + koff + t * 16 * 64 + (kk >> 1) * TK * 64 + ((((kk & 1) << 1) ^ kx) << 4));
+                        const unsigned ka[4] = {r[0], r[2], r[1], r[3]};
+                        ft_mma_fp16(sa[t][kk & 1], ka, qf[kk][0], qf[kk][1]);
+                    }
+                float st[2][4]; /* st[t][e]: step g + 8 (e >> 1) of m-tile t, head 2 tq + (e & 1) */
+#pragma unroll
+                for (int t = 0; t < 2; t++)
+#pragma unroll
+                    for (int e = 0; e < 4; e++)
+                        st[t][e] = sa[t][0][e] + sa[t][1][e];
+                if (r0 + KW > n)
+#pragma unroll
+                    for (int t = 0; t < 2; t++)
+#pragma unroll
+                        for (int e = 0; e < 4; e++)
+                            if (r0 + (2 * t + (e >> 1)) * 8 + g >= n)
+                                st[t][e] = -INFINITY;
+                /* online softmax per head (column): the 8 lanes of a column (g) hold its KW steps */
+#pragma unroll
+                for (int h = 0; h < 2; h++) {
+                    float mx = fmaxf(fmaxf(st[0][h], st[0][h + 2]), fmaxf(st[1][h], st[1][h + 2]));
+                    mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 4));
+                    mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 8));
+                    mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 16));
+                    const float mnew = fmaxf(m[h], mx); /* finite: the warp has a step in this tile */
+                    const float alpha = ft_exp2_approx(m[h] - mnew);
+                    m[h] = mnew;
+                    float sum = 0.0f;
+#pragma unroll
+                    for (int t = 0; t < 2; t++) {
+                        st[t][h] = ft_exp2_approx(st[t][h] - mnew);
+                        st[t][h + 2] = ft_exp2_approx(st[t][h + 2] - mnew);
+                        sum += st[t][h] + st[t][h + 2];
+                    }
+                    l[h] = l[h] * alpha + sum;
+#pragma unroll
+                    for (int j = 0; j < D / 16; j++) {
+                        o[j][h] *= alpha;
+                        o[j][h + 2] *= alpha;
+                    }
+                }
+                /* O^T += V^T P^T: k-step t takes m-tile t of S^T, transposed into P^T's B
+                 * fragments (steps 2 tq, 2 tq + 1 of column g) by movmatrix */
+#pragma unroll
+                for (int t = 0; t < 2; t++) {
+                    const unsigned pb0 = ft_movmatrix_trans(ft_pack_fp16x2(&st[t][0]));
+                    const unsigned pb1 = ft_movmatrix_trans(ft_pack_fp16x2(&st[t][2]));
+#pragma unroll
+                    for (int dp = 0; dp < D / 16; dp++) {
+                        unsigned r[4];
+                        ft_ldsm_x4_trans(r, vb + koff + t * 16 * 64 + (dp >> 1) * TK * 64 + ((((dp & 1) << 1) ^ kx) << 4));
+                        ft_mma_fp16(o[dp], r, pb0, pb1);
+                    }
+                }
+            }
+            ft_fence_proxy_async(); /* these reads and writes before the bulk copy that refills the stage */
+            ft_mbar_arrive(&empty[s]);
+        }
+
+        /* ---- the warp's partials (sums over a head's lanes: a column's 8), then the warps merged */
+#pragma unroll
+        for (int h = 0; h < 2; h++) { /* over the column's 8 lanes */
+            l[h] += __shfl_xor_sync(0xffffffffu, l[h], 4);
+            l[h] += __shfl_xor_sync(0xffffffffu, l[h], 8);
+            l[h] += __shfl_xor_sync(0xffffffffu, l[h], 16);
+        }
+        ft_named_sync(1, NTC); /* every consumer is past its last stage */
+        /* the columns of the block's heads only (ng of the 8) */
+#pragma unroll
+        for (int h = 0; h < 2; h++)
+            if (2 * tq + h < ng) {
+                float *rp = &red[(warp * ng + 2 * tq + h) * D + g];
+#pragma unroll
+                for (int j = 0; j < D / 16; j++) {
+                    rp[16 * j] = o[j][h];
+                    rp[16 * j + 8] = o[j][h + 2];
+                }
+            }
+        if (g == 0)
+#pragma unroll
+            for (int h = 0; h < 2; h++)
+                ml_s[warp][2 * tq + h] = make_float2(m[h], l[h]);
+        ft_named_sync(1, NTC);
+        /* four consecutive elements of a head a thread (D % 4 == 0; where the block's heads
+         * take more than one round of its threads): the warps' weights once for the four, and
+         * a quarter of the dependent rounds. The tensor-core kernel's 2 warps x 4 heads at
+         * D128 took 8 rounds of 64 threads, 1.5 us of a short row's 12.7 on the H100
+         * (bench/attn_stamps), 0.7 us so; with its partials written for the block's heads only
+         * and no softmax on empty rows, ftbench device us, fp16 H32 Hkv8 D128, t3 so / before:
+         * B256 L128 60.6 / 65.6, B256 L256 95.9 / 97.6, B128 H64 L256 52.1 / 58.8; ts, B32
+         * L256: 13.9 / 15.1. In one round (one head a block) it is not faster: B256 H8 D64
+         * L128 29.6 / 29.4. */
+        for (int i = 4 * tid; i < ng * D; i += 4 * NTC) {
+            const int g = i / D, d = i % D;
+            float M = -INFINITY;
+#pragma unroll
+            for (int w = 0; w < NW; w++)
+                if (ml_s[w][g].y > 0.0f)
+                    M = fmaxf(M, ml_s[w][g].x);
+            float num[4] = {0.0f}, den = 0.0f;
+#pragma unroll
+            for (int w = 0; w < NW; w++) {
+                const float2 ml = ml_s[w][g];
+                if (ml.y > 0.0f) { /* a warp without rows drops out */
+                    const float wt = ft_exp2_approx(ml.x - M);
+                    const float4 r = *(const float4 *)&red[(w * ng + g) * D + d];
+                    num[0] += r.x * wt;
+                    num[1] += r.y * wt;
+                    num[2] += r.z * wt;
+                    num[3] += r.w * wt;
+                    den += ml.y * wt;
+                }
+            }
+            const int64_t row = (int64_t)b * a.H + h0 + g;
+#pragma unroll
+            for (int e = 0; e < 4; e++)
+                a.out[row * D + d + e] = ft_from_float_fp16(num[e] / den);
+        }
+        ft_mbar_arrive(&qfree); /* the partials (in q_s) read: the producer may write the next row's q */
+    }
+    used += ntiles;
+    } /* the row blocks */
+#endif
+}
+
+/* tq: tensor-map boxes of 32 rows x 32 columns in the 64-byte swizzle, 4 consumer warps, 3 stages of 128 steps (50176 bytes). */
+#define FT_ATTN_H32_FP16_MTQ_THREADS 160
+#define FT_ATTN_H32_FP16_MTQ_SMEM 50176
+#define FT_ATTN_H32_FP16_MTQ_BOX 32 /* rows of a box */
+
+/* A stage's K and V boxes: rows y.. of the tensor maps, from column x; columns
+ * [x + 32 p, x + 32 p + 32) of K in st + p * TK * 64 (64 bytes a row), of V in st + HALF
+ * + ..., box j of them at row j * BOX. */
+static __device__ __forceinline__ void ft_attn_mma_copy_tq_h32_fp16(unsigned char *st, int x, int y, const CUtensorMap *mk,
+                                                                        const CUtensorMap *mv, int stream,
+                                                                        unsigned long long *bar)
+{
+    enum { ROW = FT_ATTN_H32_FP16_D * 2, TK = 128, HALF = 8192, BOX = FT_ATTN_H32_FP16_MTQ_BOX };
+    /* rows in order, K and V of each piece side by side */
+#pragma unroll
+    for (int j = 0; j < TK / BOX; j++)
+#pragma unroll
+        for (int p = 0; p < ROW / 64; p++) {
+            ft_tensor_load_2d(st + p * TK * 64 + j * BOX * 64, mk, x + p * 32, y + j * BOX, bar, stream);
+            ft_tensor_load_2d(st + HALF + p * TK * 64 + j * BOX * 64, mv, x + p * 32, y + j * BOX, bar, stream);
+        }
+}
+
+/* The L2 prefetch of what ft_attn_mma_copy_tq_h32_fp16 would load. */
+static __device__ __forceinline__ void ft_attn_mma_prefetch_tq_h32_fp16(int x, int y, const CUtensorMap *mk,
+                                                                            const CUtensorMap *mv)
+{
+    enum { ROW = FT_ATTN_H32_FP16_D * 2, TK = 128, BOX = FT_ATTN_H32_FP16_MTQ_BOX };
+    for (int j = 0; j < TK / BOX; j++)
+        for (int p = 0; p < ROW / 64; p++) {
+            ft_tensor_prefetch_l2_2d(mk, x + p * 32, y + j * BOX);
+            ft_tensor_prefetch_l2_2d(mv, x + p * 32, y + j * BOX);
+        }
+}
+
+/* Grid and clusters as ft_attn_async_h32_fp16_g*; rows of 16 heads (pass = which 16). Any
+ * layout without an indirection table (the launcher checks): tmk, tmv map the caches as
+ * rows of one step's elements (ft_attn_tensor_view). */
+static __global__ void __launch_bounds__(160, 2) ft_attn_mma_tq_h32_fp16(ft_attn_kargs_h32_fp16 a,
+    const __grid_constant__ CUtensorMap tmk, const __grid_constant__ CUtensorMap tmv)
+{
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    enum {
+        D = FT_ATTN_H32_FP16_D, NW = 4, NTC = NW * 32, R = 128, KW = 32, TK = 128, NS = 3,
+        GQ = FT_ATTN_H32_FP16_MGQ, ROW = D * 2, CS = 0, HALF = 8192, STAGE = 16384,
+        J = 8 * R / KW /* rows of one copy among the 8 of an ldmatrix */
+    };
+    extern __shared__ __align__(128) unsigned char ft_attn_stages[]; /* NS x (K copies, V copies) */
+    /* tp, t3 as a persistent grid (p->grid blocks, fewer than the row blocks): block x takes
+     * row blocks x, x + gridDim.x, ... in turn. The stages' uses run on across its rows (use
+     * u = used + i), so the producer streams the next row's tiles while the consumers finish
+     * this one (its last tiles' rows, the warps' merge, the output), and the next row's q, k
+     * and v are fetched into the L2 as this one starts. The warps' partials go to q_s, free
+     * once the Q fragments are built: the launcher takes tp for groups of at most GQ / NW
+     * heads (NW x ng x D floats fit), at most 8: they are the mma's n
+     * dimension, as past D128 (a loop over rows of t3's kernel spilled at D128). The producer warp
+     * loads a row's q and new k, v as it requests the row's tiles, and writes them into q_s
+     * and kv_new once the consumers are done with the row before (qfree, qfull): no L2
+     * round trip between the consumers' rows. tq is tp in 3 stages, 2 blocks an SM,
+     * for rows of more than one tile. */
+    __shared__ __align__(8) unsigned long long full[NS], empty[NS];
+    __shared__ __align__(16) float q_s[GQ][D];
+    __shared__ __align__(16) float kv_new[2][D];
+    __shared__ __align__(16) __half kv_row[2][D];
+    __shared__ float2 ml_s[NW][GQ];
+
+    __shared__ __align__(8) unsigned long long qfull, qfree; /* q_s and kv_new handed over, a phase a row */
+    enum { /* a producer lane's 16-byte words of q and of k, v: VE elements each */
+        VE = 16 / 2, QL = (GQ / NW * D / VE + 31) / 32, KL = (2 * D / VE + 31) / 32
+    };
+    ft_pdl_trigger(); /* a dependent launch may be scheduled; it waits for this grid's end */
+    const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
+    const int s0 = 0; /* unsplit */
+    const int passes = (a.G + GQ - 1) / GQ, nrb = a.B * a.Hkv * passes;
+    if (tid == 0) {
+        ft_mbar_init(&qfull, 32);
+        ft_mbar_init(&qfree, NTC);
+    }
+    if (tid == 0) {
+#pragma unroll
+        for (int s = 0; s < NS; s++) {
+            ft_mbar_init(&full[s], 1);
+            /* every consumer thread releases a stage itself, after its own reads: the order
+             * compute-sanitizer's racecheck follows (one arrival a warp after __syncwarp, which
+             * it does not, read as a hazard; the H100 times both alike) */
+            ft_mbar_init(&empty[s], NTC);
+        }
+        ft_mbar_init_fence();
+    }
+    __syncthreads();
+    /* the boxes' swizzle repeats every 1024 bytes: the stages start on such a boundary */
+    unsigned char *const stages = (unsigned char *)(((uintptr_t)ft_attn_stages + 1023) & ~(uintptr_t)1023);
+    if (warp == NW - 1 && lane == 0 && blockIdx.x < nrb) { /* the first row's first tile, as ft_attn_async_*'s */
+        const int rb = blockIdx.x;
+        int tx, ty;
+        ft_attn_tensor_origin(a.layout, rb / passes / a.Hkv, (rb / passes) % a.Hkv, a.Hkv, a.L, D, &tx, &ty);
+        ft_attn_mma_prefetch_tq_h32_fp16(tx, ty, &tmk, &tmv);
+    }
+    ft_pdl_wait();
+    int used = 0; /* stage uses of the rows before this one */
+#pragma unroll 1
+    for (int rb = blockIdx.x; rb < nrb; rb += gridDim.x) {
+    const int pass = rb % passes;
+    const int kvh = (rb / passes) % a.Hkv;
+    const int b = rb / passes / a.Hkv;
+    const int h0 = kvh * a.G + pass * GQ;
+    const int ng = min(GQ, a.G - pass * GQ);
+    int64_t kvbase, kvstride;
+    ft_kv_base(a.layout, b, kvh, a.B, a.Hkv, a.L, D, &kvbase, &kvstride);
+    const int stream = passes == 1;
+    int tx, ty;
+    ft_attn_tensor_origin(a.layout, b, kvh, a.Hkv, a.L, D, &tx, &ty);
+    /* tile 0 of every row is requested before its length is known (whole boxes, read within
+     * the capacity), as soon as its stage is free: the length's load overlaps its flight */
+    const int spec = TK;
+    float *const red = &q_s[0][0]; /* [NW][ng][D] */
+    if (warp == NW && lane == 0) {
+        const int s = used % NS;
+        if (used >= NS)
+            ft_mbar_wait(&empty[s], ((used / NS) & 1) ^ 1);
+        ft_mbar_expect_tx(&full[s], 2u * TK * ROW);
+        ft_attn_mma_copy_tq_h32_fp16(stages + (size_t)s * STAGE, tx, ty, &tmk, &tmv, stream, &full[s]);
+    }
+    const int jrow = (rb - (int)blockIdx.x) / (int)gridDim.x; /* the block's rows before this one */
+    if (warp == 0 && rb + (int)gridDim.x < nrb) {
+        /* the next row's q (and new k, v) into the L2, a line a lane */
+        const int rn = rb + gridDim.x;
+        const int npass = rn % passes;
+        const int nkvh = (rn / passes) % a.Hkv;
+        const int nb = rn / passes / a.Hkv;
+        const int nh0 = nkvh * a.G + npass * GQ;
+        const int nng = min(GQ, a.G - npass * GQ);
+        const char *qp = (const char *)(a.q + ((int64_t)nb * a.H + nh0) * D);
+        for (uintptr_t l = ((uintptr_t)qp & ~(uintptr_t)127) + (uintptr_t)lane * 128;
+             l < (uintptr_t)qp + (uintptr_t)nng * ROW; l += 32 * 128)
+            ft_prefetch_l2((const void *)l);
+        if (a.is_self && lane < 2 * ((ROW + 127) / 128)) {
+            const int which = lane & 1, piece = lane >> 1;
+            const char *kp = (const char *)((which ? a.v_new : a.k_new) + ((int64_t)nb * a.Hkv + nkvh) * D);
+            ft_prefetch_l2(kp + min(piece * 128, ROW - 1));
+        }
+    }
+    int steps, new_pos;
+    if (!ft_attn_row_h32_fp16(&a, b, &steps, &new_pos)) {
+        if (warp < NW) { /* the early tile is one use of its stage: landed and released */
+            const int s = used % NS;
+            ft_mbar_wait(&full[s], (used / NS) & 1);
+            ft_mbar_arrive(&empty[s]);
+        }
+        used += 1;
+        if (warp == NW) { /* the row's hand-over of q_s, with nothing in it */
+            if (jrow > 0)
+                ft_mbar_wait(&qfree, (jrow - 1) & 1);
+            ft_mbar_arrive(&qfull);
+        } else {
+            ft_mbar_wait(&qfull, jrow & 1);
+            ft_mbar_arrive(&qfree);
+        }
+        if (warp < NW)
+            for (int i = tid; i < ng * D; i += NTC)
+                a.out[((int64_t)b * a.H + h0) * D + i] = ft_from_float_fp16(ft_attn_invalid_value_h32_fp16(&a, b));
+        continue;
+    }
+    const int s1 = steps;
+    const int owner = new_pos >= s0 && new_pos < s1; /* this block holds the new token (its last step) */
+    const int cache_end = new_pos >= 0 ? min(s1, new_pos) : s1; /* steps read from the cache */
+    /* the stages cover [s0, s1), the new token included; tile 0 copies at most min(TK,
+     * chunk) cached steps (the last split's: TK), all below the capacity: within spec */
+    const int ntiles = s1 > s0 ? (s1 - s0 + TK - 1) / TK : 0;
+
+    if (warp == NW) {
+        /* ---- producer: stage s = i % NS is refilled once the consumers released its previous use */
+        /* this row's q and new k, v (and biases) loaded into registers as they are, 16 bytes
+         * a word: nothing waits for them before this row's tiles are requested (converted on
+         * loading, they held the next tile's request back by an L2 round trip). Written into
+         * q_s and kv_new, biases added (zeros where none), once the consumers end the last row.
+         * Assigned on every path of this branch, so that no value of them is live across the
+         * consumers' part of the loop. Pointers aligned to their elements only: element loads. */
+        const int vec = (((uintptr_t)a.q | (uintptr_t)a.k_new | (uintptr_t)a.v_new | (uintptr_t)a.q_bias |
+                          (uintptr_t)a.k_bias | (uintptr_t)a.v_bias) & 15) == 0;
+        ft_pack_fp16x8_u qv[QL], qb[QL], kn[KL], kb[KL];
+#pragma unroll
+        for (int e = 0; e < QL; e++) {
+            const int c = lane + 32 * e; /* elements [c VE, c VE + VE) of the group's q */
+            qv[e].w = qb[e].w = make_uint4(0u, 0u, 0u, 0u);
+            if (c * VE < ng * D) {
+                const __half *src = a.q + ((int64_t)b * a.H + h0) * D + c * VE;
+                const __half *bias = a.q_bias ? a.q_bias + (int64_t)h0 * D + c * VE : NULL;
+                ft_attn_word_h32_fp16(&qv[e], src, vec);
+                if (bias)
+                    ft_attn_word_h32_fp16(&qb[e], bias, vec);
+            }
+        }
+#pragma unroll
+        for (int e = 0; e < KL; e++) {
+            const int c = lane + 32 * e, which = c * VE / D, d = c * VE % D; /* k (0) or v (1), at d */
+            kn[e].w = kb[e].w = make_uint4(0u, 0u, 0u, 0u);
+            if (owner && which < 2) {
+                const __half *bias = which ? a.v_bias : a.k_bias;
+                ft_attn_word_h32_fp16(&kn[e], (which ? a.v_new : a.k_new) + ((int64_t)b * a.Hkv + kvh) * D + d, vec);
+                if (bias)
+                    ft_attn_word_h32_fp16(&kb[e], bias + (int64_t)kvh * D + d, vec);
+            }
+        }
+        /* tile 0 is requested; the hand-over comes before the first tile that waits for this
+         * row's consumers to release a stage (NS), or after the row's last */
+        const int i0 = spec > 0 ? 1 : 0;
+        for (int i = i0;; i++) {
+            if (i == max(i0, min(ntiles, NS))) {
+                if (jrow > 0)
+                    ft_mbar_wait(&qfree, (jrow - 1) & 1);
+#pragma unroll
+                for (int e = 0; e < QL; e++) {
+                    const int c = lane + 32 * e;
+                    if (c * VE < ng * D) {
+                        float f[VE], fb[VE];
+                        ft_unpack_fp16x8(qv[e].w, f);
+                        ft_unpack_fp16x8(qb[e].w, fb);
+#pragma unroll
+                        for (int j = 0; j < VE; j += 4)
+                            *(float4 *)&q_s[c * VE / D][c * VE % D + j] =
+                                make_float4(f[j] + fb[j], f[j + 1] + fb[j + 1], f[j + 2] + fb[j + 2], f[j + 3] + fb[j + 3]);
+                    }
+                }
+                if (owner)
+#pragma unroll
+                    for (int e = 0; e < KL; e++) {
+                        const int c = lane + 32 * e;
+                        if (c * VE < 2 * D) {
+                            float f[VE], fb[VE];
+                            ft_unpack_fp16x8(kn[e].w, f);
+                            ft_unpack_fp16x8(kb[e].w, fb);
+#pragma unroll
+                            for (int j = 0; j < VE; j += 4)
+                                *(float4 *)&kv_new[c * VE / D][c * VE % D + j] =
+                                    make_float4(f[j] + fb[j], f[j + 1] + fb[j + 1], f[j + 2] + fb[j + 2], f[j + 3] + fb[j + 3]);
+                        }
+                    }
+                ft_mbar_arrive(&qfull); /* release: the writes above before the consumers' reads */
+            }
+            if (i >= ntiles)
+                break;
+            const int s = (used + i) % NS, t0 = s0 + i * TK, nc = max(0, min(TK, cache_end - t0));
+            if ((used + i) >= NS)
+                ft_mbar_wait(&empty[s], (((used + i) / NS) & 1) ^ 1);
+            if (lane == 0) {
+                /* whole boxes (rows past the cached ones are never used); a tile of the new
+                 * token alone: an arrival */
+                ft_mbar_expect_tx(&full[s], nc > 0 ? 2u * TK * ROW : 0u);
+                if (nc > 0)
+                    ft_attn_mma_copy_tq_h32_fp16(stages + (size_t)s * STAGE, tx, ty + t0, &tmk, &tmv, stream,
+                                                            &full[s]);
+            }
+        }
+    } else {
+        /* ---- consumers (warps 0..NW-1, barrier 1 among them) */
+    /* ---- prologue: q (+bias, rotary, scale) and the new k, v (+bias, rotary, rounded) */
+        ft_mbar_wait(&qfull, jrow & 1); /* q (+bias) in q_s and the new k, v (+bias) in kv_new, from the producer */
+        if (a.rope != FT_ROPE_NONE) { /* uniform: a kernel argument */
+            /* a thread a pair, rotated in place (no arrays of values held over a barrier) */
+            const int hp = a.rotary_dim >> 1, rest = D - a.rotary_dim;
+            for (int i = tid; i < ng * hp; i += NTC)
+                ft_rope_pair(q_s[i / hp], i % hp, new_pos, a.rope, a.rotary_dim, a.log2_base, a.qk_scale);
+            for (int i = tid; i < ng * rest; i += NTC)
+                q_s[i / rest][a.rotary_dim + i % rest] *= a.qk_scale;
+            if (owner)
+                for (int j = tid; j < hp; j += NTC)
+                    ft_rope_pair(kv_new[0], j, new_pos, a.rope, a.rotary_dim, a.log2_base, 1.0f);
+            ft_named_sync(1, NTC); /* the new k's elements below are rounded by other threads than rotated them */
+        } else {
+            for (int i = tid; i < ng * D; i += NTC)
+                q_s[i / D][i % D] *= a.qk_scale;
+        }
+        /* the new k, v rounded as stored; each thread the elements it loaded (and rotated) */
+        for (int d = tid; d < D; d += NTC)
+            if (owner) {
+                /* attend to the new k, v exactly as stored, as every later step will */
+                const __half kq = ft_from_float_fp16(kv_new[0][d]), vq = ft_from_float_fp16(kv_new[1][d]);
+                kv_new[0][d] = ft_to_float_fp16(kq);
+                kv_new[1][d] = ft_to_float_fp16(vq);
+                if (pass == 0) {
+                    a.k_cache[kvbase + (int64_t)new_pos * kvstride + d] = kq;
+                    a.v_cache[kvbase + (int64_t)new_pos * kvstride + d] = vq;
+                }
+            }
+        ft_named_sync(1, NTC);
+
+        if (owner) {
+            for (int i = tid; i < 2 * D; i += NTC)
+                kv_row[i / D][i % D] = ft_from_float_fp16(kv_new[i / D][i % D]);
+            ft_named_sync(1, NTC);
+        }
+        const int g = lane >> 2, tq = lane & 3;
+        /* heads as the mma's n dimension: S^T = K Q^T (m = 16 steps, n = the 8 heads, k = 16 of
+         * D) and O^T += V^T P^T (m = 16 of D, n = the heads, k = 16 steps), so that no row of
+         * a fragment is empty and a warp holds D / 4 accumulators. Q^T as B fragments
+         * (column g = head g; heads past the group are zero). */
+        unsigned qf[D / 16][2];
+#pragma unroll
+        for (int kk = 0; kk < D / 16; kk++)
+#pragma unroll
+            for (int e = 0; e < 2; e++) {
+                const int c = kk * 16 + 2 * tq + e * 8;
+                float f[2] = {0.0f, 0.0f};
+                if (g < ng) {
+                    f[0] = q_s[g][c];
+                    f[1] = q_s[g][c + 1];
+                }
+                qf[kk][e] = ft_pack_fp16x2(f);
+            }
+        /* O^T: o[j][e] is element d = 16 j + g + 8 (e >> 1) of head 2 tq + (e & 1); m, l per
+         * head 2 tq + h */
+        float o[D / 16][4], m[2] = {-INFINITY, -INFINITY}, l[2] = {0.0f, 0.0f};
+#pragma unroll
+        for (int j = 0; j < D / 16; j++)
+            o[j][0] = o[j][1] = o[j][2] = o[j][3] = 0.0f;
+        const int r0 = warp * KW;
+        /* ldmatrix rows of this lane (K: matrix lane/8 = n-tile pair half, k half; V transposed:
+         * k half, n half), in step order; the 16-byte piece of a row is XORed with row % 8
+         * (= lane % 8), so kx / vx are the lane's part of that */
+        const int koff = (r0 + (lane >> 4) * 8 + (lane & 7)) * 64, kx = ((lane >> 3) & 1) ^ ((lane & 7) >> 1);
+        /* V^T's A fragments (ldmatrix.trans) take the rows of K's: matrix lane/8 = d half,
+         * step half */
+
+        for (int i = 0; i < ntiles; i++) {
+            const int s = (used + i) % NS, t0 = s0 + i * TK, n = min(TK, s1 - t0), nc = max(0, min(TK, cache_end - t0));
+            unsigned char *kb = stages + (size_t)s * STAGE, *vb = kb + HALF;
+            ft_mbar_wait(&full[s], ((used + i) / NS) & 1);
+            if (r0 < n) {
+                if (nc < r0 + KW) {
+                    /* rows from nc on: the new token (as stored) at nc if it is this tile's, then zeros in V */
+                    for (int r = max(nc, r0); r < r0 + KW; r++) {
+                        for (int c = lane; c < ROW / 16; c += 32) {
+                            const int off = (c >> 2) * TK * 64 + r * 64 + (((c & 3) ^ ((r >> 1) & 3)) << 4);
+                            uint4 *kd = (uint4 *)(kb + off) - c, *vd = (uint4 *)(vb + off) - c; /* [c] is the piece */
+                            if (r < n) {
+                                kd[c] = ((const uint4 *)kv_row[0])[c];
+                                vd[c] = ((const uint4 *)kv_row[1])[c];
+                            } else {
+                                vd[c] = make_uint4(0u, 0u, 0u, 0u);
+                            }
+                        }
+                    }
+                    __syncwarp();
+                }
+                /* S^T = K Q^T over the warp's KW steps: m-tile t (0, 1) is the 16-row form's key
+                 * n-tiles 2 t and 2 t + 1 (steps in order),
+                 * its rows g and g + 8 their columns g; K's A fragment is that form's
+                 * ldmatrix, matrices 0, 2, 1, 3; two accumulators a tile (even and odd
+                 * k-steps), so that four mma chains run at once */
+                float sa[2][2][4];
+#pragma unroll
+                for (int t = 0; t < 2; t++)
+#pragma unroll
+                    for (int e = 0; e < 4; e++)
+                        sa[t][0][e] = sa[t][1][e] = 0.0f;
+#pragma unroll
+                for (int kk = 0; kk < D / 16; kk++)
+#pragma unroll
+                    for (int t = 0; t < 2; t++) {
+                        unsigned r[4];
+                        ft_ldsm_x4(r, kb + koff + t * 16 * 64 + (kk >> 1) * TK * 64 + ((((kk & 1) << 1) ^ kx) << 4));
+                        const unsigned ka[4] = {r[0], r[2], r[1], r[3]};
+                        ft_mma_fp16(sa[t][kk & 1], ka, qf[kk][0], qf[kk][1]);
+                    }
+                float st[2][4]; /* st[t][e]: step g + 8 (e >> 1) of m-tile t, head 2 tq + (e & 1) */
+#pragma unroll
+                for (int t = 0; t < 2; t++)
+#pragma unroll
+                    for (int e = 0; e < 4; e++)
+                        st[t][e] = sa[t][0][e] + sa[t][1][e];
+                if (r0 + KW > n)
+#pragma unroll
+                    for (int t = 0; t < 2; t++)
+#pragma unroll
+                        for (int e = 0; e < 4; e++)
+                            if (r0 + (2 * t + (e >> 1)) * 8 + g >= n)
+                                st[t][e] = -INFINITY;
+                /* online softmax per head (column): the 8 lanes of a column (g) hold its KW steps */
+#pragma unroll
+                for (int h = 0; h < 2; h++) {
+                    float mx = fmaxf(fmaxf(st[0][h], st[0][h + 2]), fmaxf(st[1][h], st[1][h + 2]));
+                    mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 4));
+                    mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 8));
+                    mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 16));
+                    const float mnew = fmaxf(m[h], mx); /* finite: the warp has a step in this tile */
+                    const float alpha = ft_exp2_approx(m[h] - mnew);
+                    m[h] = mnew;
+                    float sum = 0.0f;
+#pragma unroll
+                    for (int t = 0; t < 2; t++) {
+                        st[t][h] = ft_exp2_approx(st[t][h] - mnew);
+                        st[t][h + 2] = ft_exp2_approx(st[t][h + 2] - mnew);
+                        sum += st[t][h] + st[t][h + 2];
+                    }
+                    l[h] = l[h] * alpha + sum;
+#pragma unroll
+                    for (int j = 0; j < D / 16; j++) {
+                        o[j][h] *= alpha;
+                        o[j][h + 2] *= alpha;
+                    }
+                }
+                /* O^T += V^T P^T: k-step t takes m-tile t of S^T, transposed into P^T's B
+                 * fragments (steps 2 tq, 2 tq + 1 of column g) by movmatrix */
+#pragma unroll
+                for (int t = 0; t < 2; t++) {
+                    const unsigned pb0 = ft_movmatrix_trans(ft_pack_fp16x2(&st[t][0]));
+                    const unsigned pb1 = ft_movmatrix_trans(ft_pack_fp16x2(&st[t][2]));
+#pragma unroll
+                    for (int dp = 0; dp < D / 16; dp++) {
+                        unsigned r[4];
+                        ft_ldsm_x4_trans(r, vb + koff + t * 16 * 64 + (dp >> 1) * TK * 64 + ((((dp & 1) << 1) ^ kx) << 4));
+                        ft_mma_fp16(o[dp], r, pb0, pb1);
+                    }
+                }
+            }
+            ft_fence_proxy_async(); /* these reads and writes before the bulk copy that refills the stage */
+            ft_mbar_arrive(&empty[s]);
+        }
+
+        /* ---- the warp's partials (sums over a head's lanes: a column's 8), then the warps merged */
+#pragma unroll
+        for (int h = 0; h < 2; h++) { /* over the column's 8 lanes */
+            l[h] += __shfl_xor_sync(0xffffffffu, l[h], 4);
+            l[h] += __shfl_xor_sync(0xffffffffu, l[h], 8);
+            l[h] += __shfl_xor_sync(0xffffffffu, l[h], 16);
+        }
+        ft_named_sync(1, NTC); /* every consumer is past its last stage */
+        /* the columns of the block's heads only (ng of the 8) */
+#pragma unroll
+        for (int h = 0; h < 2; h++)
+            if (2 * tq + h < ng) {
+                float *rp = &red[(warp * ng + 2 * tq + h) * D + g];
+#pragma unroll
+                for (int j = 0; j < D / 16; j++) {
+                    rp[16 * j] = o[j][h];
+                    rp[16 * j + 8] = o[j][h + 2];
+                }
+            }
+        if (g == 0)
+#pragma unroll
+            for (int h = 0; h < 2; h++)
+                ml_s[warp][2 * tq + h] = make_float2(m[h], l[h]);
+        ft_named_sync(1, NTC);
+        /* four consecutive elements of a head a thread (D % 4 == 0; where the block's heads
+         * take more than one round of its threads): the warps' weights once for the four, and
+         * a quarter of the dependent rounds. The tensor-core kernel's 2 warps x 4 heads at
+         * D128 took 8 rounds of 64 threads, 1.5 us of a short row's 12.7 on the H100
+         * (bench/attn_stamps), 0.7 us so; with its partials written for the block's heads only
+         * and no softmax on empty rows, ftbench device us, fp16 H32 Hkv8 D128, t3 so / before:
+         * B256 L128 60.6 / 65.6, B256 L256 95.9 / 97.6, B128 H64 L256 52.1 / 58.8; ts, B32
+         * L256: 13.9 / 15.1. In one round (one head a block) it is not faster: B256 H8 D64
+         * L128 29.6 / 29.4. */
+        for (int i = 4 * tid; i < ng * D; i += 4 * NTC) {
+            const int g = i / D, d = i % D;
+            float M = -INFINITY;
+#pragma unroll
+            for (int w = 0; w < NW; w++)
+                if (ml_s[w][g].y > 0.0f)
+                    M = fmaxf(M, ml_s[w][g].x);
+            float num[4] = {0.0f}, den = 0.0f;
+#pragma unroll
+            for (int w = 0; w < NW; w++) {
+                const float2 ml = ml_s[w][g];
+                if (ml.y > 0.0f) { /* a warp without rows drops out */
+                    const float wt = ft_exp2_approx(ml.x - M);
+                    const float4 r = *(const float4 *)&red[(w * ng + g) * D + d];
+                    num[0] += r.x * wt;
+                    num[1] += r.y * wt;
+                    num[2] += r.z * wt;
+                    num[3] += r.w * wt;
+                    den += ml.y * wt;
+                }
+            }
+            const int64_t row = (int64_t)b * a.H + h0 + g;
+#pragma unroll
+            for (int e = 0; e < 4; e++)
+                a.out[row * D + d + e] = ft_from_float_fp16(num[e] / den);
+        }
+        ft_mbar_arrive(&qfree); /* the partials (in q_s) read: the producer may write the next row's q */
+    }
+    used += ntiles;
+    } /* the row blocks */
+#endif
+}
+
 /* The sm_90 kernel for `gq` heads per block in form `wide` (1-4 heads: 0 bulk copies, 1
  * tensor-map boxes of a strided cache, 2 and 3 the same for short rows (one head), 4 ap
  * (one head, 0 as a persistent grid); a head group: 0 r4, 1 r8, 2 tm, then ts, t3, tp and tq
@@ -4370,6 +6305,30 @@ static inline const void *ft_attn_async_kernel_h32_fp16(int gq, int wide, int *i
         *smem = FT_ATTN_H32_FP16_MR8_SMEM;
         return (const void *)ft_attn_mma_r8_h32_fp16;
     }
+    if (gq == FT_ATTN_H32_FP16_MGQ && wide == 2) {
+        *index = 12;
+        *threads = FT_ATTN_H32_FP16_MTM_THREADS;
+        *smem = FT_ATTN_H32_FP16_MTM_SMEM;
+        return (const void *)ft_attn_mma_tm_h32_fp16;
+    }
+    if (gq == FT_ATTN_H32_FP16_MGQ && wide == 3) {
+        *index = 13;
+        *threads = FT_ATTN_H32_FP16_MT3_THREADS;
+        *smem = FT_ATTN_H32_FP16_MT3_SMEM;
+        return (const void *)ft_attn_mma_t3_h32_fp16;
+    }
+    if (gq == FT_ATTN_H32_FP16_MGQ && wide == 4) {
+        *index = 14;
+        *threads = FT_ATTN_H32_FP16_MTP_THREADS;
+        *smem = FT_ATTN_H32_FP16_MTP_SMEM;
+        return (const void *)ft_attn_mma_tp_h32_fp16;
+    }
+    if (gq == FT_ATTN_H32_FP16_MGQ && wide == 5) {
+        *index = 15;
+        *threads = FT_ATTN_H32_FP16_MTQ_THREADS;
+        *smem = FT_ATTN_H32_FP16_MTQ_SMEM;
+        return (const void *)ft_attn_mma_tq_h32_fp16;
+    }
     *index = -1;
     *threads = *smem = 0;
     return NULL;
@@ -4386,7 +6345,7 @@ static inline int ft_attn_cuda_group_h32_fp16(int gq)
  * per device (after raising the kernel's dynamic shared-memory limit to its stages). */
 static inline ft_status ft_attn_async_occupancy_h32_fp16(const char *fn, int gq, int wide, int *blocks)
 {
-    static int cache[12][64];
+    static int cache[16][64];
     int gi, threads, smem;
     const void *kernel = ft_attn_async_kernel_h32_fp16(gq, wide, &gi, &threads, &smem);
     if (kernel == NULL)
@@ -4416,13 +6375,40 @@ static inline ft_status ft_attn_async_occupancy_h32_fp16(const char *fn, int gq,
     return FT_OK;
 }
 
+/* Whether a group of `G` query heads fits a persistent form of `nw` consumer warps: their
+ * partials of at most FT_ATTN_H32_FP16_MGQ heads share q_s's FT_ATTN_H32_FP16_MGQ rows. */
+static inline int ft_attn_group_fits_h32_fp16(int G, int nw)
+{
+    return nw * (G < FT_ATTN_H32_FP16_MGQ ? G : FT_ATTN_H32_FP16_MGQ) <= FT_ATTN_H32_FP16_MGQ;
+}
+
+/* The persistent head-group forms (tp, tq): where `blocks` row blocks are more than `more`
+ * for each block that form `wide` fills the device with, the form runs as the fewest blocks
+ * that give every block as many row blocks; otherwise the plan keeps its form. Raises the
+ * form's shared-memory limit either way. */
+static inline ft_status ft_attn_persist_h32_fp16(const char *fn, ft_attn_plan *p, int wide, int64_t blocks,
+                                                  int sms, int more)
+{
+    int per = 0;
+    ft_status st = ft_attn_async_occupancy_h32_fp16(fn, p->gq, wide, &per);
+    if (st != FT_OK)
+        return st;
+    const int64_t slots = (int64_t)per * sms;
+    if (blocks > more * slots) {
+        const int64_t rows = (blocks + slots - 1) / slots; /* row blocks a block */
+        p->wide = wide;
+        p->grid = (int)((blocks + rows - 1) / rows);
+    }
+    return FT_OK;
+}
+
 /* Clusters of `size` blocks of the sm_90 kernel for `gq` heads (form `wide`) that the device
  * runs at once, looked up once per device and size; `solo`: launched with
  * FT_ATTN_SOLO_SMEM (p->solo). */
 static inline ft_status ft_attn_async_clusters_h32_fp16(const char *fn, int gq, int wide, int size, int solo,
                                                           int *clusters)
 {
-    static int cache[12][2][FT_ATTN_CLUSTER_SPLITS + 1][64];
+    static int cache[16][2][FT_ATTN_CLUSTER_SPLITS + 1][64];
     int gi, threads, smem;
     const void *kernel = ft_attn_async_kernel_h32_fp16(gq, wide, &gi, &threads, &smem);
     if (kernel == NULL || size < 1 || size > FT_ATTN_CLUSTER_SPLITS)
@@ -4500,11 +6486,11 @@ static inline ft_status ft_attn_plan_grid_h32_fp16(const char *fn, ft_attn_plan 
     ft_attn_tensor_view(layout, p->B, p->Hkv, p->L, 32, &tm_r, &tm_c);
     const int tm_rows = !indirect && tm_r <= INT32_MAX - 256 && tm_c <= INT32_MAX;
     /* strided steps (FT_KV_LBHD, FT_KV_BLHD) run on the sm_90 kernels through tensor maps
-     * where the kernel has a box for them (a head group on tensor cores has no tm form here) */
-    /* a head group of 5 or more heads (3 or more in a strided cache) runs on tensor cores (below) */
-    const int tensor_group = p->G >= (layout == FT_KV_BHLD ? 5 : 3);
+     * where the kernel has a box for them (a head group: the tm form) */
+    /* a head group of 2 or more heads runs on tensor cores (below) */
+    const int tensor_group = p->G >= 2;
     const int tm_auto = layout == FT_KV_BHLD ||
-                        (tm_rows && (tensor_group ? 0 : ft_attn_async_box_h32_fp16(p->gq) > 0));
+                        (tm_rows && (tensor_group ? 1 : ft_attn_async_box_h32_fp16(p->gq) > 0));
     if (impl == FT_ATTN_IMPL_ASYNC || (impl == FT_ATTN_IMPL_AUTO && !indirect && tm_auto)) {
         int major = 0, per_sm = 0;
         if ((st = ft_cc_major(fn, &major)) != FT_OK)
@@ -4534,6 +6520,8 @@ static inline ft_status ft_attn_plan_grid_h32_fp16(const char *fn, ft_attn_plan 
     if ((st = ft_attn_plan_splits(fn, p, splits, (int)blocks, 32, slots, p->async ? FT_ATTN_CLUSTER_SPLITS : 1,
                                   ws_bytes, ws)) != FT_OK)
         return st;
+    if (splits == 0 && p->async && p->gq == FT_ATTN_H32_FP16_MGQ && tm_rows) /* split head groups run in the tm form */
+        ft_attn_prefer_cluster_splits(p, blocks, sms, 128);
     p->wide = 0;
     if (p->async && p->gq == FT_ATTN_H32_FP16_MGQ && one_per_sm && p->splits <= 2 && splits <= 1) {
         /* one block per row block (automatic splits of 1 or 2, or 1 asked for) and one block
@@ -4546,6 +6534,67 @@ static inline ft_status ft_attn_plan_grid_h32_fp16(const char *fn, ft_attn_plan 
         p->wide = 1;
         p->splits = 1;
         p->chunk = p->max_seq;
+    }
+    if (p->async && p->gq == FT_ATTN_H32_FP16_MGQ && tm_rows) {
+        /* contiguous rows: the tm form, fed by tensor-map boxes, in place of r8 unsplit
+         * and of r4 split (H100, fp16, ftbench device us, tm / r8: B8 H32 Hkv8 D128 L4096
+         * 47.24 / 48.67, B16 L2048 46.01 / 48.22, B8 H64 Hkv8 48.42 / 49.13; gen/ftgen.py has
+         * the split forms' figures) */
+        int per_sm = 0;
+        if ((st = ft_attn_async_occupancy_h32_fp16(fn, p->gq, 2, &per_sm)) != FT_OK)
+            return st;
+        p->wide = 2;
+        p->tiled = 1;
+    }
+    if (p->async && p->wide == 2 && p->splits == 1 && p->max_seq <= 512 && blocks > sms) {
+        /* unsplit rows that the tm form's stages hold at once (512 steps): the tm form
+         * runs 2 blocks an SM here; past those, t3 below */
+        int per_sm = 0;
+        if ((st = ft_attn_async_occupancy_h32_fp16(fn, p->gq, 2, &per_sm)) != FT_OK)
+            return st;
+        if (blocks > (int64_t)per_sm * sms) {
+            /* more row blocks than tm's 2 an SM hold: the t3 form, two stages, three blocks an
+             * SM, where its blocks take fewer waves (H100, fp16, ftbench per call / device us, t3
+             * / tm, H16 Hkv4: B256 L256 32.8 / 30.7 against 36.0 / 32.9, B96 L256 16.1 / 11.5
+             * against 18.2 / 15.2; in as many waves, B128 L256, 20.8 / 18.6 against 21.4 / 17.2) */
+            int per3 = 0;
+            if ((st = ft_attn_async_occupancy_h32_fp16(fn, p->gq, 3, &per3)) != FT_OK)
+                return st;
+            const int64_t waves = (blocks + (int64_t)per_sm * sms - 1) / ((int64_t)per_sm * sms);
+            if (per3 > per_sm && (blocks + (int64_t)per3 * sms - 1) / ((int64_t)per3 * sms) < waves)
+                p->wide = 3;
+            /* rows that t3's two stages hold at once (256 steps; tq below takes longer
+             * ones), at least three row blocks for each block t3 fills the device with, groups
+             * whose warps' partials fit in q_s (4 warps x at most 4 heads): tp, t3 as a
+             * persistent grid, the fewest blocks that take as many rows each (H100, fp16, ftbench
+             * per call / device us, tp / t3: H32 Hkv8 D128 L128 B256 57.6 / 56.0 against 63.4 /
+             * 60.5, B512 103.5 / 99.6 against 129.8 / 126.9; H16 Hkv4 D64 B256 L256 29.9 / 27.0
+             * against 33.0 / 30.7; gen/ftgen.py has the rows it leaves to t3) */
+            const int64_t slots3 = (int64_t)per3 * sms;
+            if (p->wide == 3 && p->max_seq <= 512 && blocks > 2 * slots3 &&
+                ft_attn_group_fits_h32_fp16(p->G, 4)) {
+                /* rows of more than one tile: tq, tp in three stages, two blocks an SM (H100, fp16,
+                 * ftbench per call / device us, tq / tp: H32 Hkv8 D128 B256 L128 54.3-55.5 /
+                 * 50.2-50.4 against 57.6-57.7 / 56.1; D64 B256 L256 51.8 / 47.7-47.8 against
+                 * 51.8-52.3 / 51.1; rows of one tile lost, D64 H16 Hkv4 B256 L128 19.3 / 15.6-15.7
+                 * against 18.2 / 14.9), up to 512 steps (tq / t3: D128 B256 L256 96.1-96.4 /
+                 * 93.1-93.3 against 99.2-99.5 / 95.9) */
+                const int form = p->max_seq > 128 ? 5 : 4;
+                if ((st = ft_attn_persist_h32_fp16(fn, p, form, blocks, sms, 0)) != FT_OK)
+                    return st;
+            }
+        }
+    }
+    if (p->async && p->wide == 2 && p->splits == 1 && p->max_seq > 512 &&
+        p->max_seq <= 512 &&
+        ft_attn_group_fits_h32_fp16(p->G, 4)) {
+        /* unsplit rows past t3's bound, in more row blocks than two for each block tq fills
+         * the device with: tq in place of the tm form (H100, fp16, ftbench per call / device
+         * us, tq / tm: D128 H32 Hkv8 B256 L512 184.0 / 180.0 against 198.9 / 194.0, L448 162.2
+         * / 158.3 against 197.3 / 192.2, D64 H16 Hkv4 B256 L512 49.1 / 45.8 against 51.2 /
+         * 47.8; up to 512 steps: longer rows gained less or lost; gen/ftgen.py has them) */
+        if ((st = ft_attn_persist_h32_fp16(fn, p, 5, blocks, sms, 2)) != FT_OK)
+            return st;
     }
     if (p->async && !p->tiled && layout != FT_KV_BHLD && tm_rows && p->gq != FT_ATTN_H32_FP16_MGQ &&
         ft_attn_async_box_h32_fp16(p->gq) > 0) {
@@ -4644,18 +6693,20 @@ static inline ft_status ft_attn_launch_h32_fp16(const char *fn, ft_attn_kargs_h3
     CUtensorMap tmk, tmv; /* the tiled kernels' last two arguments */
     if (p->async && p->tiled) {
         /* the caches as rows of one step's elements (ft_attn_tensor_view), read in boxes of
-         * the
+         * FT_ATTN_H32_FP16_MTM_BOX steps x 32 columns in the 64-byte swizzle (tm form) or of the
          * kernel's box of steps x 32 columns, as dense rows */
         int64_t rows, cols;
         ft_attn_tensor_view(k->layout, p->B, p->Hkv, p->L, 32, &rows, &cols);
         const int swz = p->gq == FT_ATTN_H32_FP16_MGQ && p->wide >= 2; /* the tm, ts and t3 forms */
         unsigned box_rows = (unsigned)ft_attn_async_box_h32_fp16(p->gq);
-        const unsigned box_cols = swz ? 64u : 32u;
+        if (swz)
+            box_rows = FT_ATTN_H32_FP16_MTM_BOX; /* the ts and t3 forms read the tm form's boxes */
+        const unsigned box_cols = swz ? 32u : 32u;
         const CUtensorMapDataType type = CU_TENSOR_MAP_DATA_TYPE_FLOAT16;
         if ((st = ft_tensor_map_2d(fn, &tmk, k->k_cache, type, (uint64_t)cols, (uint64_t)rows, (uint64_t)cols * 2,
-                                   box_cols, box_rows, swz)) != FT_OK ||
+                                   box_cols, box_rows, swz ? 64 : 0)) != FT_OK ||
             (st = ft_tensor_map_2d(fn, &tmv, k->v_cache, type, (uint64_t)cols, (uint64_t)rows, (uint64_t)cols * 2,
-                                   box_cols, box_rows, swz)) != FT_OK)
+                                   box_cols, box_rows, swz ? 64 : 0)) != FT_OK)
             return st;
         args[1] = &tmk;
         args[2] = &tmv;

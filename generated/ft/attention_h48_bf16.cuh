@@ -3365,11 +3365,13 @@ static __global__ void __launch_bounds__(256, 2) ft_attn_async_h48_bf16_g2_tm(ft
  * Where rows are whole 128-byte pieces (D64, D128) and contiguous, a third form, tm, takes
  * r8's place (and r4's at D64): its stages are filled by tensor-map boxes
  * (cp.async.bulk.tensor) in the 128-byte swizzle, steps in order, the 16-byte piece p of a
- * row at p ^ (row % 8), which keeps ldmatrix conflict-free without padding. Where the tm
+ * row at p ^ (row % 8), which keeps ldmatrix conflict-free without padding; rows of 64
+ * bytes (D32) the same in the 64-byte swizzle, piece p at p ^ (row / 2 % 4), and r4's
+ * place too. Where the tm
  * form runs one block per SM (D128), a fourth, ts, is the same kernel with half the
  * consumer warps and stages, two blocks an SM, for many short rows (the launcher's rule);
  * t3 is a form of two stages, three blocks an SM, for more of them: ts's at D128, the tm
- * form's at D64 (where tm runs two blocks an SM); tp is t3 as a persistent grid, each block
+ * form's at D64 and D32 (where tm runs two blocks an SM); tp is t3 as a persistent grid, each block
  * taking rows one after the other, for rows its stages hold at once in many row blocks. */
 #define FT_ATTN_H48_BF16_MGQ 16
 
@@ -4650,12 +4652,12 @@ static inline ft_status ft_attn_launch_h48_bf16(const char *fn, ft_attn_kargs_h4
         ft_attn_tensor_view(k->layout, p->B, p->Hkv, p->L, 48, &rows, &cols);
         const int swz = p->gq == FT_ATTN_H48_BF16_MGQ && p->wide >= 2; /* the tm, ts and t3 forms */
         unsigned box_rows = (unsigned)ft_attn_async_box_h48_bf16(p->gq);
-        const unsigned box_cols = swz ? 64u : 48u;
+        const unsigned box_cols = swz ? 48u : 48u;
         const CUtensorMapDataType type = CU_TENSOR_MAP_DATA_TYPE_BFLOAT16;
         if ((st = ft_tensor_map_2d(fn, &tmk, k->k_cache, type, (uint64_t)cols, (uint64_t)rows, (uint64_t)cols * 2,
-                                   box_cols, box_rows, swz)) != FT_OK ||
+                                   box_cols, box_rows, swz ? 96 : 0)) != FT_OK ||
             (st = ft_tensor_map_2d(fn, &tmv, k->v_cache, type, (uint64_t)cols, (uint64_t)rows, (uint64_t)cols * 2,
-                                   box_cols, box_rows, swz)) != FT_OK)
+                                   box_cols, box_rows, swz ? 96 : 0)) != FT_OK)
             return st;
         args[1] = &tmk;
         args[2] = &tmv;

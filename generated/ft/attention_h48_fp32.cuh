@@ -3652,12 +3652,12 @@ static inline ft_status ft_attn_launch_h48_fp32(const char *fn, ft_attn_kargs_h4
         ft_attn_tensor_view(k->layout, p->B, p->Hkv, p->L, 48, &rows, &cols);
         const int swz = 0; /* the tm, ts and t3 forms */
         unsigned box_rows = (unsigned)ft_attn_async_box_h48_fp32(p->gq);
-        const unsigned box_cols = swz ? 64u : 48u;
+        const unsigned box_cols = swz ? 32u : 48u;
         const CUtensorMapDataType type = CU_TENSOR_MAP_DATA_TYPE_FLOAT32;
         if ((st = ft_tensor_map_2d(fn, &tmk, k->k_cache, type, (uint64_t)cols, (uint64_t)rows, (uint64_t)cols * 4,
-                                   box_cols, box_rows, swz)) != FT_OK ||
+                                   box_cols, box_rows, swz ? 128 : 0)) != FT_OK ||
             (st = ft_tensor_map_2d(fn, &tmv, k->v_cache, type, (uint64_t)cols, (uint64_t)rows, (uint64_t)cols * 4,
-                                   box_cols, box_rows, swz)) != FT_OK)
+                                   box_cols, box_rows, swz ? 128 : 0)) != FT_OK)
             return st;
         args[1] = &tmk;
         args[2] = &tmv;

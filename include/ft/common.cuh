@@ -392,15 +392,17 @@ static inline ft_status ft_launch_ex(const char *fn, const void *kernel, dim3 gr
  * of `type` (CU_TENSOR_MAP_DATA_TYPE_FLOAT16, _BFLOAT16 or _FLOAT32) that start `row_bytes`
  * apart at `base` (16-byte aligned, row_bytes a multiple of 16), read in boxes of box_inner
  * x box_rows elements (each at most 256; box_inner elements a multiple of 16 bytes).
- * `swizzle128`: the 128-byte swizzle (box_inner elements == 128 bytes: the 16-byte piece p
+ * `swizzle`: 128, the 128-byte swizzle (box_inner elements == 128 bytes: the 16-byte piece p
  * of box row r lands at piece p ^ (r % 8) of its 128-byte row; the box in shared memory is
- * 1024-byte aligned); else the box lands as dense rows of box_inner elements (128-byte
- * aligned; L2 fetches of 128 bytes, as the rows may lie far apart).
+ * 1024-byte aligned), or 64, the 64-byte swizzle (box_inner elements == 64 bytes: piece p of
+ * row r at p ^ (r / 2 % 4), the box 512-byte aligned); 0: the box lands as dense rows of
+ * box_inner elements (128-byte aligned; L2 fetches of 128 bytes, as the rows may lie far
+ * apart).
  * The driver's encoder is looked up once, through the runtime (no link to the
  * driver library). */
 static inline ft_status ft_tensor_map_2d(const char *fn, CUtensorMap *map, const void *base, CUtensorMapDataType type,
                                          uint64_t inner, uint64_t rows, uint64_t row_bytes, unsigned box_inner,
-                                         unsigned box_rows, int swizzle128)
+                                         unsigned box_rows, int swizzle)
 {
     static PFN_cuTensorMapEncodeTiled_v12000 encode;
     if (encode == NULL) {
@@ -417,8 +419,10 @@ static inline ft_status ft_tensor_map_2d(const char *fn, CUtensorMap *map, const
     cuuint64_t dims[2] = {inner, rows}, strides[1] = {row_bytes};
     cuuint32_t box[2] = {box_inner, box_rows}, step[2] = {1, 1};
     const CUresult r = encode(map, type, 2, (void *)base, dims, strides, box, step, CU_TENSOR_MAP_INTERLEAVE_NONE,
-                              swizzle128 ? CU_TENSOR_MAP_SWIZZLE_128B : CU_TENSOR_MAP_SWIZZLE_NONE,
-                              swizzle128 ? CU_TENSOR_MAP_L2_PROMOTION_L2_256B : CU_TENSOR_MAP_L2_PROMOTION_L2_128B,
+                              swizzle == 128  ? CU_TENSOR_MAP_SWIZZLE_128B
+                              : swizzle == 64 ? CU_TENSOR_MAP_SWIZZLE_64B
+                                              : CU_TENSOR_MAP_SWIZZLE_NONE,
+                              swizzle ? CU_TENSOR_MAP_L2_PROMOTION_L2_256B : CU_TENSOR_MAP_L2_PROMOTION_L2_128B,
                               CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
     if (r != CUDA_SUCCESS)
         return ft_fail(FT_ERR_CUDA, "%s: cuTensorMapEncodeTiled failed (error %d) for %llu rows of %llu elements", fn,
