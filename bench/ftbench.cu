@@ -1223,6 +1223,8 @@ static const char *suite[] = {
     "self_attention --dtype fp16 --batch 256 --heads 32 --kv-heads 8 --head-size 128 --len 256",
     "self_attention --dtype fp16 --batch 64 --heads 16 --kv-heads 8 --head-size 256 --len 1024",
     "self_attention --dtype fp16 --batch 128 --heads 8 --kv-heads 1 --head-size 256 --len 1024",
+    "self_attention --dtype fp16 --batch 8 --heads 32 --kv-heads 1 --head-size 256 --len 4096",
+    "self_attention --dtype fp16 --batch 64 --heads 32 --kv-heads 2 --head-size 256 --len 1024",
     "self_attention --dtype fp16 --batch 128 --heads 8 --kv-heads 1 --head-size 192 --len 1024",
     /* short GQA rows on the persistent grid: rows of one tile in tp (D64 L128), longer ones in
      * tq (D128 L128, D64 L256, and D128 L512 past t3's bound), with the producer's hand-over of q */

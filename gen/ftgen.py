@@ -605,7 +605,44 @@ class AttentionFamily(Family):
                           LROWS8=tune.get("MQL8", 2048))  # the same for groups of more than 4 heads
                 if tune.get("MTQ", 1) and qminb * (tq["SMEM"] + static_smem(tq["NW"]) + 1024) <= 228 * 1024:
                     mplans.append(tq)
+            # hw: heads across warps, for groups of more than MGQ = 8 heads (D160-D256). Each of
+            # MHWNW (4) consumer warps takes 8 heads of a block of 8 x MHWNW, as the n dimension,
+            # over every step of each stage (a stage is one warp's 32 steps, in r4's copies), so
+            # that a group of up to 32 heads reads the cache once, not once per 8 heads (the
+            # later passes from the L2), and every SM sub-partition has a warp. The launcher
+            # takes it for groups of more than 8 heads in contiguous caches, where the passes of 8
+            # would not run unsplit in one wave, in at least MHWMIN (4) row blocks of 32 heads.
+            # H100, fp16, ftbench device us, thirty-eighth session, hw / passes of 8 (MHW=0):
+            #   taken: D256 B8 H32 Hkv1 L4096 29.3 / 37.3 (SDPA 32.8), B16 H16 Hkv1 L2048 21.9 /
+            #   26.6, B8 H24 Hkv1 L4096 26.6 / 33.0, B8 H32 Hkv2 L4096 33.7 / 40.4, B64 H32 Hkv2
+            #   L1024 54.7 / 67.4, B128 H16 Hkv1 L1024 54.7 / 67.4; D192 B8 H32 Hkv1 L4096 25.6 /
+            #   27.6; D160 22.3 / 26.3, B64 H32 Hkv2 L1024 39.5 / 50.6; B4 H32 Hkv1 L4096 level
+            #   (23.2 / 23.3);
+            #   left to the passes: one unsplit wave of them (B32 H32 Hkv1 L1024 27.7 / 26.2,
+            #   D192 25.4 / 19.5; split 4 ways there hw is at its best), fewer row blocks (B1 H32
+            #   Hkv1 L8192 23.3 / 21.2, B1 H32 Hkv2 L4096 16.2 / 15.6, B2 H32 Hkv1 L4096 21.4 /
+            #   18.6, D192 18.6 / 13.6; but B2 H16 Hkv1 L8192 19.8 / 21.7), strided caches, whose
+            #   rows it would copy one by one (B8 H32 Hkv1 L4096 `[L,B,Hkv*D]` 32.2 / 29.9 in tm
+            #   boxes). B4 H16 Hkv1 L2048 lost (16.0 / 15.2). MHW=0 leaves it out.
+            if mgq == 8 and tune.get("MHW", 1):
+                hnw = tune.get("MHWNW", 4)
+                hgq = 8 * hnw
+                cs = 4 * row + 16
+                stage = 2 * (mkw // 4) * cs
+                hstatic = hgq * D * 4 + 2 * D * 4 + 2 * row + hgq * (hnw + 1) * 8 + 256
+                hns = tune.get("MHWNS", min(8, (232448 - hstatic - 2048) // stage))
+                if 2 * hgq * D * 4 > hns * stage:  # one partial a head, and the cluster merge's copy
+                    raise VariantError(f"attention: the merge buffer of {hgq} heads does not fit {hns} stages (MHWNS)")
+                if hns < 2 or hns * stage + hstatic > 232448:
+                    raise VariantError(f"attention: {hns} stages of {stage} bytes and {hstatic} bytes of static "
+                                       f"shared memory do not fit the 227 KB of a block (MHWNS, MHWNW)")
+                mplans.append({"name": "hw", "NW": hnw, "NT": (hnw + 1) * 32, "R": 4, "KW": mkw, "TK": mkw,
+                               "NS": hns, "CS": cs, "HALF": stage // 2, "STAGE": stage, "SMEM": hns * stage,
+                               "MINB": 1, "TM": 0, "PERSIST": 0, "STAGEQ": 0, "HW": 1, "GQ": hgq,
+                               "HWMIN": tune.get("MHWMIN", 4)})
         for mp in mplans:
+            mp.setdefault("HW", 0)
+            mp.setdefault("GQ", mgq)
             # HN: heads as the mma's n dimension, for blocks of at most 8 heads: MGQ = 8, and the
             # persistent forms, whose groups the launcher holds to 16 / NW heads (there in place
             # of 16-row fragments with rows 8-15 empty; H100, fp16, ftbench per call / device us,
@@ -658,7 +695,7 @@ class AttentionFamily(Family):
             "packed": self.has_packed(params), "mplans": mplans, "APF": apf, "GQPAD": gqpad, "STAMP": tune.get("STAMP", 0),
             "MTS": tune.get("MTS", 1 if row <= 128 else 0),
             # the tm forms' swizzle span: bytes of a box row (128, or 64 where rows are 64 bytes)
-            "TMW": min(row, 128),
+            "TMW": min(row, 128), "HAS_TM": has_tm,
             "MG": mg, "MGS": tune.get("MGS", mgs), "MGQ": mgq,
             "async": W == 16, "AVEC": a_vec, "ATPK": a_tpk, "ACPT": a_cpt, "aword": f"ft_word_{dt}x{a_vec}",
             "aunpack": f"ft_unpack_{dt}x{a_vec}", "KPI": kpi, "aplan": aplan,

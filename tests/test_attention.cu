@@ -372,7 +372,7 @@ static void attention_test(ft_test *t)
     const ft_dtype dt = FT_CAT(FT_, FT_ATTN_TEST_DT_UPPER, );
     ref_rng rng;
     ref_rng_seed(&rng, ref_test_seed() * 7 + (uint64_t)D * 131 + (uint64_t)dt);
-    attn_case cases[56];
+    attn_case cases[64];
     int n = 0;
     {
         const int l1[] = {0, 17, 63};
@@ -410,6 +410,18 @@ static void attention_test(ft_test *t)
         cases[n++] = self_case(3, 8, 2, 384, FT_KV_BHLD, FT_ROPE_NONE, 0, 1, l11);
         const int l12[] = {399, 37};
         cases[n++] = self_case(2, 24, 1, 400, FT_KV_BHLD, FT_ROPE_HALF, 0, 0, l12);
+        /* groups of more than 8 heads past D128 (16-bit), at least 4 row blocks of 32 heads and
+         * split: hw, 32 heads a block, 8 a warp, every warp over every step (here 32 heads split
+         * in a cluster; 16 heads, two warps without heads, split past a cluster through the
+         * workspace with split counters; 12 heads with an empty slot and a row past capacity) */
+        const int l33[] = {699, 1, 300, 0};
+        cases[n++] = self_case(4, 32, 1, 700, FT_KV_BHLD, FT_ROPE_INTERLEAVED, 0, 3, l33);
+        const int l34[] = {1999, 64};
+        cases[n] = self_case(2, 32, 2, 2000, FT_KV_BHLD, FT_ROPE_NONE, 0, 10, l34);
+        cases[n].counters = 1;
+        cases[n++].calls = 2;
+        const int l35[] = {-1, 0, 99, 100};
+        cases[n++] = self_case(4, 12, 1, 100, FT_KV_BHLD, FT_ROPE_HALF, 0, 2, l35);
         /* unsplit head groups (the form fed by tensor-map boxes where rows are whole 128-byte
          * pieces): the last sequence's last box runs past the cache's end */
         const int l14[] = {299, 150};
@@ -607,6 +619,15 @@ static void attention_test(ft_test *t)
         c.ap_only = 1;
         cases[n++] = c;
         c.ap_only = 0;
+        /* memories of a group of 16 heads, split automatically (hw past D128) */
+        c.B = 2;
+        c.H = 32;
+        c.Hkv = 2;
+        c.L = 900;
+        c.layout = FT_KV_BHLD;
+        c.lengths[0] = 900;
+        c.lengths[1] = 5;
+        cases[n++] = c;
     }
     /* random shapes */
     const int gs[] = {1, 2, 4, 8};

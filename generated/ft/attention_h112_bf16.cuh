@@ -2317,7 +2317,8 @@ static __global__ void __launch_bounds__(160, 1) ft_attn_mma_r4_h112_bf16(ft_att
     enum {
         D = FT_ATTN_H112_BF16_D, NW = 4, NTC = NW * 32, R = 4, KW = 32, TK = 128, NS = 3,
         GQ = FT_ATTN_H112_BF16_MGQ, ROW = D * 2, CS = 912, HALF = 29184, STAGE = 58368,
-        J = 8 * R / KW /* rows of one copy among the 8 of an ldmatrix */
+        J = 8 * R / KW, /* rows of one copy among the 8 of an ldmatrix */
+        NP = NW /* partials a head: one a warp */
     };
     extern __shared__ __align__(128) unsigned char ft_attn_stages[]; /* NS x (K copies, V copies) */
     __shared__ __align__(8) unsigned long long full[NS], empty[NS];
@@ -2659,12 +2660,12 @@ static __global__ void __launch_bounds__(160, 1) ft_attn_mma_r4_h112_bf16(ft_att
             const int g = i / D, d = i % D;
             float M = -INFINITY;
 #pragma unroll
-            for (int w = 0; w < NW; w++)
+            for (int w = 0; w < NP; w++)
                 if (ml_s[w][g].y > 0.0f)
                     M = fmaxf(M, ml_s[w][g].x);
             float num[4] = {0.0f}, den = 0.0f;
 #pragma unroll
-            for (int w = 0; w < NW; w++) {
+            for (int w = 0; w < NP; w++) {
                 const float2 ml = ml_s[w][g];
                 if (ml.y > 0.0f) { /* a warp without rows drops out */
                     const float wt = ft_exp2_approx(ml.x - M);
@@ -2683,7 +2684,7 @@ static __global__ void __launch_bounds__(160, 1) ft_attn_mma_r4_h112_bf16(ft_att
                     a.out[row * D + d + e] = ft_from_float_bf16(num[e] / den);
             } else if (a.cmerge) {
                 /* read by the cluster's blocks below */
-                *(float4 *)&red[NW * GQ * D + i] = make_float4(num[0], num[1], num[2], num[3]);
+                *(float4 *)&red[NP * GQ * D + i] = make_float4(num[0], num[1], num[2], num[3]);
                 if (d == 0)
                     blk_ml[g] = make_float2(M, den);
             } else {
@@ -2729,7 +2730,7 @@ static __global__ void __launch_bounds__(160, 1) ft_attn_mma_r4_h112_bf16(ft_att
         for (int r = 0; r < FT_ATTN_CLUSTER_SPLITS; r++)
             if (r < cs) {
                 ml[r] = *cluster.map_shared_rank(&blk_ml[g], (unsigned)r);
-                part[r] = *cluster.map_shared_rank(&red[NW * GQ * D + i], (unsigned)r);
+                part[r] = *cluster.map_shared_rank(&red[NP * GQ * D + i], (unsigned)r);
             }
         float M = -INFINITY;
 #pragma unroll
@@ -2785,7 +2786,8 @@ static __global__ void __launch_bounds__(160, 1) ft_attn_mma_r8_h112_bf16(ft_att
     enum {
         D = FT_ATTN_H112_BF16_D, NW = 4, NTC = NW * 32, R = 8, KW = 32, TK = 128, NS = 3,
         GQ = FT_ATTN_H112_BF16_MGQ, ROW = D * 2, CS = 1808, HALF = 28928, STAGE = 57856,
-        J = 8 * R / KW /* rows of one copy among the 8 of an ldmatrix */
+        J = 8 * R / KW, /* rows of one copy among the 8 of an ldmatrix */
+        NP = NW /* partials a head: one a warp */
     };
     extern __shared__ __align__(128) unsigned char ft_attn_stages[]; /* NS x (K copies, V copies) */
     __shared__ __align__(8) unsigned long long full[NS], empty[NS];
@@ -3127,12 +3129,12 @@ static __global__ void __launch_bounds__(160, 1) ft_attn_mma_r8_h112_bf16(ft_att
             const int g = i / D, d = i % D;
             float M = -INFINITY;
 #pragma unroll
-            for (int w = 0; w < NW; w++)
+            for (int w = 0; w < NP; w++)
                 if (ml_s[w][g].y > 0.0f)
                     M = fmaxf(M, ml_s[w][g].x);
             float num[4] = {0.0f}, den = 0.0f;
 #pragma unroll
-            for (int w = 0; w < NW; w++) {
+            for (int w = 0; w < NP; w++) {
                 const float2 ml = ml_s[w][g];
                 if (ml.y > 0.0f) { /* a warp without rows drops out */
                     const float wt = ft_exp2_approx(ml.x - M);
@@ -3151,7 +3153,7 @@ static __global__ void __launch_bounds__(160, 1) ft_attn_mma_r8_h112_bf16(ft_att
                     a.out[row * D + d + e] = ft_from_float_bf16(num[e] / den);
             } else if (a.cmerge) {
                 /* read by the cluster's blocks below */
-                *(float4 *)&red[NW * GQ * D + i] = make_float4(num[0], num[1], num[2], num[3]);
+                *(float4 *)&red[NP * GQ * D + i] = make_float4(num[0], num[1], num[2], num[3]);
                 if (d == 0)
                     blk_ml[g] = make_float2(M, den);
             } else {
@@ -3197,7 +3199,7 @@ static __global__ void __launch_bounds__(160, 1) ft_attn_mma_r8_h112_bf16(ft_att
         for (int r = 0; r < FT_ATTN_CLUSTER_SPLITS; r++)
             if (r < cs) {
                 ml[r] = *cluster.map_shared_rank(&blk_ml[g], (unsigned)r);
-                part[r] = *cluster.map_shared_rank(&red[NW * GQ * D + i], (unsigned)r);
+                part[r] = *cluster.map_shared_rank(&red[NP * GQ * D + i], (unsigned)r);
             }
         float M = -INFINITY;
 #pragma unroll

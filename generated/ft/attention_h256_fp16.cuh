@@ -13,7 +13,7 @@
  *
  * Structs, layouts and rotary styles are in ft/attention_common.cuh. Grouped-query and
  * multi-query attention: one block serves 4 query heads of one key/value head, so the
- * cache is read once per group (on sm_90, 8 heads on tensor cores: ft_attn_mma_r4/r8/tm_h256_fp16). Split-KV: a sequence's steps are spread over several
+ * cache is read once per group (on sm_90, 8 heads on tensor cores: ft_attn_mma_r4/r8/tm/hw_h256_fp16). Split-KV: a sequence's steps are spread over several
  * blocks whose partial results (running max, sum, unnormalised output) are merged by a
  * second kernel; the launcher picks the split from the multiprocessor count. No limit on
  * the cache length: each block walks its steps in sub-chunks of 4096 logits
@@ -3402,7 +3402,11 @@ static __global__ void __launch_bounds__(256, 2) ft_attn_async_h256_fp16_g4_tm(f
  * consumer warps and stages, two blocks an SM, for many short rows (the launcher's rule);
  * t3 is a form of two stages, three blocks an SM, for more of them: ts's at D128, the tm
  * form's at D64 and D32 (where tm runs two blocks an SM); tp is t3 as a persistent grid, each block
- * taking rows one after the other, for rows its stages hold at once in many row blocks. */
+ * taking rows one after the other, for rows its stages hold at once in many row blocks. * Groups of more than 8 heads run in hw: 32 heads a block, 4 consumer warps each with 8 heads of
+ * its own as n over every step of a stage (stages of one warp's 32 steps in r4's copies,
+ * new rows written by warp 0 for all): the group reads the cache once, where passes of
+ * 8 heads each read it (the later ones from the L2), and every SM sub-partition has a
+ * warp; a warp's partials need no merge with the others'. */
 #define FT_ATTN_H256_FP16_MGQ 8
 
 /* r4: 4 rows a copy (2064-byte pitch), 2 consumer warps, 3 stages of 64 steps (198144 bytes). */
@@ -3440,7 +3444,8 @@ static __global__ void __launch_bounds__(96, 1) ft_attn_mma_r4_h256_fp16(ft_attn
     enum {
         D = FT_ATTN_H256_FP16_D, NW = 2, NTC = NW * 32, R = 4, KW = 32, TK = 64, NS = 3,
         GQ = FT_ATTN_H256_FP16_MGQ, ROW = D * 2, CS = 2064, HALF = 33024, STAGE = 66048,
-        J = 8 * R / KW /* rows of one copy among the 8 of an ldmatrix */
+        J = 8 * R / KW, /* rows of one copy among the 8 of an ldmatrix */
+        NP = NW /* partials a head: one a warp */
     };
     extern __shared__ __align__(128) unsigned char ft_attn_stages[]; /* NS x (K copies, V copies) */
     __shared__ __align__(8) unsigned long long full[NS], empty[NS];
@@ -3791,12 +3796,12 @@ static __global__ void __launch_bounds__(96, 1) ft_attn_mma_r4_h256_fp16(ft_attn
             const int g = i / D, d = i % D;
             float M = -INFINITY;
 #pragma unroll
-            for (int w = 0; w < NW; w++)
+            for (int w = 0; w < NP; w++)
                 if (ml_s[w][g].y > 0.0f)
                     M = fmaxf(M, ml_s[w][g].x);
             float num[4] = {0.0f}, den = 0.0f;
 #pragma unroll
-            for (int w = 0; w < NW; w++) {
+            for (int w = 0; w < NP; w++) {
                 const float2 ml = ml_s[w][g];
                 if (ml.y > 0.0f) { /* a warp without rows drops out */
                     const float wt = ft_exp2_approx(ml.x - M);
@@ -3815,7 +3820,7 @@ static __global__ void __launch_bounds__(96, 1) ft_attn_mma_r4_h256_fp16(ft_attn
                     a.out[row * D + d + e] = ft_from_float_fp16(num[e] / den);
             } else if (a.cmerge) {
                 /* read by the cluster's blocks below */
-                *(float4 *)&red[NW * GQ * D + i] = make_float4(num[0], num[1], num[2], num[3]);
+                *(float4 *)&red[NP * GQ * D + i] = make_float4(num[0], num[1], num[2], num[3]);
                 if (d == 0)
                     blk_ml[g] = make_float2(M, den);
             } else {
@@ -3861,7 +3866,7 @@ static __global__ void __launch_bounds__(96, 1) ft_attn_mma_r4_h256_fp16(ft_attn
         for (int r = 0; r < FT_ATTN_CLUSTER_SPLITS; r++)
             if (r < cs) {
                 ml[r] = *cluster.map_shared_rank(&blk_ml[g], (unsigned)r);
-                part[r] = *cluster.map_shared_rank(&red[NW * GQ * D + i], (unsigned)r);
+                part[r] = *cluster.map_shared_rank(&red[NP * GQ * D + i], (unsigned)r);
             }
         float M = -INFINITY;
 #pragma unroll
@@ -3917,7 +3922,8 @@ static __global__ void __launch_bounds__(96, 1) ft_attn_mma_r8_h256_fp16(ft_attn
     enum {
         D = FT_ATTN_H256_FP16_D, NW = 2, NTC = NW * 32, R = 8, KW = 32, TK = 64, NS = 3,
         GQ = FT_ATTN_H256_FP16_MGQ, ROW = D * 2, CS = 4112, HALF = 32896, STAGE = 65792,
-        J = 8 * R / KW /* rows of one copy among the 8 of an ldmatrix */
+        J = 8 * R / KW, /* rows of one copy among the 8 of an ldmatrix */
+        NP = NW /* partials a head: one a warp */
     };
     extern __shared__ __align__(128) unsigned char ft_attn_stages[]; /* NS x (K copies, V copies) */
     __shared__ __align__(8) unsigned long long full[NS], empty[NS];
@@ -4268,12 +4274,12 @@ static __global__ void __launch_bounds__(96, 1) ft_attn_mma_r8_h256_fp16(ft_attn
             const int g = i / D, d = i % D;
             float M = -INFINITY;
 #pragma unroll
-            for (int w = 0; w < NW; w++)
+            for (int w = 0; w < NP; w++)
                 if (ml_s[w][g].y > 0.0f)
                     M = fmaxf(M, ml_s[w][g].x);
             float num[4] = {0.0f}, den = 0.0f;
 #pragma unroll
-            for (int w = 0; w < NW; w++) {
+            for (int w = 0; w < NP; w++) {
                 const float2 ml = ml_s[w][g];
                 if (ml.y > 0.0f) { /* a warp without rows drops out */
                     const float wt = ft_exp2_approx(ml.x - M);
@@ -4292,7 +4298,7 @@ static __global__ void __launch_bounds__(96, 1) ft_attn_mma_r8_h256_fp16(ft_attn
                     a.out[row * D + d + e] = ft_from_float_fp16(num[e] / den);
             } else if (a.cmerge) {
                 /* read by the cluster's blocks below */
-                *(float4 *)&red[NW * GQ * D + i] = make_float4(num[0], num[1], num[2], num[3]);
+                *(float4 *)&red[NP * GQ * D + i] = make_float4(num[0], num[1], num[2], num[3]);
                 if (d == 0)
                     blk_ml[g] = make_float2(M, den);
             } else {
@@ -4338,7 +4344,7 @@ static __global__ void __launch_bounds__(96, 1) ft_attn_mma_r8_h256_fp16(ft_attn
         for (int r = 0; r < FT_ATTN_CLUSTER_SPLITS; r++)
             if (r < cs) {
                 ml[r] = *cluster.map_shared_rank(&blk_ml[g], (unsigned)r);
-                part[r] = *cluster.map_shared_rank(&red[NW * GQ * D + i], (unsigned)r);
+                part[r] = *cluster.map_shared_rank(&red[NP * GQ * D + i], (unsigned)r);
             }
         float M = -INFINITY;
 #pragma unroll
@@ -4404,7 +4410,8 @@ static __global__ void __launch_bounds__(96, 1) ft_attn_mma_tm_h256_fp16(ft_attn
     enum {
         D = FT_ATTN_H256_FP16_D, NW = 2, NTC = NW * 32, R = 64, KW = 32, TK = 64, NS = 3,
         GQ = FT_ATTN_H256_FP16_MGQ, ROW = D * 2, CS = 0, HALF = 32768, STAGE = 65536,
-        J = 8 * R / KW /* rows of one copy among the 8 of an ldmatrix */
+        J = 8 * R / KW, /* rows of one copy among the 8 of an ldmatrix */
+        NP = NW /* partials a head: one a warp */
     };
     extern __shared__ __align__(128) unsigned char ft_attn_stages[]; /* NS x (K copies, V copies) */
     __shared__ __align__(8) unsigned long long full[NS], empty[NS];
@@ -4752,12 +4759,12 @@ static __global__ void __launch_bounds__(96, 1) ft_attn_mma_tm_h256_fp16(ft_attn
             const int g = i / D, d = i % D;
             float M = -INFINITY;
 #pragma unroll
-            for (int w = 0; w < NW; w++)
+            for (int w = 0; w < NP; w++)
                 if (ml_s[w][g].y > 0.0f)
                     M = fmaxf(M, ml_s[w][g].x);
             float num[4] = {0.0f}, den = 0.0f;
 #pragma unroll
-            for (int w = 0; w < NW; w++) {
+            for (int w = 0; w < NP; w++) {
                 const float2 ml = ml_s[w][g];
                 if (ml.y > 0.0f) { /* a warp without rows drops out */
                     const float wt = ft_exp2_approx(ml.x - M);
@@ -4776,7 +4783,7 @@ static __global__ void __launch_bounds__(96, 1) ft_attn_mma_tm_h256_fp16(ft_attn
                     a.out[row * D + d + e] = ft_from_float_fp16(num[e] / den);
             } else if (a.cmerge) {
                 /* read by the cluster's blocks below */
-                *(float4 *)&red[NW * GQ * D + i] = make_float4(num[0], num[1], num[2], num[3]);
+                *(float4 *)&red[NP * GQ * D + i] = make_float4(num[0], num[1], num[2], num[3]);
                 if (d == 0)
                     blk_ml[g] = make_float2(M, den);
             } else {
@@ -4822,7 +4829,468 @@ static __global__ void __launch_bounds__(96, 1) ft_attn_mma_tm_h256_fp16(ft_attn
         for (int r = 0; r < FT_ATTN_CLUSTER_SPLITS; r++)
             if (r < cs) {
                 ml[r] = *cluster.map_shared_rank(&blk_ml[g], (unsigned)r);
-                part[r] = *cluster.map_shared_rank(&red[NW * GQ * D + i], (unsigned)r);
+                part[r] = *cluster.map_shared_rank(&red[NP * GQ * D + i], (unsigned)r);
+            }
+        float M = -INFINITY;
+#pragma unroll
+        for (int r = 0; r < FT_ATTN_CLUSTER_SPLITS; r++)
+            if (r < cs && ml[r].y > 0.0f)
+                M = fmaxf(M, ml[r].x);
+        float num = 0.0f, den = 0.0f;
+#pragma unroll
+        for (int r = 0; r < FT_ATTN_CLUSTER_SPLITS; r++)
+            if (r < cs && ml[r].y > 0.0f) { /* an empty split drops out */
+                const float wt = ft_exp2_approx(ml[r].x - M);
+                num += part[r] * wt;
+                den += ml[r].y * wt;
+            }
+        a.out[((int64_t)b * a.H + h0) * D + i] = ft_from_float_fp16(num / den);
+    }
+    cluster.sync(); /* no block leaves while its shared memory is read */
+#endif
+}
+
+/* hw: 4 rows a copy (2064-byte pitch), 4 consumer warps, 5 stages of 32 steps (165120 bytes). */
+#define FT_ATTN_H256_FP16_MHW_THREADS 160
+#define FT_ATTN_H256_FP16_MHW_SMEM 165120
+
+/* Rows [0, n) of a stage from steps t0.. (n > 0): one bulk copy per 4 rows when the steps
+ * are contiguous, one per row otherwise; the lanes of the producer warp share the copies. */
+static __device__ __forceinline__ void ft_attn_mma_copy_hw_h256_fp16(
+    unsigned char *st, int n, int t0, int lane, const __half *kc, const __half *vc, const ft_attn_kargs_h256_fp16 *a,
+    int b, int64_t kvstride, int contiguous, int stream, unsigned long long *bar)
+{
+    enum { D = FT_ATTN_H256_FP16_D, R = 4, ROW = D * 2, CS = 2064, HALF = 16512 };
+    if (contiguous) {
+        for (int c = lane; c * R < n; c += 32) {
+            const int64_t off = (int64_t)(t0 + c * R) * D;
+            ft_attn_tile_copy_h256_fp16((__half *)(st + c * CS), (__half *)(st + HALF + c * CS), kc + off, vc + off,
+                                       (unsigned)min(R, n - c * R) * ROW, bar, stream);
+        }
+    } else {
+        for (int r = lane; r < n; r += 32) {
+            const int64_t off = ft_attn_step_h256_fp16(a, b, t0 + r, kvstride);
+            unsigned char *dst = st + (r / R) * CS + (r % R) * ROW;
+            ft_bulk_load(dst, kc + off, ROW, bar);
+            ft_bulk_load(dst + HALF, vc + off, ROW, bar);
+        }
+    }
+}
+
+
+/* Grid and clusters as ft_attn_async_h256_fp16_g*; rows of 32 heads (pass = which 32). */
+static __global__ void __launch_bounds__(160, 1) ft_attn_mma_hw_h256_fp16(ft_attn_kargs_h256_fp16 a)
+{
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    enum {
+        D = FT_ATTN_H256_FP16_D, NW = 4, NTC = NW * 32, R = 4, KW = 32, TK = 32, NS = 5,
+        GQ = 32, ROW = D * 2, CS = 2064, HALF = 16512, STAGE = 33024,
+        J = 8 * R / KW, /* rows of one copy among the 8 of an ldmatrix */
+        NP = 1 /* partials a head: one a warp, or one where each warp has heads of its own */
+    };
+    extern __shared__ __align__(128) unsigned char ft_attn_stages[]; /* NS x (K copies, V copies) */
+    __shared__ __align__(8) unsigned long long full[NS], empty[NS];
+    __shared__ __align__(16) float q_s[GQ][D];
+    __shared__ __align__(16) float kv_new[2][D];
+    __shared__ __align__(16) __half kv_row[2][D];
+    __shared__ float2 ml_s[NW][GQ];
+    __shared__ float2 blk_ml[GQ]; /* cluster merge: this block's (max, sum) per head */
+
+    ft_pdl_trigger(); /* the next kernel (combine, or a dependent launch) may be scheduled; it waits for this grid's end */
+    const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
+    const int split = blockIdx.x % a.splits, rb = blockIdx.x / a.splits;
+    const int passes = (a.G + GQ - 1) / GQ;
+    const int pass = rb % passes;
+    const int kvh = (rb / passes) % a.Hkv;
+    const int b = rb / passes / a.Hkv;
+    const int h0 = kvh * a.G + pass * GQ;
+    const int ng = min(GQ, a.G - pass * GQ);
+
+    const int s0 = split * a.chunk;
+    int64_t kvbase, kvstride;
+    ft_kv_base(a.layout, b, kvh, a.B, a.Hkv, a.L, D, &kvbase, &kvstride);
+    const __half *kc = a.k_cache + kvbase, *vc = a.v_cache + kvbase;
+    /* Contiguous steps (bulk copies of a tile's rows) or steps the tensor maps address
+     * (boxes of them): the first tile is requested before the
+     * sequence's length is known, whose load is a DRAM round trip at the kernel's start — as
+     * many steps from s0 as the split can hold (at most TK, within the capacity). Steps from
+     * the new token's position on land in the stage and are never used (the new token's own
+     * row, which this call writes, is read from kv_row). Each key/value head read by one
+     * block only (one pass) streams past the L2 (evict first). */
+    const int first = s0 < a.L ? min(min(TK, a.L - s0), split == a.splits - 1 ? TK : a.chunk) : 0; /* steps of tile 0 */
+    const int contiguous = kvstride == D && !a.indir, stream = contiguous && passes == 1;
+    const int spec = contiguous ? first : 0;
+    float *red = (float *)ft_attn_stages; /* after the stages: [NW][GQ][D] partials, then [GQ][D] */
+
+    if (tid == 0) {
+#pragma unroll
+        for (int s = 0; s < NS; s++) {
+            ft_mbar_init(&full[s], 1);
+            /* every consumer thread releases a stage itself, after its own reads: the order
+             * compute-sanitizer's racecheck follows (one arrival a warp after __syncwarp, which
+             * it does not, read as a hazard; the H100 times both alike) */
+            ft_mbar_init(&empty[s], NTC);
+        }
+        ft_mbar_init_fence();
+    }
+    __syncthreads();
+    /* Launched as a programmatic dependent (sm_90): the set-up above overlaps the end of the
+     * kernel before this one in the stream, and so does an L2 prefetch of the split's first
+     * tile (`first` steps; row by row for strided steps, a request per box where tensor
+     * maps address them, none through an indirection table, whose entries that kernel may
+     * write; a request per row in the tensor-map kernels held their first boxes behind it,
+     * on the H100 cross-attention B64 H8 D64 L512 BLHD fp16 took 31.0 / 26.0 us per call /
+     * back to back so, 27.5 / 23.0 with a request per box). Every SM's writes land in
+     * the L2, so no line fetched early is read stale; nothing the kernel reads or writes is
+     * touched before the wait. A consumer warp issues it, so the producer's first copy
+     * waits for nothing. (Prefetching 3 or 6 tiles, bounded by a relaxed read of the length,
+     * was slower on the H100: B1 H32 D128 L4096 fp16 26.9 and 26.3 us against 25.8, B64 H12
+     * D64 L1024 70.7 and 71.8 against 64.6.) */
+    if (warp == NW - 1 && !a.indir && first > 0) {
+        if (contiguous) {
+            if (lane == 0) {
+                ft_bulk_prefetch_l2(kc + (int64_t)s0 * D, (unsigned)first * ROW);
+                ft_bulk_prefetch_l2(vc + (int64_t)s0 * D, (unsigned)first * ROW);
+            }
+        } else {
+            for (int r = lane; r < first; r += 32) {
+                ft_bulk_prefetch_l2(kc + (int64_t)(s0 + r) * kvstride, ROW);
+                ft_bulk_prefetch_l2(vc + (int64_t)(s0 + r) * kvstride, ROW);
+            }
+        }
+    }
+    ft_pdl_wait();
+    unsigned char *const stages = ft_attn_stages;
+    if (warp == NW && spec > 0) {
+        if (lane == 0)
+            ft_mbar_expect_tx(&full[0], 2u * (unsigned)spec * ROW);
+        __syncwarp(); /* the bytes are expected before any copy can complete */
+        ft_attn_mma_copy_hw_h256_fp16(stages, spec, s0, lane, kc, vc, &a, b, kvstride, 1, stream,
+                                                    &full[0]);
+    }
+
+    int steps, new_pos;
+    if (!ft_attn_row_h256_fp16(&a, b, &steps, &new_pos)) { /* the whole cluster, if any, leaves here */
+        if (spec > 0)
+            ft_mbar_wait(&full[0], 0); /* no block leaves with a copy into its shared memory in flight */
+        if (a.splits == 1 || ((a.cmerge || a.counters != NULL) && split == 0)) /* else the combine kernel writes it */
+            for (int i = tid; i < ng * D; i += blockDim.x)
+                a.out[((int64_t)b * a.H + h0) * D + i] = ft_from_float_fp16(ft_attn_invalid_value_h256_fp16(&a, b));
+        return;
+    }
+    const int s1 = split == a.splits - 1 ? steps : min(steps, s0 + a.chunk);
+    const int owner = new_pos >= s0 && new_pos < s1; /* this block holds the new token (its last step) */
+    const int cache_end = new_pos >= 0 ? min(s1, new_pos) : s1; /* steps read from the cache */
+    /* the stages cover [s0, s1), the new token included; tile 0 copies at most min(TK,
+     * chunk) cached steps (the last split's: TK), all below the capacity: within spec */
+    const int ntiles = s1 > s0 ? (s1 - s0 + TK - 1) / TK : 0;
+
+    if (warp == NW) {
+        /* ---- producer: stage s = i % NS is refilled once the consumers released its previous use */
+        for (int i = spec > 0 ? 1 : 0; i < ntiles; i++) {
+            const int s = i % NS, t0 = s0 + i * TK, nc = max(0, min(TK, cache_end - t0));
+            if (i >= NS)
+                ft_mbar_wait(&empty[s], ((i / NS) & 1) ^ 1);
+            if (lane == 0)
+                ft_mbar_expect_tx(&full[s], 2u * (unsigned)nc * ROW); /* a tile of the new token alone: an arrival */
+            __syncwarp();
+            if (nc > 0)
+                ft_attn_mma_copy_hw_h256_fp16(stages + (size_t)s * STAGE, nc, t0, lane, kc, vc, &a, b,
+                                                        kvstride, contiguous, stream, &full[s]);
+        }
+    } else {
+        /* ---- consumers (warps 0..NW-1, barrier 1 among them) */
+    /* ---- prologue: q (+bias, rotary, scale) and the new k, v (+bias, rotary, rounded) */
+        for (int i = tid; i < ng * D; i += NTC) {
+            const int64_t qi = ((int64_t)b * a.H + h0) * D + i;
+            q_s[i / D][i % D] = ft_to_float_fp16(a.q[qi]) + (a.q_bias ? ft_to_float_fp16(a.q_bias[(int64_t)h0 * D + i]) : 0.0f);
+        }
+        if (owner) {
+            for (int i = tid; i < 2 * D; i += NTC) {
+                const int which = i / D, d = i % D;
+                const int64_t ki = ((int64_t)b * a.Hkv + kvh) * D + d;
+                const __half *src = which ? a.v_new : a.k_new;
+                const __half *bias = which ? a.v_bias : a.k_bias;
+                kv_new[which][d] = ft_to_float_fp16(src[ki]) + (bias ? ft_to_float_fp16(bias[(int64_t)kvh * D + d]) : 0.0f);
+            }
+        }
+        ft_named_sync(1, NTC);
+        if (a.rope != FT_ROPE_NONE) { /* uniform: a kernel argument */
+            /* a thread a pair, rotated in place (no arrays of values held over a barrier) */
+            const int hp = a.rotary_dim >> 1, rest = D - a.rotary_dim;
+            for (int i = tid; i < ng * hp; i += NTC)
+                ft_rope_pair(q_s[i / hp], i % hp, new_pos, a.rope, a.rotary_dim, a.log2_base, a.qk_scale);
+            for (int i = tid; i < ng * rest; i += NTC)
+                q_s[i / rest][a.rotary_dim + i % rest] *= a.qk_scale;
+            if (owner)
+                for (int j = tid; j < hp; j += NTC)
+                    ft_rope_pair(kv_new[0], j, new_pos, a.rope, a.rotary_dim, a.log2_base, 1.0f);
+            ft_named_sync(1, NTC); /* the new k's elements below are rounded by other threads than rotated them */
+        } else {
+            for (int i = tid; i < ng * D; i += NTC)
+                q_s[i / D][i % D] *= a.qk_scale;
+        }
+        /* the new k, v rounded as stored; each thread the elements it loaded (and rotated) */
+        for (int d = tid; d < D; d += NTC)
+            if (owner) {
+                /* attend to the new k, v exactly as stored, as every later step will */
+                const __half kq = ft_from_float_fp16(kv_new[0][d]), vq = ft_from_float_fp16(kv_new[1][d]);
+                kv_new[0][d] = ft_to_float_fp16(kq);
+                kv_new[1][d] = ft_to_float_fp16(vq);
+                if (pass == 0) {
+                    a.k_cache[kvbase + (int64_t)new_pos * kvstride + d] = kq;
+                    a.v_cache[kvbase + (int64_t)new_pos * kvstride + d] = vq;
+                }
+            }
+        ft_named_sync(1, NTC);
+
+        if (owner) {
+            for (int i = tid; i < 2 * D; i += NTC)
+                kv_row[i / D][i % D] = ft_from_float_fp16(kv_new[i / D][i % D]);
+            ft_named_sync(1, NTC);
+        }
+        const int g = lane >> 2, tq = lane & 3;
+        /* heads as the mma's n dimension: S^T = K Q^T (m = 16 steps, n = the 8 heads, k = 16 of
+         * D) and O^T += V^T P^T (m = 16 of D, n = the heads, k = 16 steps), so that no row of
+         * a fragment is empty and a warp holds D / 4 accumulators. Q^T as B fragments
+         * (column g = head g; heads past the group are zero). */
+        const int wh = 8 * warp; /* the warp's 8 heads of the block's GQ: wh.. (none where wh >= ng) */
+        unsigned qf[D / 16][2];
+#pragma unroll
+        for (int kk = 0; kk < D / 16; kk++)
+#pragma unroll
+            for (int e = 0; e < 2; e++) {
+                const int c = kk * 16 + 2 * tq + e * 8;
+                float f[2] = {0.0f, 0.0f};
+                if (wh + g < ng) {
+                    f[0] = q_s[wh + g][c];
+                    f[1] = q_s[wh + g][c + 1];
+                }
+                qf[kk][e] = ft_pack_fp16x2(f);
+            }
+        /* O^T: o[j][e] is element d = 16 j + g + 8 (e >> 1) of head 2 tq + (e & 1); m, l per
+         * head 2 tq + h */
+        float o[D / 16][4], m[2] = {-INFINITY, -INFINITY}, l[2] = {0.0f, 0.0f};
+#pragma unroll
+        for (int j = 0; j < D / 16; j++)
+            o[j][0] = o[j][1] = o[j][2] = o[j][3] = 0.0f;
+        const int r0 = 0; /* every warp reads every step of a stage (TK = KW) */
+        /* ldmatrix row addresses of this lane within the warp's copies: K (matrix lane/8 =
+         * n-tile pair half, k half) and V transposed (matrix lane/8 = k half, n half) */
+        const int lrow = (lane & 7) / J * CS + (lane & 7) % J * ROW;
+        const int koff = lrow + (lane >> 4) * J * ROW + ((lane >> 3) & 1) * 16;
+        /* V^T's A fragments (ldmatrix.trans) take the rows of K's: matrix lane/8 = d half,
+         * step half */
+
+        for (int i = 0; i < ntiles; i++) {
+            const int s = i % NS, t0 = s0 + i * TK, n = min(TK, s1 - t0), nc = max(0, min(TK, cache_end - t0));
+            unsigned char *kb = stages + (size_t)s * STAGE, *vb = kb + HALF;
+            ft_mbar_wait(&full[s], (i / NS) & 1);
+            if (nc < KW) { /* uniform: the new token's tile, or a row's last */
+                /* rows from nc on, written by warp 0 for every warp: the new token (as stored)
+                 * at nc if it is this tile's, then zeros in V */
+                if (warp == 0)
+                    for (int r = max(nc, r0); r < r0 + KW; r++) {
+                        uint4 *kd = (uint4 *)(kb + ((r - r0) / R) * CS + ((r - r0) % R) * ROW);
+                        uint4 *vd = (uint4 *)((unsigned char *)kd + HALF);
+                        for (int c = lane; c < ROW / 16; c += 32) {
+                            if (r < n) {
+                                kd[c] = ((const uint4 *)kv_row[0])[c];
+                                vd[c] = ((const uint4 *)kv_row[1])[c];
+                            } else {
+                                vd[c] = make_uint4(0u, 0u, 0u, 0u);
+                            }
+                        }
+                    }
+                ft_named_sync(1, NTC);
+            }
+            if (wh < ng) {
+                /* S^T = K Q^T over the warp's KW steps: m-tile t (0, 1) is the 16-row form's key
+                 * n-tiles 2 t and 2 t + 1 (column p of n-tile q: row q * J + p % J of copy p / J),
+                 * its rows g and g + 8 their columns g; K's A fragment is that form's
+                 * ldmatrix, matrices 0, 2, 1, 3; two accumulators a tile (even and odd
+                 * k-steps), so that four mma chains run at once */
+                float sa[2][2][4];
+#pragma unroll
+                for (int t = 0; t < 2; t++)
+#pragma unroll
+                    for (int e = 0; e < 4; e++)
+                        sa[t][0][e] = sa[t][1][e] = 0.0f;
+#pragma unroll
+                for (int kk = 0; kk < D / 16; kk++)
+#pragma unroll
+                    for (int t = 0; t < 2; t++) {
+                        unsigned r[4];
+                        ft_ldsm_x4(r, kb + koff + t * 2 * J * ROW + kk * 32);
+                        const unsigned ka[4] = {r[0], r[2], r[1], r[3]};
+                        ft_mma_fp16(sa[t][kk & 1], ka, qf[kk][0], qf[kk][1]);
+                    }
+                float st[2][4]; /* st[t][e]: step g + 8 (e >> 1) of m-tile t, head 2 tq + (e & 1) */
+#pragma unroll
+                for (int t = 0; t < 2; t++)
+#pragma unroll
+                    for (int e = 0; e < 4; e++)
+                        st[t][e] = sa[t][0][e] + sa[t][1][e];
+                if (r0 + KW > n)
+#pragma unroll
+                    for (int t = 0; t < 2; t++)
+#pragma unroll
+                        for (int e = 0; e < 4; e++)
+                            if (r0 + g / J * R + (2 * t + (e >> 1)) * J + g % J >= n)
+                                st[t][e] = -INFINITY;
+                /* online softmax per head (column): the 8 lanes of a column (g) hold its KW steps */
+#pragma unroll
+                for (int h = 0; h < 2; h++) {
+                    float mx = fmaxf(fmaxf(st[0][h], st[0][h + 2]), fmaxf(st[1][h], st[1][h + 2]));
+                    mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 4));
+                    mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 8));
+                    mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 16));
+                    const float mnew = fmaxf(m[h], mx); /* finite: the warp has a step in this tile */
+                    const float alpha = ft_exp2_approx(m[h] - mnew);
+                    m[h] = mnew;
+                    float sum = 0.0f;
+#pragma unroll
+                    for (int t = 0; t < 2; t++) {
+                        st[t][h] = ft_exp2_approx(st[t][h] - mnew);
+                        st[t][h + 2] = ft_exp2_approx(st[t][h + 2] - mnew);
+                        sum += st[t][h] + st[t][h + 2];
+                    }
+                    l[h] = l[h] * alpha + sum;
+#pragma unroll
+                    for (int j = 0; j < D / 16; j++) {
+                        o[j][h] *= alpha;
+                        o[j][h + 2] *= alpha;
+                    }
+                }
+                /* O^T += V^T P^T: k-step t takes m-tile t of S^T, transposed into P^T's B
+                 * fragments (steps 2 tq, 2 tq + 1 of column g) by movmatrix */
+#pragma unroll
+                for (int t = 0; t < 2; t++) {
+                    const unsigned pb0 = ft_movmatrix_trans(ft_pack_fp16x2(&st[t][0]));
+                    const unsigned pb1 = ft_movmatrix_trans(ft_pack_fp16x2(&st[t][2]));
+#pragma unroll
+                    for (int dp = 0; dp < D / 16; dp++) {
+                        unsigned r[4];
+                        ft_ldsm_x4_trans(r, vb + koff + t * 2 * J * ROW + dp * 32);
+                        ft_mma_fp16(o[dp], r, pb0, pb1);
+                    }
+                }
+            }
+            ft_fence_proxy_async(); /* these reads and writes before the bulk copy that refills the stage */
+            ft_mbar_arrive(&empty[s]);
+        }
+        if (spec > 0 && ntiles == 0)
+            ft_mbar_wait(&full[0], 0); /* an unused first tile has landed before the stages hold partials */
+
+        /* ---- the warp's partials (sums over a head's lanes: a column's 8), then the warps merged */
+#pragma unroll
+        for (int h = 0; h < 2; h++) { /* over the column's 8 lanes */
+            l[h] += __shfl_xor_sync(0xffffffffu, l[h], 4);
+            l[h] += __shfl_xor_sync(0xffffffffu, l[h], 8);
+            l[h] += __shfl_xor_sync(0xffffffffu, l[h], 16);
+        }
+        ft_named_sync(1, NTC); /* every consumer is past its last stage */
+        /* the columns of the block's heads only (ng of the 8) */
+#pragma unroll
+        for (int h = 0; h < 2; h++)
+            if (wh + 2 * tq + h < ng) {
+                float *rp = &red[(wh + 2 * tq + h) * D + g];
+#pragma unroll
+                for (int j = 0; j < D / 16; j++) {
+                    rp[16 * j] = o[j][h];
+                    rp[16 * j + 8] = o[j][h + 2];
+                }
+            }
+        if (g == 0)
+#pragma unroll
+            for (int h = 0; h < 2; h++)
+                if (wh + 2 * tq + h < ng)
+                    ml_s[0][wh + 2 * tq + h] = make_float2(m[h], l[h]);
+        ft_named_sync(1, NTC);
+        /* four consecutive elements of a head a thread (D % 4 == 0; where the block's heads
+         * take more than one round of its threads): the warps' weights once for the four, and
+         * a quarter of the dependent rounds. The tensor-core kernel's 2 warps x 4 heads at
+         * D128 took 8 rounds of 64 threads, 1.5 us of a short row's 12.7 on the H100
+         * (bench/attn_stamps), 0.7 us so; with its partials written for the block's heads only
+         * and no softmax on empty rows, ftbench device us, fp16 H32 Hkv8 D128, t3 so / before:
+         * B256 L128 60.6 / 65.6, B256 L256 95.9 / 97.6, B128 H64 L256 52.1 / 58.8; ts, B32
+         * L256: 13.9 / 15.1. In one round (one head a block) it is not faster: B256 H8 D64
+         * L128 29.6 / 29.4. */
+        for (int i = 4 * tid; i < ng * D; i += 4 * NTC) {
+            const int g = i / D, d = i % D;
+            float M = -INFINITY;
+#pragma unroll
+            for (int w = 0; w < NP; w++)
+                if (ml_s[w][g].y > 0.0f)
+                    M = fmaxf(M, ml_s[w][g].x);
+            float num[4] = {0.0f}, den = 0.0f;
+#pragma unroll
+            for (int w = 0; w < NP; w++) {
+                const float2 ml = ml_s[w][g];
+                if (ml.y > 0.0f) { /* a warp without rows drops out */
+                    const float wt = ft_exp2_approx(ml.x - M);
+                    const float4 r = *(const float4 *)&red[(w * GQ + g) * D + d];
+                    num[0] += r.x * wt;
+                    num[1] += r.y * wt;
+                    num[2] += r.z * wt;
+                    num[3] += r.w * wt;
+                    den += ml.y * wt;
+                }
+            }
+            const int64_t row = (int64_t)b * a.H + h0 + g;
+            if (a.splits == 1) {
+#pragma unroll
+                for (int e = 0; e < 4; e++)
+                    a.out[row * D + d + e] = ft_from_float_fp16(num[e] / den);
+            } else if (a.cmerge) {
+                /* read by the cluster's blocks below */
+                *(float4 *)&red[NP * GQ * D + i] = make_float4(num[0], num[1], num[2], num[3]);
+                if (d == 0)
+                    blk_ml[g] = make_float2(M, den);
+            } else {
+#pragma unroll
+                for (int e = 0; e < 4; e++)
+                    a.ws[((int64_t)split * a.B * a.H + row) * D + d + e] = num[e];
+                if (d == 0) /* an empty split leaves (-inf, 0): the combine kernel drops it */
+                    a.ws_ml[(int64_t)split * a.B * a.H + row] = make_float2(M, den);
+            }
+        }
+    if (a.counters != NULL) {
+            __shared__ int ft_last;
+            ft_named_sync(1, NTC); /* every thread's partials are written before the block is counted in */
+            if (tid == 0) {
+                /* release: the block's partials before its count; acquire: the other blocks'
+                 * partials (counted before) before the loads below */
+                ft_last = ft_atomic_add_acq_rel(&a.counters[rb], 1u) == (unsigned)a.splits - 1u;
+                if (ft_last)
+                    a.counters[rb] = 0u; /* every split of the row block is in */
+            }
+            ft_named_sync(1, NTC);
+            if (ft_last) /* thread 0's acquire, then the barrier: the partials are read after the count */
+                for (int i = tid; i < ng * D; i += NTC) {
+                    const int64_t row = (int64_t)b * a.H + h0 + i / D;
+                    a.out[row * D + i % D] = ft_from_float_fp16(ft_attn_merge_splits_h256_fp16(&a, row, i % D));
+                }
+        }
+    }
+    if (!a.cmerge)
+        return;
+
+    /* ---- cluster merge: block `split` finishes every splits-th element of the group's output */
+    cooperative_groups::cluster_group cluster = cooperative_groups::this_cluster();
+    cluster.sync(); /* every block's partials are in its shared memory */
+    const int cs = a.splits;
+    for (int i = split * NTC + tid; tid < NTC && i < ng * D; i += cs * NTC) {
+        const int g = i / D;
+        /* every block's pair and partial requested at once (unrolled to the most splits a
+         * cluster merges): a loop of dependent remote reads took about 2 us here */
+        float2 ml[FT_ATTN_CLUSTER_SPLITS];
+        float part[FT_ATTN_CLUSTER_SPLITS];
+#pragma unroll
+        for (int r = 0; r < FT_ATTN_CLUSTER_SPLITS; r++)
+            if (r < cs) {
+                ml[r] = *cluster.map_shared_rank(&blk_ml[g], (unsigned)r);
+                part[r] = *cluster.map_shared_rank(&red[NP * GQ * D + i], (unsigned)r);
             }
         float M = -INFINITY;
 #pragma unroll
@@ -4910,6 +5378,12 @@ static inline const void *ft_attn_async_kernel_h256_fp16(int gq, int wide, int *
         *smem = FT_ATTN_H256_FP16_MTM_SMEM;
         return (const void *)ft_attn_mma_tm_h256_fp16;
     }
+    if (gq == 32) { /* hw, the one kernel of its block of heads */
+        *index = 13;
+        *threads = FT_ATTN_H256_FP16_MHW_THREADS;
+        *smem = FT_ATTN_H256_FP16_MHW_SMEM;
+        return (const void *)ft_attn_mma_hw_h256_fp16;
+    }
     *index = -1;
     *threads = *smem = 0;
     return NULL;
@@ -4919,14 +5393,14 @@ static inline const void *ft_attn_async_kernel_h256_fp16(int gq, int wide, int *
  * wave asks for FT_ATTN_SOLO_SMEM, p->solo), not one head or the tensor-core kernel's 16. */
 static inline int ft_attn_cuda_group_h256_fp16(int gq)
 {
-    return gq != 1 && gq != FT_ATTN_H256_FP16_MGQ;
+    return gq != 1 && gq != FT_ATTN_H256_FP16_MGQ && gq != 32;
 }
 
 /* Blocks of the sm_90 kernel for `gq` heads that fit on one multiprocessor, looked up once
  * per device (after raising the kernel's dynamic shared-memory limit to its stages). */
 static inline ft_status ft_attn_async_occupancy_h256_fp16(const char *fn, int gq, int wide, int *blocks)
 {
-    static int cache[13][64];
+    static int cache[14][64];
     int gi, threads, smem;
     const void *kernel = ft_attn_async_kernel_h256_fp16(gq, wide, &gi, &threads, &smem);
     if (kernel == NULL)
@@ -4962,7 +5436,7 @@ static inline ft_status ft_attn_async_occupancy_h256_fp16(const char *fn, int gq
 static inline ft_status ft_attn_async_clusters_h256_fp16(const char *fn, int gq, int wide, int size, int solo,
                                                           int *clusters)
 {
-    static int cache[13][2][FT_ATTN_CLUSTER_SPLITS + 1][64];
+    static int cache[14][2][FT_ATTN_CLUSTER_SPLITS + 1][64];
     int gi, threads, smem;
     const void *kernel = ft_attn_async_kernel_h256_fp16(gq, wide, &gi, &threads, &smem);
     if (kernel == NULL || size < 1 || size > FT_ATTN_CLUSTER_SPLITS)
@@ -5074,6 +5548,22 @@ static inline ft_status ft_attn_plan_grid_h256_fp16(const char *fn, ft_attn_plan
     if ((st = ft_attn_plan_splits(fn, p, splits, (int)blocks, 256, slots, p->async ? FT_ATTN_CLUSTER_SPLITS : 1,
                                   ws_bytes, ws)) != FT_OK)
         return st;
+    if (p->async && p->gq == FT_ATTN_H256_FP16_MGQ && p->G > FT_ATTN_H256_FP16_MGQ && layout == FT_KV_BHLD && !(p->splits == 1 && blocks <= slots) &&
+        (int64_t)p->B * p->Hkv * ((p->G + 31) / 32) >= 4) {
+        /* more heads than 8 in a contiguous cache, where passes of 8 would not run
+         * unsplit in one wave: hw, 32 heads a block, 8 a warp over every step, so that the
+         * group reads the cache once (at least 4 row blocks of it; gen/ftgen.py has the figures) */
+        int per_sm = 0; /* also raises its shared-memory limit before its launch */
+        if ((st = ft_attn_async_occupancy_h256_fp16(fn, 32, 0, &per_sm)) != FT_OK)
+            return st;
+        p->gq = 32;
+        p->passes = (p->G + p->gq - 1) / p->gq;
+        blocks = (int64_t)p->B * p->Hkv * p->passes;
+        slots = sms * per_sm;
+        if ((st = ft_attn_plan_splits(fn, p, splits, (int)blocks, 256, slots, FT_ATTN_CLUSTER_SPLITS, ws_bytes, ws)) !=
+            FT_OK)
+            return st;
+    }
     if (splits == 0 && p->async && p->gq == FT_ATTN_H256_FP16_MGQ && tm_rows && layout != FT_KV_BHLD) /* split head groups run in the tm form */
         ft_attn_prefer_cluster_splits(p, blocks, sms, 1024);
     p->wide = 0;

@@ -3422,7 +3422,8 @@ static __global__ void __launch_bounds__(160, 2) ft_attn_mma_r4_h32_fp16(ft_attn
     enum {
         D = FT_ATTN_H32_FP16_D, NW = 4, NTC = NW * 32, R = 4, KW = 32, TK = 128, NS = 4,
         GQ = FT_ATTN_H32_FP16_MGQ, ROW = D * 2, CS = 272, HALF = 8704, STAGE = 17408,
-        J = 8 * R / KW /* rows of one copy among the 8 of an ldmatrix */
+        J = 8 * R / KW, /* rows of one copy among the 8 of an ldmatrix */
+        NP = NW /* partials a head: one a warp */
     };
     extern __shared__ __align__(128) unsigned char ft_attn_stages[]; /* NS x (K copies, V copies) */
     __shared__ __align__(8) unsigned long long full[NS], empty[NS];
@@ -3764,12 +3765,12 @@ static __global__ void __launch_bounds__(160, 2) ft_attn_mma_r4_h32_fp16(ft_attn
             const int g = i / D, d = i % D;
             float M = -INFINITY;
 #pragma unroll
-            for (int w = 0; w < NW; w++)
+            for (int w = 0; w < NP; w++)
                 if (ml_s[w][g].y > 0.0f)
                     M = fmaxf(M, ml_s[w][g].x);
             float num[4] = {0.0f}, den = 0.0f;
 #pragma unroll
-            for (int w = 0; w < NW; w++) {
+            for (int w = 0; w < NP; w++) {
                 const float2 ml = ml_s[w][g];
                 if (ml.y > 0.0f) { /* a warp without rows drops out */
                     const float wt = ft_exp2_approx(ml.x - M);
@@ -3788,7 +3789,7 @@ static __global__ void __launch_bounds__(160, 2) ft_attn_mma_r4_h32_fp16(ft_attn
                     a.out[row * D + d + e] = ft_from_float_fp16(num[e] / den);
             } else if (a.cmerge) {
                 /* read by the cluster's blocks below */
-                *(float4 *)&red[NW * GQ * D + i] = make_float4(num[0], num[1], num[2], num[3]);
+                *(float4 *)&red[NP * GQ * D + i] = make_float4(num[0], num[1], num[2], num[3]);
                 if (d == 0)
                     blk_ml[g] = make_float2(M, den);
             } else {
@@ -3834,7 +3835,7 @@ static __global__ void __launch_bounds__(160, 2) ft_attn_mma_r4_h32_fp16(ft_attn
         for (int r = 0; r < FT_ATTN_CLUSTER_SPLITS; r++)
             if (r < cs) {
                 ml[r] = *cluster.map_shared_rank(&blk_ml[g], (unsigned)r);
-                part[r] = *cluster.map_shared_rank(&red[NW * GQ * D + i], (unsigned)r);
+                part[r] = *cluster.map_shared_rank(&red[NP * GQ * D + i], (unsigned)r);
             }
         float M = -INFINITY;
 #pragma unroll
@@ -3890,7 +3891,8 @@ static __global__ void __launch_bounds__(160, 2) ft_attn_mma_r8_h32_fp16(ft_attn
     enum {
         D = FT_ATTN_H32_FP16_D, NW = 4, NTC = NW * 32, R = 8, KW = 32, TK = 128, NS = 4,
         GQ = FT_ATTN_H32_FP16_MGQ, ROW = D * 2, CS = 528, HALF = 8448, STAGE = 16896,
-        J = 8 * R / KW /* rows of one copy among the 8 of an ldmatrix */
+        J = 8 * R / KW, /* rows of one copy among the 8 of an ldmatrix */
+        NP = NW /* partials a head: one a warp */
     };
     extern __shared__ __align__(128) unsigned char ft_attn_stages[]; /* NS x (K copies, V copies) */
     __shared__ __align__(8) unsigned long long full[NS], empty[NS];
@@ -4232,12 +4234,12 @@ static __global__ void __launch_bounds__(160, 2) ft_attn_mma_r8_h32_fp16(ft_attn
             const int g = i / D, d = i % D;
             float M = -INFINITY;
 #pragma unroll
-            for (int w = 0; w < NW; w++)
+            for (int w = 0; w < NP; w++)
                 if (ml_s[w][g].y > 0.0f)
                     M = fmaxf(M, ml_s[w][g].x);
             float num[4] = {0.0f}, den = 0.0f;
 #pragma unroll
-            for (int w = 0; w < NW; w++) {
+            for (int w = 0; w < NP; w++) {
                 const float2 ml = ml_s[w][g];
                 if (ml.y > 0.0f) { /* a warp without rows drops out */
                     const float wt = ft_exp2_approx(ml.x - M);
@@ -4256,7 +4258,7 @@ static __global__ void __launch_bounds__(160, 2) ft_attn_mma_r8_h32_fp16(ft_attn
                     a.out[row * D + d + e] = ft_from_float_fp16(num[e] / den);
             } else if (a.cmerge) {
                 /* read by the cluster's blocks below */
-                *(float4 *)&red[NW * GQ * D + i] = make_float4(num[0], num[1], num[2], num[3]);
+                *(float4 *)&red[NP * GQ * D + i] = make_float4(num[0], num[1], num[2], num[3]);
                 if (d == 0)
                     blk_ml[g] = make_float2(M, den);
             } else {
@@ -4302,7 +4304,7 @@ static __global__ void __launch_bounds__(160, 2) ft_attn_mma_r8_h32_fp16(ft_attn
         for (int r = 0; r < FT_ATTN_CLUSTER_SPLITS; r++)
             if (r < cs) {
                 ml[r] = *cluster.map_shared_rank(&blk_ml[g], (unsigned)r);
-                part[r] = *cluster.map_shared_rank(&red[NW * GQ * D + i], (unsigned)r);
+                part[r] = *cluster.map_shared_rank(&red[NP * GQ * D + i], (unsigned)r);
             }
         float M = -INFINITY;
 #pragma unroll
@@ -4368,7 +4370,8 @@ static __global__ void __launch_bounds__(160, 2) ft_attn_mma_tm_h32_fp16(ft_attn
     enum {
         D = FT_ATTN_H32_FP16_D, NW = 4, NTC = NW * 32, R = 128, KW = 32, TK = 128, NS = 4,
         GQ = FT_ATTN_H32_FP16_MGQ, ROW = D * 2, CS = 0, HALF = 8192, STAGE = 16384,
-        J = 8 * R / KW /* rows of one copy among the 8 of an ldmatrix */
+        J = 8 * R / KW, /* rows of one copy among the 8 of an ldmatrix */
+        NP = NW /* partials a head: one a warp */
     };
     extern __shared__ __align__(128) unsigned char ft_attn_stages[]; /* NS x (K copies, V copies) */
     __shared__ __align__(8) unsigned long long full[NS], empty[NS];
@@ -4707,12 +4710,12 @@ static __global__ void __launch_bounds__(160, 2) ft_attn_mma_tm_h32_fp16(ft_attn
             const int g = i / D, d = i % D;
             float M = -INFINITY;
 #pragma unroll
-            for (int w = 0; w < NW; w++)
+            for (int w = 0; w < NP; w++)
                 if (ml_s[w][g].y > 0.0f)
                     M = fmaxf(M, ml_s[w][g].x);
             float num[4] = {0.0f}, den = 0.0f;
 #pragma unroll
-            for (int w = 0; w < NW; w++) {
+            for (int w = 0; w < NP; w++) {
                 const float2 ml = ml_s[w][g];
                 if (ml.y > 0.0f) { /* a warp without rows drops out */
                     const float wt = ft_exp2_approx(ml.x - M);
@@ -4731,7 +4734,7 @@ static __global__ void __launch_bounds__(160, 2) ft_attn_mma_tm_h32_fp16(ft_attn
                     a.out[row * D + d + e] = ft_from_float_fp16(num[e] / den);
             } else if (a.cmerge) {
                 /* read by the cluster's blocks below */
-                *(float4 *)&red[NW * GQ * D + i] = make_float4(num[0], num[1], num[2], num[3]);
+                *(float4 *)&red[NP * GQ * D + i] = make_float4(num[0], num[1], num[2], num[3]);
                 if (d == 0)
                     blk_ml[g] = make_float2(M, den);
             } else {
@@ -4777,7 +4780,7 @@ static __global__ void __launch_bounds__(160, 2) ft_attn_mma_tm_h32_fp16(ft_attn
         for (int r = 0; r < FT_ATTN_CLUSTER_SPLITS; r++)
             if (r < cs) {
                 ml[r] = *cluster.map_shared_rank(&blk_ml[g], (unsigned)r);
-                part[r] = *cluster.map_shared_rank(&red[NW * GQ * D + i], (unsigned)r);
+                part[r] = *cluster.map_shared_rank(&red[NP * GQ * D + i], (unsigned)r);
             }
         float M = -INFINITY;
 #pragma unroll
@@ -4843,7 +4846,8 @@ static __global__ void __launch_bounds__(160, 3) ft_attn_mma_t3_h32_fp16(ft_attn
     enum {
         D = FT_ATTN_H32_FP16_D, NW = 4, NTC = NW * 32, R = 128, KW = 32, TK = 128, NS = 2,
         GQ = FT_ATTN_H32_FP16_MGQ, ROW = D * 2, CS = 0, HALF = 8192, STAGE = 16384,
-        J = 8 * R / KW /* rows of one copy among the 8 of an ldmatrix */
+        J = 8 * R / KW, /* rows of one copy among the 8 of an ldmatrix */
+        NP = NW /* partials a head: one a warp */
     };
     extern __shared__ __align__(128) unsigned char ft_attn_stages[]; /* NS x (K copies, V copies) */
     __shared__ __align__(8) unsigned long long full[NS], empty[NS];
@@ -5182,12 +5186,12 @@ static __global__ void __launch_bounds__(160, 3) ft_attn_mma_t3_h32_fp16(ft_attn
             const int g = i / D, d = i % D;
             float M = -INFINITY;
 #pragma unroll
-            for (int w = 0; w < NW; w++)
+            for (int w = 0; w < NP; w++)
                 if (ml_s[w][g].y > 0.0f)
                     M = fmaxf(M, ml_s[w][g].x);
             float num[4] = {0.0f}, den = 0.0f;
 #pragma unroll
-            for (int w = 0; w < NW; w++) {
+            for (int w = 0; w < NP; w++) {
                 const float2 ml = ml_s[w][g];
                 if (ml.y > 0.0f) { /* a warp without rows drops out */
                     const float wt = ft_exp2_approx(ml.x - M);
@@ -5206,7 +5210,7 @@ static __global__ void __launch_bounds__(160, 3) ft_attn_mma_t3_h32_fp16(ft_attn
                     a.out[row * D + d + e] = ft_from_float_fp16(num[e] / den);
             } else if (a.cmerge) {
                 /* read by the cluster's blocks below */
-                *(float4 *)&red[NW * GQ * D + i] = make_float4(num[0], num[1], num[2], num[3]);
+                *(float4 *)&red[NP * GQ * D + i] = make_float4(num[0], num[1], num[2], num[3]);
                 if (d == 0)
                     blk_ml[g] = make_float2(M, den);
             } else {
@@ -5252,7 +5256,7 @@ static __global__ void __launch_bounds__(160, 3) ft_attn_mma_t3_h32_fp16(ft_attn
         for (int r = 0; r < FT_ATTN_CLUSTER_SPLITS; r++)
             if (r < cs) {
                 ml[r] = *cluster.map_shared_rank(&blk_ml[g], (unsigned)r);
-                part[r] = *cluster.map_shared_rank(&red[NW * GQ * D + i], (unsigned)r);
+                part[r] = *cluster.map_shared_rank(&red[NP * GQ * D + i], (unsigned)r);
             }
         float M = -INFINITY;
 #pragma unroll
@@ -5318,7 +5322,8 @@ static __global__ void __launch_bounds__(160, 3) ft_attn_mma_tp_h32_fp16(ft_attn
     enum {
         D = FT_ATTN_H32_FP16_D, NW = 4, NTC = NW * 32, R = 128, KW = 32, TK = 128, NS = 2,
         GQ = FT_ATTN_H32_FP16_MGQ, ROW = D * 2, CS = 0, HALF = 8192, STAGE = 16384,
-        J = 8 * R / KW /* rows of one copy among the 8 of an ldmatrix */
+        J = 8 * R / KW, /* rows of one copy among the 8 of an ldmatrix */
+        NP = NW /* partials a head: one a warp */
     };
     extern __shared__ __align__(128) unsigned char ft_attn_stages[]; /* NS x (K copies, V copies) */
     /* tp, t3 as a persistent grid (p->grid blocks, fewer than the row blocks): block x takes
@@ -5729,12 +5734,12 @@ static __global__ void __launch_bounds__(160, 3) ft_attn_mma_tp_h32_fp16(ft_attn
             const int g = i / D, d = i % D;
             float M = -INFINITY;
 #pragma unroll
-            for (int w = 0; w < NW; w++)
+            for (int w = 0; w < NP; w++)
                 if (ml_s[w][g].y > 0.0f)
                     M = fmaxf(M, ml_s[w][g].x);
             float num[4] = {0.0f}, den = 0.0f;
 #pragma unroll
-            for (int w = 0; w < NW; w++) {
+            for (int w = 0; w < NP; w++) {
                 const float2 ml = ml_s[w][g];
                 if (ml.y > 0.0f) { /* a warp without rows drops out */
                     const float wt = ft_exp2_approx(ml.x - M);
@@ -5803,7 +5808,8 @@ static __global__ void __launch_bounds__(160, 2) ft_attn_mma_tq_h32_fp16(ft_attn
     enum {
         D = FT_ATTN_H32_FP16_D, NW = 4, NTC = NW * 32, R = 128, KW = 32, TK = 128, NS = 3,
         GQ = FT_ATTN_H32_FP16_MGQ, ROW = D * 2, CS = 0, HALF = 8192, STAGE = 16384,
-        J = 8 * R / KW /* rows of one copy among the 8 of an ldmatrix */
+        J = 8 * R / KW, /* rows of one copy among the 8 of an ldmatrix */
+        NP = NW /* partials a head: one a warp */
     };
     extern __shared__ __align__(128) unsigned char ft_attn_stages[]; /* NS x (K copies, V copies) */
     /* tp, t3 as a persistent grid (p->grid blocks, fewer than the row blocks): block x takes
@@ -6215,12 +6221,12 @@ static __global__ void __launch_bounds__(160, 2) ft_attn_mma_tq_h32_fp16(ft_attn
             const int g = i / D, d = i % D;
             float M = -INFINITY;
 #pragma unroll
-            for (int w = 0; w < NW; w++)
+            for (int w = 0; w < NP; w++)
                 if (ml_s[w][g].y > 0.0f)
                     M = fmaxf(M, ml_s[w][g].x);
             float num[4] = {0.0f}, den = 0.0f;
 #pragma unroll
-            for (int w = 0; w < NW; w++) {
+            for (int w = 0; w < NP; w++) {
                 const float2 ml = ml_s[w][g];
                 if (ml.y > 0.0f) { /* a warp without rows drops out */
                     const float wt = ft_exp2_approx(ml.x - M);

@@ -3410,7 +3410,8 @@ static __global__ void __launch_bounds__(160, 2) ft_attn_mma_r4_h48_fp16(ft_attn
     enum {
         D = FT_ATTN_H48_FP16_D, NW = 4, NTC = NW * 32, R = 4, KW = 32, TK = 128, NS = 3,
         GQ = FT_ATTN_H48_FP16_MGQ, ROW = D * 2, CS = 400, HALF = 12800, STAGE = 25600,
-        J = 8 * R / KW /* rows of one copy among the 8 of an ldmatrix */
+        J = 8 * R / KW, /* rows of one copy among the 8 of an ldmatrix */
+        NP = NW /* partials a head: one a warp */
     };
     extern __shared__ __align__(128) unsigned char ft_attn_stages[]; /* NS x (K copies, V copies) */
     __shared__ __align__(8) unsigned long long full[NS], empty[NS];
@@ -3752,12 +3753,12 @@ static __global__ void __launch_bounds__(160, 2) ft_attn_mma_r4_h48_fp16(ft_attn
             const int g = i / D, d = i % D;
             float M = -INFINITY;
 #pragma unroll
-            for (int w = 0; w < NW; w++)
+            for (int w = 0; w < NP; w++)
                 if (ml_s[w][g].y > 0.0f)
                     M = fmaxf(M, ml_s[w][g].x);
             float num[4] = {0.0f}, den = 0.0f;
 #pragma unroll
-            for (int w = 0; w < NW; w++) {
+            for (int w = 0; w < NP; w++) {
                 const float2 ml = ml_s[w][g];
                 if (ml.y > 0.0f) { /* a warp without rows drops out */
                     const float wt = ft_exp2_approx(ml.x - M);
@@ -3776,7 +3777,7 @@ static __global__ void __launch_bounds__(160, 2) ft_attn_mma_r4_h48_fp16(ft_attn
                     a.out[row * D + d + e] = ft_from_float_fp16(num[e] / den);
             } else if (a.cmerge) {
                 /* read by the cluster's blocks below */
-                *(float4 *)&red[NW * GQ * D + i] = make_float4(num[0], num[1], num[2], num[3]);
+                *(float4 *)&red[NP * GQ * D + i] = make_float4(num[0], num[1], num[2], num[3]);
                 if (d == 0)
                     blk_ml[g] = make_float2(M, den);
             } else {
@@ -3822,7 +3823,7 @@ static __global__ void __launch_bounds__(160, 2) ft_attn_mma_r4_h48_fp16(ft_attn
         for (int r = 0; r < FT_ATTN_CLUSTER_SPLITS; r++)
             if (r < cs) {
                 ml[r] = *cluster.map_shared_rank(&blk_ml[g], (unsigned)r);
-                part[r] = *cluster.map_shared_rank(&red[NW * GQ * D + i], (unsigned)r);
+                part[r] = *cluster.map_shared_rank(&red[NP * GQ * D + i], (unsigned)r);
             }
         float M = -INFINITY;
 #pragma unroll
@@ -3878,7 +3879,8 @@ static __global__ void __launch_bounds__(160, 2) ft_attn_mma_r8_h48_fp16(ft_attn
     enum {
         D = FT_ATTN_H48_FP16_D, NW = 4, NTC = NW * 32, R = 8, KW = 32, TK = 128, NS = 3,
         GQ = FT_ATTN_H48_FP16_MGQ, ROW = D * 2, CS = 784, HALF = 12544, STAGE = 25088,
-        J = 8 * R / KW /* rows of one copy among the 8 of an ldmatrix */
+        J = 8 * R / KW, /* rows of one copy among the 8 of an ldmatrix */
+        NP = NW /* partials a head: one a warp */
     };
     extern __shared__ __align__(128) unsigned char ft_attn_stages[]; /* NS x (K copies, V copies) */
     __shared__ __align__(8) unsigned long long full[NS], empty[NS];
@@ -4220,12 +4222,12 @@ static __global__ void __launch_bounds__(160, 2) ft_attn_mma_r8_h48_fp16(ft_attn
             const int g = i / D, d = i % D;
             float M = -INFINITY;
 #pragma unroll
-            for (int w = 0; w < NW; w++)
+            for (int w = 0; w < NP; w++)
                 if (ml_s[w][g].y > 0.0f)
                     M = fmaxf(M, ml_s[w][g].x);
             float num[4] = {0.0f}, den = 0.0f;
 #pragma unroll
-            for (int w = 0; w < NW; w++) {
+            for (int w = 0; w < NP; w++) {
                 const float2 ml = ml_s[w][g];
                 if (ml.y > 0.0f) { /* a warp without rows drops out */
                     const float wt = ft_exp2_approx(ml.x - M);
@@ -4244,7 +4246,7 @@ static __global__ void __launch_bounds__(160, 2) ft_attn_mma_r8_h48_fp16(ft_attn
                     a.out[row * D + d + e] = ft_from_float_fp16(num[e] / den);
             } else if (a.cmerge) {
                 /* read by the cluster's blocks below */
-                *(float4 *)&red[NW * GQ * D + i] = make_float4(num[0], num[1], num[2], num[3]);
+                *(float4 *)&red[NP * GQ * D + i] = make_float4(num[0], num[1], num[2], num[3]);
                 if (d == 0)
                     blk_ml[g] = make_float2(M, den);
             } else {
@@ -4290,7 +4292,7 @@ static __global__ void __launch_bounds__(160, 2) ft_attn_mma_r8_h48_fp16(ft_attn
         for (int r = 0; r < FT_ATTN_CLUSTER_SPLITS; r++)
             if (r < cs) {
                 ml[r] = *cluster.map_shared_rank(&blk_ml[g], (unsigned)r);
-                part[r] = *cluster.map_shared_rank(&red[NW * GQ * D + i], (unsigned)r);
+                part[r] = *cluster.map_shared_rank(&red[NP * GQ * D + i], (unsigned)r);
             }
         float M = -INFINITY;
 #pragma unroll

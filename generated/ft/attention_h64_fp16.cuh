@@ -3448,7 +3448,8 @@ static __global__ void __launch_bounds__(160, 2) ft_attn_mma_r4_h64_fp16(ft_attn
     enum {
         D = FT_ATTN_H64_FP16_D, NW = 4, NTC = NW * 32, R = 4, KW = 32, TK = 128, NS = 2,
         GQ = FT_ATTN_H64_FP16_MGQ, ROW = D * 2, CS = 528, HALF = 16896, STAGE = 33792,
-        J = 8 * R / KW /* rows of one copy among the 8 of an ldmatrix */
+        J = 8 * R / KW, /* rows of one copy among the 8 of an ldmatrix */
+        NP = NW /* partials a head: one a warp */
     };
     extern __shared__ __align__(128) unsigned char ft_attn_stages[]; /* NS x (K copies, V copies) */
     __shared__ __align__(8) unsigned long long full[NS], empty[NS];
@@ -3790,12 +3791,12 @@ static __global__ void __launch_bounds__(160, 2) ft_attn_mma_r4_h64_fp16(ft_attn
             const int g = i / D, d = i % D;
             float M = -INFINITY;
 #pragma unroll
-            for (int w = 0; w < NW; w++)
+            for (int w = 0; w < NP; w++)
                 if (ml_s[w][g].y > 0.0f)
                     M = fmaxf(M, ml_s[w][g].x);
             float num[4] = {0.0f}, den = 0.0f;
 #pragma unroll
-            for (int w = 0; w < NW; w++) {
+            for (int w = 0; w < NP; w++) {
                 const float2 ml = ml_s[w][g];
                 if (ml.y > 0.0f) { /* a warp without rows drops out */
                     const float wt = ft_exp2_approx(ml.x - M);
@@ -3814,7 +3815,7 @@ static __global__ void __launch_bounds__(160, 2) ft_attn_mma_r4_h64_fp16(ft_attn
                     a.out[row * D + d + e] = ft_from_float_fp16(num[e] / den);
             } else if (a.cmerge) {
                 /* read by the cluster's blocks below */
-                *(float4 *)&red[NW * GQ * D + i] = make_float4(num[0], num[1], num[2], num[3]);
+                *(float4 *)&red[NP * GQ * D + i] = make_float4(num[0], num[1], num[2], num[3]);
                 if (d == 0)
                     blk_ml[g] = make_float2(M, den);
             } else {
@@ -3860,7 +3861,7 @@ static __global__ void __launch_bounds__(160, 2) ft_attn_mma_r4_h64_fp16(ft_attn
         for (int r = 0; r < FT_ATTN_CLUSTER_SPLITS; r++)
             if (r < cs) {
                 ml[r] = *cluster.map_shared_rank(&blk_ml[g], (unsigned)r);
-                part[r] = *cluster.map_shared_rank(&red[NW * GQ * D + i], (unsigned)r);
+                part[r] = *cluster.map_shared_rank(&red[NP * GQ * D + i], (unsigned)r);
             }
         float M = -INFINITY;
 #pragma unroll
@@ -3916,7 +3917,8 @@ static __global__ void __launch_bounds__(160, 2) ft_attn_mma_r8_h64_fp16(ft_attn
     enum {
         D = FT_ATTN_H64_FP16_D, NW = 4, NTC = NW * 32, R = 8, KW = 32, TK = 128, NS = 2,
         GQ = FT_ATTN_H64_FP16_MGQ, ROW = D * 2, CS = 1040, HALF = 16640, STAGE = 33280,
-        J = 8 * R / KW /* rows of one copy among the 8 of an ldmatrix */
+        J = 8 * R / KW, /* rows of one copy among the 8 of an ldmatrix */
+        NP = NW /* partials a head: one a warp */
     };
     extern __shared__ __align__(128) unsigned char ft_attn_stages[]; /* NS x (K copies, V copies) */
     __shared__ __align__(8) unsigned long long full[NS], empty[NS];
@@ -4258,12 +4260,12 @@ static __global__ void __launch_bounds__(160, 2) ft_attn_mma_r8_h64_fp16(ft_attn
             const int g = i / D, d = i % D;
             float M = -INFINITY;
 #pragma unroll
-            for (int w = 0; w < NW; w++)
+            for (int w = 0; w < NP; w++)
                 if (ml_s[w][g].y > 0.0f)
                     M = fmaxf(M, ml_s[w][g].x);
             float num[4] = {0.0f}, den = 0.0f;
 #pragma unroll
-            for (int w = 0; w < NW; w++) {
+            for (int w = 0; w < NP; w++) {
                 const float2 ml = ml_s[w][g];
                 if (ml.y > 0.0f) { /* a warp without rows drops out */
                     const float wt = ft_exp2_approx(ml.x - M);
@@ -4282,7 +4284,7 @@ static __global__ void __launch_bounds__(160, 2) ft_attn_mma_r8_h64_fp16(ft_attn
                     a.out[row * D + d + e] = ft_from_float_fp16(num[e] / den);
             } else if (a.cmerge) {
                 /* read by the cluster's blocks below */
-                *(float4 *)&red[NW * GQ * D + i] = make_float4(num[0], num[1], num[2], num[3]);
+                *(float4 *)&red[NP * GQ * D + i] = make_float4(num[0], num[1], num[2], num[3]);
                 if (d == 0)
                     blk_ml[g] = make_float2(M, den);
             } else {
@@ -4328,7 +4330,7 @@ static __global__ void __launch_bounds__(160, 2) ft_attn_mma_r8_h64_fp16(ft_attn
         for (int r = 0; r < FT_ATTN_CLUSTER_SPLITS; r++)
             if (r < cs) {
                 ml[r] = *cluster.map_shared_rank(&blk_ml[g], (unsigned)r);
-                part[r] = *cluster.map_shared_rank(&red[NW * GQ * D + i], (unsigned)r);
+                part[r] = *cluster.map_shared_rank(&red[NP * GQ * D + i], (unsigned)r);
             }
         float M = -INFINITY;
 #pragma unroll
@@ -4394,7 +4396,8 @@ static __global__ void __launch_bounds__(160, 2) ft_attn_mma_tm_h64_fp16(ft_attn
     enum {
         D = FT_ATTN_H64_FP16_D, NW = 4, NTC = NW * 32, R = 128, KW = 32, TK = 128, NS = 3,
         GQ = FT_ATTN_H64_FP16_MGQ, ROW = D * 2, CS = 0, HALF = 16384, STAGE = 32768,
-        J = 8 * R / KW /* rows of one copy among the 8 of an ldmatrix */
+        J = 8 * R / KW, /* rows of one copy among the 8 of an ldmatrix */
+        NP = NW /* partials a head: one a warp */
     };
     extern __shared__ __align__(128) unsigned char ft_attn_stages[]; /* NS x (K copies, V copies) */
     __shared__ __align__(8) unsigned long long full[NS], empty[NS];
@@ -4733,12 +4736,12 @@ static __global__ void __launch_bounds__(160, 2) ft_attn_mma_tm_h64_fp16(ft_attn
             const int g = i / D, d = i % D;
             float M = -INFINITY;
 #pragma unroll
-            for (int w = 0; w < NW; w++)
+            for (int w = 0; w < NP; w++)
                 if (ml_s[w][g].y > 0.0f)
                     M = fmaxf(M, ml_s[w][g].x);
             float num[4] = {0.0f}, den = 0.0f;
 #pragma unroll
-            for (int w = 0; w < NW; w++) {
+            for (int w = 0; w < NP; w++) {
                 const float2 ml = ml_s[w][g];
                 if (ml.y > 0.0f) { /* a warp without rows drops out */
                     const float wt = ft_exp2_approx(ml.x - M);
@@ -4757,7 +4760,7 @@ static __global__ void __launch_bounds__(160, 2) ft_attn_mma_tm_h64_fp16(ft_attn
                     a.out[row * D + d + e] = ft_from_float_fp16(num[e] / den);
             } else if (a.cmerge) {
                 /* read by the cluster's blocks below */
-                *(float4 *)&red[NW * GQ * D + i] = make_float4(num[0], num[1], num[2], num[3]);
+                *(float4 *)&red[NP * GQ * D + i] = make_float4(num[0], num[1], num[2], num[3]);
                 if (d == 0)
                     blk_ml[g] = make_float2(M, den);
             } else {
@@ -4803,7 +4806,7 @@ static __global__ void __launch_bounds__(160, 2) ft_attn_mma_tm_h64_fp16(ft_attn
         for (int r = 0; r < FT_ATTN_CLUSTER_SPLITS; r++)
             if (r < cs) {
                 ml[r] = *cluster.map_shared_rank(&blk_ml[g], (unsigned)r);
-                part[r] = *cluster.map_shared_rank(&red[NW * GQ * D + i], (unsigned)r);
+                part[r] = *cluster.map_shared_rank(&red[NP * GQ * D + i], (unsigned)r);
             }
         float M = -INFINITY;
 #pragma unroll
@@ -4869,7 +4872,8 @@ static __global__ void __launch_bounds__(160, 3) ft_attn_mma_t3_h64_fp16(ft_attn
     enum {
         D = FT_ATTN_H64_FP16_D, NW = 4, NTC = NW * 32, R = 128, KW = 32, TK = 128, NS = 2,
         GQ = FT_ATTN_H64_FP16_MGQ, ROW = D * 2, CS = 0, HALF = 16384, STAGE = 32768,
-        J = 8 * R / KW /* rows of one copy among the 8 of an ldmatrix */
+        J = 8 * R / KW, /* rows of one copy among the 8 of an ldmatrix */
+        NP = NW /* partials a head: one a warp */
     };
     extern __shared__ __align__(128) unsigned char ft_attn_stages[]; /* NS x (K copies, V copies) */
     __shared__ __align__(8) unsigned long long full[NS], empty[NS];
@@ -5208,12 +5212,12 @@ static __global__ void __launch_bounds__(160, 3) ft_attn_mma_t3_h64_fp16(ft_attn
             const int g = i / D, d = i % D;
             float M = -INFINITY;
 #pragma unroll
-            for (int w = 0; w < NW; w++)
+            for (int w = 0; w < NP; w++)
                 if (ml_s[w][g].y > 0.0f)
                     M = fmaxf(M, ml_s[w][g].x);
             float num[4] = {0.0f}, den = 0.0f;
 #pragma unroll
-            for (int w = 0; w < NW; w++) {
+            for (int w = 0; w < NP; w++) {
                 const float2 ml = ml_s[w][g];
                 if (ml.y > 0.0f) { /* a warp without rows drops out */
                     const float wt = ft_exp2_approx(ml.x - M);
@@ -5232,7 +5236,7 @@ static __global__ void __launch_bounds__(160, 3) ft_attn_mma_t3_h64_fp16(ft_attn
                     a.out[row * D + d + e] = ft_from_float_fp16(num[e] / den);
             } else if (a.cmerge) {
                 /* read by the cluster's blocks below */
-                *(float4 *)&red[NW * GQ * D + i] = make_float4(num[0], num[1], num[2], num[3]);
+                *(float4 *)&red[NP * GQ * D + i] = make_float4(num[0], num[1], num[2], num[3]);
                 if (d == 0)
                     blk_ml[g] = make_float2(M, den);
             } else {
@@ -5278,7 +5282,7 @@ static __global__ void __launch_bounds__(160, 3) ft_attn_mma_t3_h64_fp16(ft_attn
         for (int r = 0; r < FT_ATTN_CLUSTER_SPLITS; r++)
             if (r < cs) {
                 ml[r] = *cluster.map_shared_rank(&blk_ml[g], (unsigned)r);
-                part[r] = *cluster.map_shared_rank(&red[NW * GQ * D + i], (unsigned)r);
+                part[r] = *cluster.map_shared_rank(&red[NP * GQ * D + i], (unsigned)r);
             }
         float M = -INFINITY;
 #pragma unroll
@@ -5344,7 +5348,8 @@ static __global__ void __launch_bounds__(160, 3) ft_attn_mma_tp_h64_fp16(ft_attn
     enum {
         D = FT_ATTN_H64_FP16_D, NW = 4, NTC = NW * 32, R = 128, KW = 32, TK = 128, NS = 2,
         GQ = FT_ATTN_H64_FP16_MGQ, ROW = D * 2, CS = 0, HALF = 16384, STAGE = 32768,
-        J = 8 * R / KW /* rows of one copy among the 8 of an ldmatrix */
+        J = 8 * R / KW, /* rows of one copy among the 8 of an ldmatrix */
+        NP = NW /* partials a head: one a warp */
     };
     extern __shared__ __align__(128) unsigned char ft_attn_stages[]; /* NS x (K copies, V copies) */
     /* tp, t3 as a persistent grid (p->grid blocks, fewer than the row blocks): block x takes
@@ -5755,12 +5760,12 @@ static __global__ void __launch_bounds__(160, 3) ft_attn_mma_tp_h64_fp16(ft_attn
             const int g = i / D, d = i % D;
             float M = -INFINITY;
 #pragma unroll
-            for (int w = 0; w < NW; w++)
+            for (int w = 0; w < NP; w++)
                 if (ml_s[w][g].y > 0.0f)
                     M = fmaxf(M, ml_s[w][g].x);
             float num[4] = {0.0f}, den = 0.0f;
 #pragma unroll
-            for (int w = 0; w < NW; w++) {
+            for (int w = 0; w < NP; w++) {
                 const float2 ml = ml_s[w][g];
                 if (ml.y > 0.0f) { /* a warp without rows drops out */
                     const float wt = ft_exp2_approx(ml.x - M);
@@ -5829,7 +5834,8 @@ static __global__ void __launch_bounds__(160, 2) ft_attn_mma_tq_h64_fp16(ft_attn
     enum {
         D = FT_ATTN_H64_FP16_D, NW = 4, NTC = NW * 32, R = 128, KW = 32, TK = 128, NS = 3,
         GQ = FT_ATTN_H64_FP16_MGQ, ROW = D * 2, CS = 0, HALF = 16384, STAGE = 32768,
-        J = 8 * R / KW /* rows of one copy among the 8 of an ldmatrix */
+        J = 8 * R / KW, /* rows of one copy among the 8 of an ldmatrix */
+        NP = NW /* partials a head: one a warp */
     };
     extern __shared__ __align__(128) unsigned char ft_attn_stages[]; /* NS x (K copies, V copies) */
     /* tp, t3 as a persistent grid (p->grid blocks, fewer than the row blocks): block x takes
@@ -6241,12 +6247,12 @@ static __global__ void __launch_bounds__(160, 2) ft_attn_mma_tq_h64_fp16(ft_attn
             const int g = i / D, d = i % D;
             float M = -INFINITY;
 #pragma unroll
-            for (int w = 0; w < NW; w++)
+            for (int w = 0; w < NP; w++)
                 if (ml_s[w][g].y > 0.0f)
                     M = fmaxf(M, ml_s[w][g].x);
             float num[4] = {0.0f}, den = 0.0f;
 #pragma unroll
-            for (int w = 0; w < NW; w++) {
+            for (int w = 0; w < NP; w++) {
                 const float2 ml = ml_s[w][g];
                 if (ml.y > 0.0f) { /* a warp without rows drops out */
                     const float wt = ft_exp2_approx(ml.x - M);

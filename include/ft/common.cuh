@@ -394,10 +394,12 @@ static inline ft_status ft_launch_ex(const char *fn, const void *kernel, dim3 gr
  * x box_rows elements (each at most 256; box_inner elements a multiple of 16 bytes).
  * `swizzle`: 128, the 128-byte swizzle (box_inner elements == 128 bytes: the 16-byte piece p
  * of box row r lands at piece p ^ (r % 8) of its 128-byte row; the box in shared memory is
- * 1024-byte aligned), or 64, the 64-byte swizzle (box_inner elements == 64 bytes: piece p of
- * row r at p ^ (r / 2 % 4), the box 512-byte aligned); 0: the box lands as dense rows of
- * box_inner elements (128-byte aligned; L2 fetches of 128 bytes, as the rows may lie far
- * apart).
+ * 1024-byte aligned; L2 fetches of 256 bytes), or 64, the 64-byte swizzle (box_inner
+ * elements == 64 bytes: piece p of row r at p ^ (r / 2 % 4), the box 512-byte aligned); 0:
+ * the box lands as dense rows of box_inner elements (128-byte aligned). Other than the
+ * 128-byte swizzle the L2 fetches 128 bytes, as the rows may lie far apart (H100, D32 fp16
+ * `[L,B,Hkv*D]` B256 H32 Hkv8 L512, ftbench device us: 57.6 so, 60.5 with 256-byte fetches,
+ * 58.9 with none; per call 54.6, 56.9 and 61.9).
  * The driver's encoder is looked up once, through the runtime (no link to the
  * driver library). */
 static inline ft_status ft_tensor_map_2d(const char *fn, CUtensorMap *map, const void *base, CUtensorMapDataType type,
@@ -422,7 +424,7 @@ static inline ft_status ft_tensor_map_2d(const char *fn, CUtensorMap *map, const
                               swizzle == 128  ? CU_TENSOR_MAP_SWIZZLE_128B
                               : swizzle == 64 ? CU_TENSOR_MAP_SWIZZLE_64B
                                               : CU_TENSOR_MAP_SWIZZLE_NONE,
-                              swizzle ? CU_TENSOR_MAP_L2_PROMOTION_L2_256B : CU_TENSOR_MAP_L2_PROMOTION_L2_128B,
+                              swizzle == 128 ? CU_TENSOR_MAP_L2_PROMOTION_L2_256B : CU_TENSOR_MAP_L2_PROMOTION_L2_128B,
                               CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
     if (r != CUDA_SUCCESS)
         return ft_fail(FT_ERR_CUDA, "%s: cuTensorMapEncodeTiled failed (error %d) for %llu rows of %llu elements", fn,
