@@ -410,10 +410,10 @@ class AttentionFamily(Family):
             mnw = tune.get("MNW", 4 if mgq == 16 else 2 if D == 256 else 3)
             mkw = 32  # steps of a warp in a stage: 4 key n-tiles
 
-            def static_smem(nw):
-                """Static shared memory of a block of `nw` consumer warps (q, the new k and v,
-                the warps' maxima and sums, the barriers)."""
-                return mgq * D * 4 + 2 * D * 4 + 2 * row + mgq * (nw + 1) * 8 + 256
+            def static_smem(nw, gq=mgq):
+                """Static shared memory of a block of `nw` consumer warps and `gq` heads (q, the
+                new k and v, the warps' maxima and sums, the barriers)."""
+                return gq * D * 4 + 2 * D * 4 + 2 * row + gq * (nw + 1) * 8 + 256
 
             def stage_plan(stage, align, nw=mnw):
                 """Stages, blocks per SM and dynamic shared memory of a form whose stages are
@@ -629,7 +629,7 @@ class AttentionFamily(Family):
                 hgq = 8 * hnw
                 cs = 4 * row + 16
                 stage = 2 * (mkw // 4) * cs
-                hstatic = hgq * D * 4 + 2 * D * 4 + 2 * row + hgq * (hnw + 1) * 8 + 256
+                hstatic = static_smem(hnw, hgq)
                 hns = tune.get("MHWNS", min(8, (232448 - hstatic - 2048) // stage))
                 if 2 * hgq * D * 4 > hns * stage:  # one partial a head, and the cluster merge's copy
                     raise VariantError(f"attention: the merge buffer of {hgq} heads does not fit {hns} stages (MHWNS)")
