@@ -22,6 +22,7 @@ import argparse
 import difflib
 import itertools
 import os
+import re
 import sys
 import tomllib
 
@@ -624,6 +625,13 @@ class AttentionFamily(Family):
             #   18.6, D192 18.6 / 13.6; but B2 H16 Hkv1 L8192 19.8 / 21.7), strided caches, whose
             #   rows it would copy one by one (B8 H32 Hkv1 L4096 `[L,B,Hkv*D]` 32.2 / 29.9 in tm
             #   boxes). B4 H16 Hkv1 L2048 lost (16.0 / 15.2). MHW=0 leaves it out.
+            # Thirty-ninth session, with the step's inputs loaded as 16-byte words (the prologue
+            # had taken 16 L2 round trips for 32 heads of D256), hw / passes of 8 / hw at any
+            # row-block count (MHWMIN=1), device us: the rule holds (B8 H32 Hkv1 L4096 23.8 /
+            # 33.0, B128 H16 Hkv1 L1024 51.7 / 57.1; B1 H32 Hkv1 L8192 17.7 in passes, 19.1 in
+            # hw; B2 H32 Hkv1 L4096 15.3 / 17.4) but for B4 H16 Hkv1 L2048 (13.5 / 11.2) and
+            # B2 H16 Hkv1 L8192 (18.4 in passes / 16.1): groups of 16, whose hw blocks leave two
+            # of four warps idle. MHWNS=2 (two blocks an SM) lost at B8 H32 Hkv1 L4096 (25.0).
             if mgq == 8 and tune.get("MHW", 1):
                 hnw = tune.get("MHWNW", 4)
                 hgq = 8 * hnw
@@ -883,7 +891,8 @@ def render_variant(env, v, command):
     ctx = family.context(v["params"])
     ctx.update(suffix=v["suffix"], guard=v["guard"],
                banner=banner(family.template, command, describe(v)))
-    return env.get_template(family.template).render(**ctx)
+    # macros indented by `indent` indent their pragmas too: the directives go back to column 0
+    return re.sub(r"^[ \t]+#pragma", "#pragma", env.get_template(family.template).render(**ctx), flags=re.M)
 
 
 def render_manifest(env, variants, command):

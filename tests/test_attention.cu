@@ -47,8 +47,9 @@ typedef struct attn_case {
     int tp_only;          /* runs only where the tensor-core kernel's tp and tq forms exist (D32, D64,
                              D128; 16-bit): its many row blocks cost the CPU reference time elsewhere */
     int ap_only;          /* runs only at D64 and D128 (every dtype): the same */
-    int shift;            /* q, k, v and their biases start one element past a 16-byte boundary
-                             (aligned to their elements only: the kernels' element loads) */
+    int shift;            /* q, k, v, their biases and out start one element past a 16-byte
+                             boundary (aligned to their elements only: the kernels' element loads
+                             and stores) */
     int lengths[16];
 } attn_case;
 
@@ -128,7 +129,7 @@ static void run_case(ft_test *t, ft_dtype dt, int D, const attn_case *c, ref_rng
     void *dq = (char *)aq + sh, *dkn = (char *)akn + sh, *dvn = (char *)avn + sh;
     void *dqb = (char *)aqb + sh, *dkb = (char *)akb + sh, *dvb = (char *)avb + sh;
     void *dkc = dev_alloc(ncache * es), *dvc = dev_alloc(ncache * es);
-    void *dout = dev_alloc(nq * es);
+    void *aout = dev_alloc(nq * es + sh), *dout = (char *)aout + sh;
     int *dlen = (int *)dev_alloc(sizeof(int) * B);
     const size_t ws_bytes = ft_attention_workspace_bytes(B, H, D, FT_ATTN_MAX_SPLITS);
     void *ws = dev_alloc(ws_bytes);
@@ -326,7 +327,7 @@ static void run_case(ft_test *t, ft_dtype dt, int D, const attn_case *c, ref_rng
             }
         }
     }
-    void *bufs[] = {aq, akn, avn, aqb, akb, avb, dkc, dvc, dout, dlen, ws, cnt, dindir};
+    void *bufs[] = {aq, akn, avn, aqb, akb, avb, dkc, dvc, aout, dlen, ws, cnt, dindir};
     for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++)
         FT_CHECK_CUDA(cudaFree(bufs[i]));
     for (int i = 0; i < staged.n; i++)
@@ -372,7 +373,7 @@ static void attention_test(ft_test *t)
     const ft_dtype dt = FT_CAT(FT_, FT_ATTN_TEST_DT_UPPER, );
     ref_rng rng;
     ref_rng_seed(&rng, ref_test_seed() * 7 + (uint64_t)D * 131 + (uint64_t)dt);
-    attn_case cases[64];
+    attn_case cases[80];
     int n = 0;
     {
         const int l1[] = {0, 17, 63};
@@ -394,6 +395,10 @@ static void attention_test(ft_test *t)
         const int l7[] = {2999, 1700};
         cases[n] = self_case(2, 8, 8, 3000, FT_KV_BHLD, FT_ROPE_NONE, 0, 0, l7); /* splits merged in a cluster */
         cases[n++].no_workspace = 1;
+        /* the same with the inputs and out aligned to their elements only: the step's inputs
+         * loaded element by element, the cluster merge's outputs stored so */
+        cases[n] = cases[n - 1];
+        cases[n++].shift = 1;
         /* beam search through a cache indirection table (the beams of an item at one step) */
         const int l8[] = {120, 120, 120, 7, 7, 7};
         cases[n] = self_case(6, 4, 2, 300, FT_KV_BHLD, FT_ROPE_INTERLEAVED, 0, 0, l8);
@@ -416,12 +421,18 @@ static void attention_test(ft_test *t)
          * workspace with split counters; 12 heads with an empty slot and a row past capacity) */
         const int l33[] = {699, 1, 300, 0};
         cases[n++] = self_case(4, 32, 1, 700, FT_KV_BHLD, FT_ROPE_INTERLEAVED, 0, 3, l33);
+        cases[n] = cases[n - 1]; /* inputs and out aligned to their elements only */
+        cases[n++].shift = 1;
         const int l34[] = {1999, 64};
         cases[n] = self_case(2, 32, 2, 2000, FT_KV_BHLD, FT_ROPE_NONE, 0, 10, l34);
         cases[n].counters = 1;
         cases[n++].calls = 2;
         const int l35[] = {-1, 0, 99, 100};
         cases[n++] = self_case(4, 12, 1, 100, FT_KV_BHLD, FT_ROPE_HALF, 0, 2, l35);
+        /* unsplit (outputs written by the warps' merge), inputs and out aligned to their
+         * elements only, rotary on part of D */
+        cases[n] = self_case(4, 12, 1, 100, FT_KV_BHLD, FT_ROPE_INTERLEAVED, 16, 1, l35);
+        cases[n++].shift = 1;
         /* unsplit head groups (the form fed by tensor-map boxes where rows are whole 128-byte
          * pieces): the last sequence's last box runs past the cache's end */
         const int l14[] = {299, 150};

@@ -121,6 +121,8 @@ FT_TEST(attention_args_options)
     EXPECT_SELF(t, a.workspace = NULL, FT_ERR_INVALID_ARGUMENT, "need a workspace");
     EXPECT_SELF(t, a.workspace_bytes = 100, FT_ERR_INVALID_ARGUMENT, "need a workspace");
     EXPECT_SELF(t, a.workspace = P(0x100004), FT_ERR_MISALIGNED, "workspace");
+    EXPECT_SELF(t, (a.splits = 0, a.workspace = P(0x100008)), FT_ERR_MISALIGNED, "workspace must be 16-byte aligned");
+    EXPECT_CROSS(t, (a.splits = 1, a.workspace = P(0x100008)), FT_ERR_MISALIGNED, "workspace must be 16-byte aligned");
     EXPECT_SELF(t, (a.split_counters = (unsigned *)P(0x200000), a.split_counters_bytes = 63), FT_ERR_INVALID_ARGUMENT,
                 "split_counters of 63 bytes, 64 needed");
     EXPECT_SELF(t, (a.split_counters = (unsigned *)P(0x200002), a.split_counters_bytes = 64), FT_ERR_MISALIGNED,

@@ -104,6 +104,30 @@ static __device__ __forceinline__ float ft_attn_invalid_value_h256_fp32(const ft
     return empty ? 0.0f : __int_as_float(0x7fc00000);
 }
 
+/* A 16-byte word of elements from p: one load where `vec` (p aligned to 16 bytes), else
+ * element by element (pointers need only be aligned to their elements). */
+static __device__ __forceinline__ void ft_attn_word_h256_fp32(ft_pack_fp32x4_u *w, const float *p, int vec)
+{
+    if (vec)
+        w->w = *(const uint4 *)p;
+    else
+#pragma unroll
+        for (int j = 0; j < 4; j++)
+            w->e[j] = p[j];
+}
+
+/* Four consecutive outputs at p: one store where `vec` (p aligned to four elements), else
+ * element by element. */
+static __device__ __forceinline__ void ft_attn_store4_h256_fp32(float *p, const float *f, int vec)
+{
+    if (vec)
+        ft_store_fp32x4(p, f);
+    else
+#pragma unroll
+        for (int e = 0; e < 4; e++)
+            p[e] = ft_from_float_fp32(f[e]);
+}
+
 /* Element d of (sequence, head) row `row` merged from the split partials: sum_s acc_s
  * 2^(m_s - M) / sum_s l_s 2^(m_s - M). The splits go in groups of 8, each group's pairs and
  * partials requested at once and merged into the running result (for 8 splits or fewer,
@@ -185,18 +209,62 @@ static __global__ void __launch_bounds__(256, 2) ft_attn_decode_h256_fp32_g1(ft_
     ft_kv_base(a.layout, b, kvh, a.B, a.Hkv, a.L, D, &kvbase, &kvstride);
 
     /* ---- prologue: q (+bias, rotary, scale) and the new k, v (+bias, rotary, rounded) */
-    for (int i = tid; i < ng * D; i += NT) {
-        const int64_t qi = ((int64_t)b * a.H + h0) * D + i;
-        q_s[i / D][i % D] = ft_to_float_fp32(a.q[qi]) + (a.q_bias ? ft_to_float_fp32(a.q_bias[(int64_t)h0 * D + i]) : 0.0f);
-    }
-    if (owner) {
-        for (int i = tid; i < 2 * D; i += NT) {
-            const int which = i / D, d = i % D;
-            const int64_t ki = ((int64_t)b * a.Hkv + kvh) * D + d;
-            const float *src = which ? a.v_new : a.k_new;
-            const float *bias = which ? a.v_bias : a.k_bias;
-            kv_new[which][d] = ft_to_float_fp32(src[ki]) + (bias ? ft_to_float_fp32(bias[(int64_t)kvh * D + d]) : 0.0f);
+    {
+        enum { VE = 16 / 4, QN = (GQ * D / VE + NT - 1) / NT, KN = (2 * D / VE + NT - 1) / NT };
+        const int vec = (((uintptr_t)a.q | (uintptr_t)a.k_new | (uintptr_t)a.v_new | (uintptr_t)a.q_bias |
+                          (uintptr_t)a.k_bias | (uintptr_t)a.v_bias) & 15) == 0;
+        ft_pack_fp32x4_u qv[QN], qb[QN], kn[KN], kb[KN];
+#pragma unroll
+        for (int e = 0; e < QN; e++) {
+            const int c = tid + NT * e; /* elements [c VE, c VE + VE) of the group's q */
+            qv[e].w = qb[e].w = make_uint4(0u, 0u, 0u, 0u);
+            if (c * VE < ng * D) {
+                const float *src = a.q + ((int64_t)b * a.H + h0) * D + c * VE;
+                const float *bias = a.q_bias ? a.q_bias + (int64_t)h0 * D + c * VE : NULL;
+                ft_attn_word_h256_fp32(&qv[e], src, vec);
+                if (bias)
+                    ft_attn_word_h256_fp32(&qb[e], bias, vec);
+            }
         }
+#pragma unroll
+        for (int e = 0; e < KN; e++) {
+            const int c = tid + NT * e, which = c * VE / D, d = c * VE % D; /* k (0) or v (1), at d */
+            kn[e].w = kb[e].w = make_uint4(0u, 0u, 0u, 0u);
+            if (owner && which < 2) {
+                const float *bias = which ? a.v_bias : a.k_bias;
+                ft_attn_word_h256_fp32(&kn[e], (which ? a.v_new : a.k_new) + ((int64_t)b * a.Hkv + kvh) * D + d, vec);
+                if (bias)
+                    ft_attn_word_h256_fp32(&kb[e], bias + (int64_t)kvh * D + d, vec);
+            }
+        }
+        const float qsc = a.rope == FT_ROPE_NONE ? a.qk_scale : 1.0f; /* rotary scales q as it rotates it */
+#pragma unroll
+        for (int e = 0; e < QN; e++) {
+            const int c = tid + NT * e;
+            if (c * VE < ng * D) {
+                float f[VE], fb[VE];
+                ft_unpack_fp32x4(qv[e].w, f);
+                ft_unpack_fp32x4(qb[e].w, fb);
+#pragma unroll
+                for (int j = 0; j < VE; j += 4)
+                    *(float4 *)&q_s[c * VE / D][c * VE % D + j] = make_float4(
+                        (f[j] + fb[j]) * qsc, (f[j + 1] + fb[j + 1]) * qsc, (f[j + 2] + fb[j + 2]) * qsc, (f[j + 3] + fb[j + 3]) * qsc);
+            }
+        }
+        if (owner)
+#pragma unroll
+            for (int e = 0; e < KN; e++) {
+                const int c = tid + NT * e;
+                if (c * VE < 2 * D) {
+                    float f[VE], fb[VE];
+                    ft_unpack_fp32x4(kn[e].w, f);
+                    ft_unpack_fp32x4(kb[e].w, fb);
+#pragma unroll
+                    for (int j = 0; j < VE; j += 4)
+                        *(float4 *)&kv_new[c * VE / D][c * VE % D + j] =
+                            make_float4(f[j] + fb[j], f[j + 1] + fb[j + 1], f[j + 2] + fb[j + 2], f[j + 3] + fb[j + 3]);
+                }
+            }
     }
     __syncthreads();
     if (a.rope != FT_ROPE_NONE) { /* uniform: a kernel argument */
@@ -227,14 +295,9 @@ static __global__ void __launch_bounds__(256, 2) ft_attn_decode_h256_fp32_g1(ft_
             if (owner && d < D)
                 kv_new[0][d] = rk[r];
         }
-    } else {
-        /* without rotary each thread scales the q elements it loaded: no pairs, no barrier,
-         * and none of the rotary code on the path (the tensor-core kernel on the H100, B8
-         * H32 Hkv8 D128 L4096 fp16: this part of the prologue took 1.2 us through the
-         * rotary loops, 0.2 us so; the step 49.7 us, 48.6 so) */
-        for (int i = tid; i < ng * D; i += NT)
-            q_s[i / D][i % D] *= a.qk_scale;
-    }
+    } /* else words_store scaled q as it wrote it: none of the rotary code on the path (the
+       * tensor-core kernel on the H100, B8 H32 Hkv8 D128 L4096 fp16: this part of the
+       * prologue took 1.2 us through the rotary loops, 0.2 us without; the step 49.7 us, 48.6) */
     /* the new k, v rounded as stored; each thread the elements it loaded (and rotated) */
     for (int d = tid; d < D; d += NT)
         if (owner) {
@@ -518,18 +581,62 @@ static __global__ void __launch_bounds__(256, 1) ft_attn_decode_h256_fp32_g4(ft_
     ft_kv_base(a.layout, b, kvh, a.B, a.Hkv, a.L, D, &kvbase, &kvstride);
 
     /* ---- prologue: q (+bias, rotary, scale) and the new k, v (+bias, rotary, rounded) */
-    for (int i = tid; i < ng * D; i += NT) {
-        const int64_t qi = ((int64_t)b * a.H + h0) * D + i;
-        q_s[i / D][i % D] = ft_to_float_fp32(a.q[qi]) + (a.q_bias ? ft_to_float_fp32(a.q_bias[(int64_t)h0 * D + i]) : 0.0f);
-    }
-    if (owner) {
-        for (int i = tid; i < 2 * D; i += NT) {
-            const int which = i / D, d = i % D;
-            const int64_t ki = ((int64_t)b * a.Hkv + kvh) * D + d;
-            const float *src = which ? a.v_new : a.k_new;
-            const float *bias = which ? a.v_bias : a.k_bias;
-            kv_new[which][d] = ft_to_float_fp32(src[ki]) + (bias ? ft_to_float_fp32(bias[(int64_t)kvh * D + d]) : 0.0f);
+    {
+        enum { VE = 16 / 4, QN = (GQ * D / VE + NT - 1) / NT, KN = (2 * D / VE + NT - 1) / NT };
+        const int vec = (((uintptr_t)a.q | (uintptr_t)a.k_new | (uintptr_t)a.v_new | (uintptr_t)a.q_bias |
+                          (uintptr_t)a.k_bias | (uintptr_t)a.v_bias) & 15) == 0;
+        ft_pack_fp32x4_u qv[QN], qb[QN], kn[KN], kb[KN];
+#pragma unroll
+        for (int e = 0; e < QN; e++) {
+            const int c = tid + NT * e; /* elements [c VE, c VE + VE) of the group's q */
+            qv[e].w = qb[e].w = make_uint4(0u, 0u, 0u, 0u);
+            if (c * VE < ng * D) {
+                const float *src = a.q + ((int64_t)b * a.H + h0) * D + c * VE;
+                const float *bias = a.q_bias ? a.q_bias + (int64_t)h0 * D + c * VE : NULL;
+                ft_attn_word_h256_fp32(&qv[e], src, vec);
+                if (bias)
+                    ft_attn_word_h256_fp32(&qb[e], bias, vec);
+            }
         }
+#pragma unroll
+        for (int e = 0; e < KN; e++) {
+            const int c = tid + NT * e, which = c * VE / D, d = c * VE % D; /* k (0) or v (1), at d */
+            kn[e].w = kb[e].w = make_uint4(0u, 0u, 0u, 0u);
+            if (owner && which < 2) {
+                const float *bias = which ? a.v_bias : a.k_bias;
+                ft_attn_word_h256_fp32(&kn[e], (which ? a.v_new : a.k_new) + ((int64_t)b * a.Hkv + kvh) * D + d, vec);
+                if (bias)
+                    ft_attn_word_h256_fp32(&kb[e], bias + (int64_t)kvh * D + d, vec);
+            }
+        }
+        const float qsc = a.rope == FT_ROPE_NONE ? a.qk_scale : 1.0f; /* rotary scales q as it rotates it */
+#pragma unroll
+        for (int e = 0; e < QN; e++) {
+            const int c = tid + NT * e;
+            if (c * VE < ng * D) {
+                float f[VE], fb[VE];
+                ft_unpack_fp32x4(qv[e].w, f);
+                ft_unpack_fp32x4(qb[e].w, fb);
+#pragma unroll
+                for (int j = 0; j < VE; j += 4)
+                    *(float4 *)&q_s[c * VE / D][c * VE % D + j] = make_float4(
+                        (f[j] + fb[j]) * qsc, (f[j + 1] + fb[j + 1]) * qsc, (f[j + 2] + fb[j + 2]) * qsc, (f[j + 3] + fb[j + 3]) * qsc);
+            }
+        }
+        if (owner)
+#pragma unroll
+            for (int e = 0; e < KN; e++) {
+                const int c = tid + NT * e;
+                if (c * VE < 2 * D) {
+                    float f[VE], fb[VE];
+                    ft_unpack_fp32x4(kn[e].w, f);
+                    ft_unpack_fp32x4(kb[e].w, fb);
+#pragma unroll
+                    for (int j = 0; j < VE; j += 4)
+                        *(float4 *)&kv_new[c * VE / D][c * VE % D + j] =
+                            make_float4(f[j] + fb[j], f[j + 1] + fb[j + 1], f[j + 2] + fb[j + 2], f[j + 3] + fb[j + 3]);
+                }
+            }
     }
     __syncthreads();
     if (a.rope != FT_ROPE_NONE) { /* uniform: a kernel argument */
@@ -560,14 +667,9 @@ static __global__ void __launch_bounds__(256, 1) ft_attn_decode_h256_fp32_g4(ft_
             if (owner && d < D)
                 kv_new[0][d] = rk[r];
         }
-    } else {
-        /* without rotary each thread scales the q elements it loaded: no pairs, no barrier,
-         * and none of the rotary code on the path (the tensor-core kernel on the H100, B8
-         * H32 Hkv8 D128 L4096 fp16: this part of the prologue took 1.2 us through the
-         * rotary loops, 0.2 us so; the step 49.7 us, 48.6 so) */
-        for (int i = tid; i < ng * D; i += NT)
-            q_s[i / D][i % D] *= a.qk_scale;
-    }
+    } /* else words_store scaled q as it wrote it: none of the rotary code on the path (the
+       * tensor-core kernel on the H100, B8 H32 Hkv8 D128 L4096 fp16: this part of the
+       * prologue took 1.2 us through the rotary loops, 0.2 us without; the step 49.7 us, 48.6) */
     /* the new k, v rounded as stored; each thread the elements it loaded (and rotated) */
     for (int d = tid; d < D; d += NT)
         if (owner) {
@@ -1092,56 +1194,95 @@ static __global__ void __launch_bounds__(288, 2) ft_attn_async_h256_fp32_g1(ft_a
     } else {
         /* ---- consumers (warps 0..NW-1, barrier 1 among them) */
     /* ---- prologue: q (+bias, rotary, scale) and the new k, v (+bias, rotary, rounded) */
-        for (int i = tid; i < ng * D; i += NTC) {
-            const int64_t qi = ((int64_t)b * a.H + h0) * D + i;
-            q_s[i / D][i % D] = ft_to_float_fp32(a.q[qi]) + (a.q_bias ? ft_to_float_fp32(a.q_bias[(int64_t)h0 * D + i]) : 0.0f);
-        }
-        if (owner) {
-            for (int i = tid; i < 2 * D; i += NTC) {
-                const int which = i / D, d = i % D;
-                const int64_t ki = ((int64_t)b * a.Hkv + kvh) * D + d;
-                const float *src = which ? a.v_new : a.k_new;
-                const float *bias = which ? a.v_bias : a.k_bias;
-                kv_new[which][d] = ft_to_float_fp32(src[ki]) + (bias ? ft_to_float_fp32(bias[(int64_t)kvh * D + d]) : 0.0f);
+        {
+            enum { VE = 16 / 4, QN = (GQ * D / VE + NTC - 1) / NTC, KN = (2 * D / VE + NTC - 1) / NTC };
+            const int vec = (((uintptr_t)a.q | (uintptr_t)a.k_new | (uintptr_t)a.v_new | (uintptr_t)a.q_bias |
+                              (uintptr_t)a.k_bias | (uintptr_t)a.v_bias) & 15) == 0;
+            ft_pack_fp32x4_u qv[QN], qb[QN], kn[KN], kb[KN];
+#pragma unroll
+            for (int e = 0; e < QN; e++) {
+                const int c = tid + NTC * e; /* elements [c VE, c VE + VE) of the group's q */
+                qv[e].w = qb[e].w = make_uint4(0u, 0u, 0u, 0u);
+                if (c * VE < ng * D) {
+                    const float *src = a.q + ((int64_t)b * a.H + h0) * D + c * VE;
+                    const float *bias = a.q_bias ? a.q_bias + (int64_t)h0 * D + c * VE : NULL;
+                    ft_attn_word_h256_fp32(&qv[e], src, vec);
+                    if (bias)
+                        ft_attn_word_h256_fp32(&qb[e], bias, vec);
+                }
             }
+#pragma unroll
+            for (int e = 0; e < KN; e++) {
+                const int c = tid + NTC * e, which = c * VE / D, d = c * VE % D; /* k (0) or v (1), at d */
+                kn[e].w = kb[e].w = make_uint4(0u, 0u, 0u, 0u);
+                if (owner && which < 2) {
+                    const float *bias = which ? a.v_bias : a.k_bias;
+                    ft_attn_word_h256_fp32(&kn[e], (which ? a.v_new : a.k_new) + ((int64_t)b * a.Hkv + kvh) * D + d, vec);
+                    if (bias)
+                        ft_attn_word_h256_fp32(&kb[e], bias + (int64_t)kvh * D + d, vec);
+                }
+            }
+            const float qsc = a.rope == FT_ROPE_NONE ? a.qk_scale : 1.0f; /* rotary scales q as it rotates it */
+#pragma unroll
+            for (int e = 0; e < QN; e++) {
+                const int c = tid + NTC * e;
+                if (c * VE < ng * D) {
+                    float f[VE], fb[VE];
+                    ft_unpack_fp32x4(qv[e].w, f);
+                    ft_unpack_fp32x4(qb[e].w, fb);
+#pragma unroll
+                    for (int j = 0; j < VE; j += 4)
+                        *(float4 *)&q_s[c * VE / D][c * VE % D + j] = make_float4(
+                            (f[j] + fb[j]) * qsc, (f[j + 1] + fb[j + 1]) * qsc, (f[j + 2] + fb[j + 2]) * qsc, (f[j + 3] + fb[j + 3]) * qsc);
+                }
+            }
+            if (owner)
+#pragma unroll
+                for (int e = 0; e < KN; e++) {
+                    const int c = tid + NTC * e;
+                    if (c * VE < 2 * D) {
+                        float f[VE], fb[VE];
+                        ft_unpack_fp32x4(kn[e].w, f);
+                        ft_unpack_fp32x4(kb[e].w, fb);
+#pragma unroll
+                        for (int j = 0; j < VE; j += 4)
+                            *(float4 *)&kv_new[c * VE / D][c * VE % D + j] =
+                                make_float4(f[j] + fb[j], f[j + 1] + fb[j + 1], f[j + 2] + fb[j + 2], f[j + 3] + fb[j + 3]);
+                    }
+                }
         }
         ft_named_sync(1, NTC);
         if (a.rope != FT_ROPE_NONE) { /* uniform: a kernel argument */
             /* rotary reads pairs, so every thread computes its values before any is written */
             float rq[(GQ * D + NTC - 1) / NTC], rk[(D + NTC - 1) / NTC];
-    #pragma unroll
+#pragma unroll
             for (int r = 0; r < (GQ * D + NTC - 1) / NTC; r++) {
                 const int i = tid + r * NTC;
                 if (i < ng * D)
                     rq[r] = ft_rope_elem(q_s[i / D], i % D, new_pos, a.rope, a.rotary_dim, a.log2_base) * a.qk_scale;
             }
-    #pragma unroll
+#pragma unroll
             for (int r = 0; r < (D + NTC - 1) / NTC; r++) {
                 const int d = tid + r * NTC;
                 if (owner && d < D)
                     rk[r] = ft_rope_elem(kv_new[0], d, new_pos, a.rope, a.rotary_dim, a.log2_base);
             }
             ft_named_sync(1, NTC);
-    #pragma unroll
+#pragma unroll
             for (int r = 0; r < (GQ * D + NTC - 1) / NTC; r++) {
                 const int i = tid + r * NTC;
                 if (i < ng * D)
                     q_s[i / D][i % D] = rq[r];
             }
-    #pragma unroll
+#pragma unroll
             for (int r = 0; r < (D + NTC - 1) / NTC; r++) {
                 const int d = tid + r * NTC;
                 if (owner && d < D)
                     kv_new[0][d] = rk[r];
             }
-        } else {
-            /* without rotary each thread scales the q elements it loaded: no pairs, no barrier,
-             * and none of the rotary code on the path (the tensor-core kernel on the H100, B8
-             * H32 Hkv8 D128 L4096 fp16: this part of the prologue took 1.2 us through the
-             * rotary loops, 0.2 us so; the step 49.7 us, 48.6 so) */
-            for (int i = tid; i < ng * D; i += NTC)
-                q_s[i / D][i % D] *= a.qk_scale;
-        }
+        } /* else words_store scaled q as it wrote it: none of the rotary code on the path (the
+           * tensor-core kernel on the H100, B8 H32 Hkv8 D128 L4096 fp16: this part of the
+           * prologue took 1.2 us through the rotary loops, 0.2 us without; the step 49.7 us, 48.6) */
         /* the new k, v rounded as stored; each thread the elements it loaded (and rotated) */
         for (int d = tid; d < D; d += NTC)
             if (owner) {
@@ -1235,18 +1376,14 @@ static __global__ void __launch_bounds__(288, 2) ft_attn_async_h256_fp32_g1(ft_a
             }
             const int64_t row = (int64_t)b * a.H + h0 + g;
             if (a.splits == 1) {
-#pragma unroll
-                for (int e = 0; e < 1; e++)
-                    a.out[row * D + d + e] = ft_from_float_fp32(num[e] / den);
+                a.out[row * D + d] = ft_from_float_fp32(num[0] / den);
             } else if (a.cmerge) {
                 /* read by the cluster's blocks below */
                 red[NW * GQ * D + i] = num[0];
                 if (d == 0)
                     blk_ml[g] = make_float2(M, den);
             } else {
-#pragma unroll
-                for (int e = 0; e < 1; e++)
-                    a.ws[((int64_t)split * a.B * a.H + row) * D + d + e] = num[e];
+                a.ws[((int64_t)split * a.B * a.H + row) * D + d] = num[0];
                 if (d == 0) /* an empty split leaves (-inf, 0): the combine kernel drops it */
                     a.ws_ml[(int64_t)split * a.B * a.H + row] = make_float2(M, den);
             }
@@ -1272,36 +1409,43 @@ static __global__ void __launch_bounds__(288, 2) ft_attn_async_h256_fp32_g1(ft_a
     if (!a.cmerge)
         return;
 
-    /* ---- cluster merge: block `split` finishes every splits-th element of the group's output */
+    /* ---- cluster merge: block `split` finishes every splits-th run of NTC x 4 elements of the
+     * group's output, four consecutive ones a thread (D % 4 == 0) */
     cooperative_groups::cluster_group cluster = cooperative_groups::this_cluster();
     cluster.sync(); /* every block's partials are in its shared memory */
     const int cs = a.splits;
-    for (int i = split * NTC + tid; tid < NTC && i < ng * D; i += cs * NTC) {
+    const int ovec = ((uintptr_t)a.out & 15) == 0; /* four outputs a store */
+    for (int i = 4 * (split * NTC + tid); tid < NTC && i < ng * D; i += 4 * cs * NTC) {
         const int g = i / D;
-        /* every block's pair and partial requested at once (unrolled to the most splits a
-         * cluster merges): a loop of dependent remote reads took about 2 us here */
+        /* every block's pair and partials requested at once (unrolled to the most splits a
+         * cluster merges): a loop of dependent remote reads took about 2 us here; four
+         * elements a read cut the rounds of 32 heads of D256 in 4 splits from 16 to 4 */
         float2 ml[FT_ATTN_CLUSTER_SPLITS];
-        float part[FT_ATTN_CLUSTER_SPLITS];
+        float4 part[FT_ATTN_CLUSTER_SPLITS];
 #pragma unroll
         for (int r = 0; r < FT_ATTN_CLUSTER_SPLITS; r++)
             if (r < cs) {
                 ml[r] = *cluster.map_shared_rank(&blk_ml[g], (unsigned)r);
-                part[r] = *cluster.map_shared_rank(&red[NW * GQ * D + i], (unsigned)r);
+                part[r] = *(const float4 *)cluster.map_shared_rank(&red[NW * GQ * D + i], (unsigned)r);
             }
         float M = -INFINITY;
 #pragma unroll
         for (int r = 0; r < FT_ATTN_CLUSTER_SPLITS; r++)
             if (r < cs && ml[r].y > 0.0f)
                 M = fmaxf(M, ml[r].x);
-        float num = 0.0f, den = 0.0f;
+        float num[4] = {0.0f, 0.0f, 0.0f, 0.0f}, den = 0.0f;
 #pragma unroll
         for (int r = 0; r < FT_ATTN_CLUSTER_SPLITS; r++)
             if (r < cs && ml[r].y > 0.0f) { /* an empty split drops out */
                 const float wt = ft_exp2_approx(ml[r].x - M);
-                num += part[r] * wt;
+                num[0] += part[r].x * wt;
+                num[1] += part[r].y * wt;
+                num[2] += part[r].z * wt;
+                num[3] += part[r].w * wt;
                 den += ml[r].y * wt;
             }
-        a.out[((int64_t)b * a.H + h0) * D + i] = ft_from_float_fp32(num / den);
+        const float f[4] = {num[0] / den, num[1] / den, num[2] / den, num[3] / den};
+        ft_attn_store4_h256_fp32(&a.out[((int64_t)b * a.H + h0) * D + i], f, ovec);
     }
     cluster.sync(); /* no block leaves while its shared memory is read */
 #endif
@@ -1427,56 +1571,95 @@ static __global__ void __launch_bounds__(288, 2) ft_attn_async_h256_fp32_g1_tm(f
     } else {
         /* ---- consumers (warps 0..NW-1, barrier 1 among them) */
     /* ---- prologue: q (+bias, rotary, scale) and the new k, v (+bias, rotary, rounded) */
-        for (int i = tid; i < ng * D; i += NTC) {
-            const int64_t qi = ((int64_t)b * a.H + h0) * D + i;
-            q_s[i / D][i % D] = ft_to_float_fp32(a.q[qi]) + (a.q_bias ? ft_to_float_fp32(a.q_bias[(int64_t)h0 * D + i]) : 0.0f);
-        }
-        if (owner) {
-            for (int i = tid; i < 2 * D; i += NTC) {
-                const int which = i / D, d = i % D;
-                const int64_t ki = ((int64_t)b * a.Hkv + kvh) * D + d;
-                const float *src = which ? a.v_new : a.k_new;
-                const float *bias = which ? a.v_bias : a.k_bias;
-                kv_new[which][d] = ft_to_float_fp32(src[ki]) + (bias ? ft_to_float_fp32(bias[(int64_t)kvh * D + d]) : 0.0f);
+        {
+            enum { VE = 16 / 4, QN = (GQ * D / VE + NTC - 1) / NTC, KN = (2 * D / VE + NTC - 1) / NTC };
+            const int vec = (((uintptr_t)a.q | (uintptr_t)a.k_new | (uintptr_t)a.v_new | (uintptr_t)a.q_bias |
+                              (uintptr_t)a.k_bias | (uintptr_t)a.v_bias) & 15) == 0;
+            ft_pack_fp32x4_u qv[QN], qb[QN], kn[KN], kb[KN];
+#pragma unroll
+            for (int e = 0; e < QN; e++) {
+                const int c = tid + NTC * e; /* elements [c VE, c VE + VE) of the group's q */
+                qv[e].w = qb[e].w = make_uint4(0u, 0u, 0u, 0u);
+                if (c * VE < ng * D) {
+                    const float *src = a.q + ((int64_t)b * a.H + h0) * D + c * VE;
+                    const float *bias = a.q_bias ? a.q_bias + (int64_t)h0 * D + c * VE : NULL;
+                    ft_attn_word_h256_fp32(&qv[e], src, vec);
+                    if (bias)
+                        ft_attn_word_h256_fp32(&qb[e], bias, vec);
+                }
             }
+#pragma unroll
+            for (int e = 0; e < KN; e++) {
+                const int c = tid + NTC * e, which = c * VE / D, d = c * VE % D; /* k (0) or v (1), at d */
+                kn[e].w = kb[e].w = make_uint4(0u, 0u, 0u, 0u);
+                if (owner && which < 2) {
+                    const float *bias = which ? a.v_bias : a.k_bias;
+                    ft_attn_word_h256_fp32(&kn[e], (which ? a.v_new : a.k_new) + ((int64_t)b * a.Hkv + kvh) * D + d, vec);
+                    if (bias)
+                        ft_attn_word_h256_fp32(&kb[e], bias + (int64_t)kvh * D + d, vec);
+                }
+            }
+            const float qsc = a.rope == FT_ROPE_NONE ? a.qk_scale : 1.0f; /* rotary scales q as it rotates it */
+#pragma unroll
+            for (int e = 0; e < QN; e++) {
+                const int c = tid + NTC * e;
+                if (c * VE < ng * D) {
+                    float f[VE], fb[VE];
+                    ft_unpack_fp32x4(qv[e].w, f);
+                    ft_unpack_fp32x4(qb[e].w, fb);
+#pragma unroll
+                    for (int j = 0; j < VE; j += 4)
+                        *(float4 *)&q_s[c * VE / D][c * VE % D + j] = make_float4(
+                            (f[j] + fb[j]) * qsc, (f[j + 1] + fb[j + 1]) * qsc, (f[j + 2] + fb[j + 2]) * qsc, (f[j + 3] + fb[j + 3]) * qsc);
+                }
+            }
+            if (owner)
+#pragma unroll
+                for (int e = 0; e < KN; e++) {
+                    const int c = tid + NTC * e;
+                    if (c * VE < 2 * D) {
+                        float f[VE], fb[VE];
+                        ft_unpack_fp32x4(kn[e].w, f);
+                        ft_unpack_fp32x4(kb[e].w, fb);
+#pragma unroll
+                        for (int j = 0; j < VE; j += 4)
+                            *(float4 *)&kv_new[c * VE / D][c * VE % D + j] =
+                                make_float4(f[j] + fb[j], f[j + 1] + fb[j + 1], f[j + 2] + fb[j + 2], f[j + 3] + fb[j + 3]);
+                    }
+                }
         }
         ft_named_sync(1, NTC);
         if (a.rope != FT_ROPE_NONE) { /* uniform: a kernel argument */
             /* rotary reads pairs, so every thread computes its values before any is written */
             float rq[(GQ * D + NTC - 1) / NTC], rk[(D + NTC - 1) / NTC];
-    #pragma unroll
+#pragma unroll
             for (int r = 0; r < (GQ * D + NTC - 1) / NTC; r++) {
                 const int i = tid + r * NTC;
                 if (i < ng * D)
                     rq[r] = ft_rope_elem(q_s[i / D], i % D, new_pos, a.rope, a.rotary_dim, a.log2_base) * a.qk_scale;
             }
-    #pragma unroll
+#pragma unroll
             for (int r = 0; r < (D + NTC - 1) / NTC; r++) {
                 const int d = tid + r * NTC;
                 if (owner && d < D)
                     rk[r] = ft_rope_elem(kv_new[0], d, new_pos, a.rope, a.rotary_dim, a.log2_base);
             }
             ft_named_sync(1, NTC);
-    #pragma unroll
+#pragma unroll
             for (int r = 0; r < (GQ * D + NTC - 1) / NTC; r++) {
                 const int i = tid + r * NTC;
                 if (i < ng * D)
                     q_s[i / D][i % D] = rq[r];
             }
-    #pragma unroll
+#pragma unroll
             for (int r = 0; r < (D + NTC - 1) / NTC; r++) {
                 const int d = tid + r * NTC;
                 if (owner && d < D)
                     kv_new[0][d] = rk[r];
             }
-        } else {
-            /* without rotary each thread scales the q elements it loaded: no pairs, no barrier,
-             * and none of the rotary code on the path (the tensor-core kernel on the H100, B8
-             * H32 Hkv8 D128 L4096 fp16: this part of the prologue took 1.2 us through the
-             * rotary loops, 0.2 us so; the step 49.7 us, 48.6 so) */
-            for (int i = tid; i < ng * D; i += NTC)
-                q_s[i / D][i % D] *= a.qk_scale;
-        }
+        } /* else words_store scaled q as it wrote it: none of the rotary code on the path (the
+           * tensor-core kernel on the H100, B8 H32 Hkv8 D128 L4096 fp16: this part of the
+           * prologue took 1.2 us through the rotary loops, 0.2 us without; the step 49.7 us, 48.6) */
         /* the new k, v rounded as stored; each thread the elements it loaded (and rotated) */
         for (int d = tid; d < D; d += NTC)
             if (owner) {
@@ -1570,18 +1753,14 @@ static __global__ void __launch_bounds__(288, 2) ft_attn_async_h256_fp32_g1_tm(f
             }
             const int64_t row = (int64_t)b * a.H + h0 + g;
             if (a.splits == 1) {
-#pragma unroll
-                for (int e = 0; e < 1; e++)
-                    a.out[row * D + d + e] = ft_from_float_fp32(num[e] / den);
+                a.out[row * D + d] = ft_from_float_fp32(num[0] / den);
             } else if (a.cmerge) {
                 /* read by the cluster's blocks below */
                 red[NW * GQ * D + i] = num[0];
                 if (d == 0)
                     blk_ml[g] = make_float2(M, den);
             } else {
-#pragma unroll
-                for (int e = 0; e < 1; e++)
-                    a.ws[((int64_t)split * a.B * a.H + row) * D + d + e] = num[e];
+                a.ws[((int64_t)split * a.B * a.H + row) * D + d] = num[0];
                 if (d == 0) /* an empty split leaves (-inf, 0): the combine kernel drops it */
                     a.ws_ml[(int64_t)split * a.B * a.H + row] = make_float2(M, den);
             }
@@ -1607,36 +1786,43 @@ static __global__ void __launch_bounds__(288, 2) ft_attn_async_h256_fp32_g1_tm(f
     if (!a.cmerge)
         return;
 
-    /* ---- cluster merge: block `split` finishes every splits-th element of the group's output */
+    /* ---- cluster merge: block `split` finishes every splits-th run of NTC x 4 elements of the
+     * group's output, four consecutive ones a thread (D % 4 == 0) */
     cooperative_groups::cluster_group cluster = cooperative_groups::this_cluster();
     cluster.sync(); /* every block's partials are in its shared memory */
     const int cs = a.splits;
-    for (int i = split * NTC + tid; tid < NTC && i < ng * D; i += cs * NTC) {
+    const int ovec = ((uintptr_t)a.out & 15) == 0; /* four outputs a store */
+    for (int i = 4 * (split * NTC + tid); tid < NTC && i < ng * D; i += 4 * cs * NTC) {
         const int g = i / D;
-        /* every block's pair and partial requested at once (unrolled to the most splits a
-         * cluster merges): a loop of dependent remote reads took about 2 us here */
+        /* every block's pair and partials requested at once (unrolled to the most splits a
+         * cluster merges): a loop of dependent remote reads took about 2 us here; four
+         * elements a read cut the rounds of 32 heads of D256 in 4 splits from 16 to 4 */
         float2 ml[FT_ATTN_CLUSTER_SPLITS];
-        float part[FT_ATTN_CLUSTER_SPLITS];
+        float4 part[FT_ATTN_CLUSTER_SPLITS];
 #pragma unroll
         for (int r = 0; r < FT_ATTN_CLUSTER_SPLITS; r++)
             if (r < cs) {
                 ml[r] = *cluster.map_shared_rank(&blk_ml[g], (unsigned)r);
-                part[r] = *cluster.map_shared_rank(&red[NW * GQ * D + i], (unsigned)r);
+                part[r] = *(const float4 *)cluster.map_shared_rank(&red[NW * GQ * D + i], (unsigned)r);
             }
         float M = -INFINITY;
 #pragma unroll
         for (int r = 0; r < FT_ATTN_CLUSTER_SPLITS; r++)
             if (r < cs && ml[r].y > 0.0f)
                 M = fmaxf(M, ml[r].x);
-        float num = 0.0f, den = 0.0f;
+        float num[4] = {0.0f, 0.0f, 0.0f, 0.0f}, den = 0.0f;
 #pragma unroll
         for (int r = 0; r < FT_ATTN_CLUSTER_SPLITS; r++)
             if (r < cs && ml[r].y > 0.0f) { /* an empty split drops out */
                 const float wt = ft_exp2_approx(ml[r].x - M);
-                num += part[r] * wt;
+                num[0] += part[r].x * wt;
+                num[1] += part[r].y * wt;
+                num[2] += part[r].z * wt;
+                num[3] += part[r].w * wt;
                 den += ml[r].y * wt;
             }
-        a.out[((int64_t)b * a.H + h0) * D + i] = ft_from_float_fp32(num / den);
+        const float f[4] = {num[0] / den, num[1] / den, num[2] / den, num[3] / den};
+        ft_attn_store4_h256_fp32(&a.out[((int64_t)b * a.H + h0) * D + i], f, ovec);
     }
     cluster.sync(); /* no block leaves while its shared memory is read */
 #endif
@@ -1772,56 +1958,95 @@ static __global__ void __launch_bounds__(288, 3) ft_attn_async_h256_fp32_g1_s(ft
     } else {
         /* ---- consumers (warps 0..NW-1, barrier 1 among them) */
     /* ---- prologue: q (+bias, rotary, scale) and the new k, v (+bias, rotary, rounded) */
-        for (int i = tid; i < ng * D; i += NTC) {
-            const int64_t qi = ((int64_t)b * a.H + h0) * D + i;
-            q_s[i / D][i % D] = ft_to_float_fp32(a.q[qi]) + (a.q_bias ? ft_to_float_fp32(a.q_bias[(int64_t)h0 * D + i]) : 0.0f);
-        }
-        if (owner) {
-            for (int i = tid; i < 2 * D; i += NTC) {
-                const int which = i / D, d = i % D;
-                const int64_t ki = ((int64_t)b * a.Hkv + kvh) * D + d;
-                const float *src = which ? a.v_new : a.k_new;
-                const float *bias = which ? a.v_bias : a.k_bias;
-                kv_new[which][d] = ft_to_float_fp32(src[ki]) + (bias ? ft_to_float_fp32(bias[(int64_t)kvh * D + d]) : 0.0f);
+        {
+            enum { VE = 16 / 4, QN = (GQ * D / VE + NTC - 1) / NTC, KN = (2 * D / VE + NTC - 1) / NTC };
+            const int vec = (((uintptr_t)a.q | (uintptr_t)a.k_new | (uintptr_t)a.v_new | (uintptr_t)a.q_bias |
+                              (uintptr_t)a.k_bias | (uintptr_t)a.v_bias) & 15) == 0;
+            ft_pack_fp32x4_u qv[QN], qb[QN], kn[KN], kb[KN];
+#pragma unroll
+            for (int e = 0; e < QN; e++) {
+                const int c = tid + NTC * e; /* elements [c VE, c VE + VE) of the group's q */
+                qv[e].w = qb[e].w = make_uint4(0u, 0u, 0u, 0u);
+                if (c * VE < ng * D) {
+                    const float *src = a.q + ((int64_t)b * a.H + h0) * D + c * VE;
+                    const float *bias = a.q_bias ? a.q_bias + (int64_t)h0 * D + c * VE : NULL;
+                    ft_attn_word_h256_fp32(&qv[e], src, vec);
+                    if (bias)
+                        ft_attn_word_h256_fp32(&qb[e], bias, vec);
+                }
             }
+#pragma unroll
+            for (int e = 0; e < KN; e++) {
+                const int c = tid + NTC * e, which = c * VE / D, d = c * VE % D; /* k (0) or v (1), at d */
+                kn[e].w = kb[e].w = make_uint4(0u, 0u, 0u, 0u);
+                if (owner && which < 2) {
+                    const float *bias = which ? a.v_bias : a.k_bias;
+                    ft_attn_word_h256_fp32(&kn[e], (which ? a.v_new : a.k_new) + ((int64_t)b * a.Hkv + kvh) * D + d, vec);
+                    if (bias)
+                        ft_attn_word_h256_fp32(&kb[e], bias + (int64_t)kvh * D + d, vec);
+                }
+            }
+            const float qsc = a.rope == FT_ROPE_NONE ? a.qk_scale : 1.0f; /* rotary scales q as it rotates it */
+#pragma unroll
+            for (int e = 0; e < QN; e++) {
+                const int c = tid + NTC * e;
+                if (c * VE < ng * D) {
+                    float f[VE], fb[VE];
+                    ft_unpack_fp32x4(qv[e].w, f);
+                    ft_unpack_fp32x4(qb[e].w, fb);
+#pragma unroll
+                    for (int j = 0; j < VE; j += 4)
+                        *(float4 *)&q_s[c * VE / D][c * VE % D + j] = make_float4(
+                            (f[j] + fb[j]) * qsc, (f[j + 1] + fb[j + 1]) * qsc, (f[j + 2] + fb[j + 2]) * qsc, (f[j + 3] + fb[j + 3]) * qsc);
+                }
+            }
+            if (owner)
+#pragma unroll
+                for (int e = 0; e < KN; e++) {
+                    const int c = tid + NTC * e;
+                    if (c * VE < 2 * D) {
+                        float f[VE], fb[VE];
+                        ft_unpack_fp32x4(kn[e].w, f);
+                        ft_unpack_fp32x4(kb[e].w, fb);
+#pragma unroll
+                        for (int j = 0; j < VE; j += 4)
+                            *(float4 *)&kv_new[c * VE / D][c * VE % D + j] =
+                                make_float4(f[j] + fb[j], f[j + 1] + fb[j + 1], f[j + 2] + fb[j + 2], f[j + 3] + fb[j + 3]);
+                    }
+                }
         }
         ft_named_sync(1, NTC);
         if (a.rope != FT_ROPE_NONE) { /* uniform: a kernel argument */
             /* rotary reads pairs, so every thread computes its values before any is written */
             float rq[(GQ * D + NTC - 1) / NTC], rk[(D + NTC - 1) / NTC];
-    #pragma unroll
+#pragma unroll
             for (int r = 0; r < (GQ * D + NTC - 1) / NTC; r++) {
                 const int i = tid + r * NTC;
                 if (i < ng * D)
                     rq[r] = ft_rope_elem(q_s[i / D], i % D, new_pos, a.rope, a.rotary_dim, a.log2_base) * a.qk_scale;
             }
-    #pragma unroll
+#pragma unroll
             for (int r = 0; r < (D + NTC - 1) / NTC; r++) {
                 const int d = tid + r * NTC;
                 if (owner && d < D)
                     rk[r] = ft_rope_elem(kv_new[0], d, new_pos, a.rope, a.rotary_dim, a.log2_base);
             }
             ft_named_sync(1, NTC);
-    #pragma unroll
+#pragma unroll
             for (int r = 0; r < (GQ * D + NTC - 1) / NTC; r++) {
                 const int i = tid + r * NTC;
                 if (i < ng * D)
                     q_s[i / D][i % D] = rq[r];
             }
-    #pragma unroll
+#pragma unroll
             for (int r = 0; r < (D + NTC - 1) / NTC; r++) {
                 const int d = tid + r * NTC;
                 if (owner && d < D)
                     kv_new[0][d] = rk[r];
             }
-        } else {
-            /* without rotary each thread scales the q elements it loaded: no pairs, no barrier,
-             * and none of the rotary code on the path (the tensor-core kernel on the H100, B8
-             * H32 Hkv8 D128 L4096 fp16: this part of the prologue took 1.2 us through the
-             * rotary loops, 0.2 us so; the step 49.7 us, 48.6 so) */
-            for (int i = tid; i < ng * D; i += NTC)
-                q_s[i / D][i % D] *= a.qk_scale;
-        }
+        } /* else words_store scaled q as it wrote it: none of the rotary code on the path (the
+           * tensor-core kernel on the H100, B8 H32 Hkv8 D128 L4096 fp16: this part of the
+           * prologue took 1.2 us through the rotary loops, 0.2 us without; the step 49.7 us, 48.6) */
         /* the new k, v rounded as stored; each thread the elements it loaded (and rotated) */
         for (int d = tid; d < D; d += NTC)
             if (owner) {
@@ -1915,18 +2140,14 @@ static __global__ void __launch_bounds__(288, 3) ft_attn_async_h256_fp32_g1_s(ft
             }
             const int64_t row = (int64_t)b * a.H + h0 + g;
             if (a.splits == 1) {
-#pragma unroll
-                for (int e = 0; e < 1; e++)
-                    a.out[row * D + d + e] = ft_from_float_fp32(num[e] / den);
+                a.out[row * D + d] = ft_from_float_fp32(num[0] / den);
             } else if (a.cmerge) {
                 /* read by the cluster's blocks below */
                 red[NW * GQ * D + i] = num[0];
                 if (d == 0)
                     blk_ml[g] = make_float2(M, den);
             } else {
-#pragma unroll
-                for (int e = 0; e < 1; e++)
-                    a.ws[((int64_t)split * a.B * a.H + row) * D + d + e] = num[e];
+                a.ws[((int64_t)split * a.B * a.H + row) * D + d] = num[0];
                 if (d == 0) /* an empty split leaves (-inf, 0): the combine kernel drops it */
                     a.ws_ml[(int64_t)split * a.B * a.H + row] = make_float2(M, den);
             }
@@ -1952,36 +2173,43 @@ static __global__ void __launch_bounds__(288, 3) ft_attn_async_h256_fp32_g1_s(ft
     if (!a.cmerge)
         return;
 
-    /* ---- cluster merge: block `split` finishes every splits-th element of the group's output */
+    /* ---- cluster merge: block `split` finishes every splits-th run of NTC x 4 elements of the
+     * group's output, four consecutive ones a thread (D % 4 == 0) */
     cooperative_groups::cluster_group cluster = cooperative_groups::this_cluster();
     cluster.sync(); /* every block's partials are in its shared memory */
     const int cs = a.splits;
-    for (int i = split * NTC + tid; tid < NTC && i < ng * D; i += cs * NTC) {
+    const int ovec = ((uintptr_t)a.out & 15) == 0; /* four outputs a store */
+    for (int i = 4 * (split * NTC + tid); tid < NTC && i < ng * D; i += 4 * cs * NTC) {
         const int g = i / D;
-        /* every block's pair and partial requested at once (unrolled to the most splits a
-         * cluster merges): a loop of dependent remote reads took about 2 us here */
+        /* every block's pair and partials requested at once (unrolled to the most splits a
+         * cluster merges): a loop of dependent remote reads took about 2 us here; four
+         * elements a read cut the rounds of 32 heads of D256 in 4 splits from 16 to 4 */
         float2 ml[FT_ATTN_CLUSTER_SPLITS];
-        float part[FT_ATTN_CLUSTER_SPLITS];
+        float4 part[FT_ATTN_CLUSTER_SPLITS];
 #pragma unroll
         for (int r = 0; r < FT_ATTN_CLUSTER_SPLITS; r++)
             if (r < cs) {
                 ml[r] = *cluster.map_shared_rank(&blk_ml[g], (unsigned)r);
-                part[r] = *cluster.map_shared_rank(&red[NW * GQ * D + i], (unsigned)r);
+                part[r] = *(const float4 *)cluster.map_shared_rank(&red[NW * GQ * D + i], (unsigned)r);
             }
         float M = -INFINITY;
 #pragma unroll
         for (int r = 0; r < FT_ATTN_CLUSTER_SPLITS; r++)
             if (r < cs && ml[r].y > 0.0f)
                 M = fmaxf(M, ml[r].x);
-        float num = 0.0f, den = 0.0f;
+        float num[4] = {0.0f, 0.0f, 0.0f, 0.0f}, den = 0.0f;
 #pragma unroll
         for (int r = 0; r < FT_ATTN_CLUSTER_SPLITS; r++)
             if (r < cs && ml[r].y > 0.0f) { /* an empty split drops out */
                 const float wt = ft_exp2_approx(ml[r].x - M);
-                num += part[r] * wt;
+                num[0] += part[r].x * wt;
+                num[1] += part[r].y * wt;
+                num[2] += part[r].z * wt;
+                num[3] += part[r].w * wt;
                 den += ml[r].y * wt;
             }
-        a.out[((int64_t)b * a.H + h0) * D + i] = ft_from_float_fp32(num / den);
+        const float f[4] = {num[0] / den, num[1] / den, num[2] / den, num[3] / den};
+        ft_attn_store4_h256_fp32(&a.out[((int64_t)b * a.H + h0) * D + i], f, ovec);
     }
     cluster.sync(); /* no block leaves while its shared memory is read */
 #endif
@@ -2106,56 +2334,95 @@ static __global__ void __launch_bounds__(288, 3) ft_attn_async_h256_fp32_g1_tm_s
     } else {
         /* ---- consumers (warps 0..NW-1, barrier 1 among them) */
     /* ---- prologue: q (+bias, rotary, scale) and the new k, v (+bias, rotary, rounded) */
-        for (int i = tid; i < ng * D; i += NTC) {
-            const int64_t qi = ((int64_t)b * a.H + h0) * D + i;
-            q_s[i / D][i % D] = ft_to_float_fp32(a.q[qi]) + (a.q_bias ? ft_to_float_fp32(a.q_bias[(int64_t)h0 * D + i]) : 0.0f);
-        }
-        if (owner) {
-            for (int i = tid; i < 2 * D; i += NTC) {
-                const int which = i / D, d = i % D;
-                const int64_t ki = ((int64_t)b * a.Hkv + kvh) * D + d;
-                const float *src = which ? a.v_new : a.k_new;
-                const float *bias = which ? a.v_bias : a.k_bias;
-                kv_new[which][d] = ft_to_float_fp32(src[ki]) + (bias ? ft_to_float_fp32(bias[(int64_t)kvh * D + d]) : 0.0f);
+        {
+            enum { VE = 16 / 4, QN = (GQ * D / VE + NTC - 1) / NTC, KN = (2 * D / VE + NTC - 1) / NTC };
+            const int vec = (((uintptr_t)a.q | (uintptr_t)a.k_new | (uintptr_t)a.v_new | (uintptr_t)a.q_bias |
+                              (uintptr_t)a.k_bias | (uintptr_t)a.v_bias) & 15) == 0;
+            ft_pack_fp32x4_u qv[QN], qb[QN], kn[KN], kb[KN];
+#pragma unroll
+            for (int e = 0; e < QN; e++) {
+                const int c = tid + NTC * e; /* elements [c VE, c VE + VE) of the group's q */
+                qv[e].w = qb[e].w = make_uint4(0u, 0u, 0u, 0u);
+                if (c * VE < ng * D) {
+                    const float *src = a.q + ((int64_t)b * a.H + h0) * D + c * VE;
+                    const float *bias = a.q_bias ? a.q_bias + (int64_t)h0 * D + c * VE : NULL;
+                    ft_attn_word_h256_fp32(&qv[e], src, vec);
+                    if (bias)
+                        ft_attn_word_h256_fp32(&qb[e], bias, vec);
+                }
             }
+#pragma unroll
+            for (int e = 0; e < KN; e++) {
+                const int c = tid + NTC * e, which = c * VE / D, d = c * VE % D; /* k (0) or v (1), at d */
+                kn[e].w = kb[e].w = make_uint4(0u, 0u, 0u, 0u);
+                if (owner && which < 2) {
+                    const float *bias = which ? a.v_bias : a.k_bias;
+                    ft_attn_word_h256_fp32(&kn[e], (which ? a.v_new : a.k_new) + ((int64_t)b * a.Hkv + kvh) * D + d, vec);
+                    if (bias)
+                        ft_attn_word_h256_fp32(&kb[e], bias + (int64_t)kvh * D + d, vec);
+                }
+            }
+            const float qsc = a.rope == FT_ROPE_NONE ? a.qk_scale : 1.0f; /* rotary scales q as it rotates it */
+#pragma unroll
+            for (int e = 0; e < QN; e++) {
+                const int c = tid + NTC * e;
+                if (c * VE < ng * D) {
+                    float f[VE], fb[VE];
+                    ft_unpack_fp32x4(qv[e].w, f);
+                    ft_unpack_fp32x4(qb[e].w, fb);
+#pragma unroll
+                    for (int j = 0; j < VE; j += 4)
+                        *(float4 *)&q_s[c * VE / D][c * VE % D + j] = make_float4(
+                            (f[j] + fb[j]) * qsc, (f[j + 1] + fb[j + 1]) * qsc, (f[j + 2] + fb[j + 2]) * qsc, (f[j + 3] + fb[j + 3]) * qsc);
+                }
+            }
+            if (owner)
+#pragma unroll
+                for (int e = 0; e < KN; e++) {
+                    const int c = tid + NTC * e;
+                    if (c * VE < 2 * D) {
+                        float f[VE], fb[VE];
+                        ft_unpack_fp32x4(kn[e].w, f);
+                        ft_unpack_fp32x4(kb[e].w, fb);
+#pragma unroll
+                        for (int j = 0; j < VE; j += 4)
+                            *(float4 *)&kv_new[c * VE / D][c * VE % D + j] =
+                                make_float4(f[j] + fb[j], f[j + 1] + fb[j + 1], f[j + 2] + fb[j + 2], f[j + 3] + fb[j + 3]);
+                    }
+                }
         }
         ft_named_sync(1, NTC);
         if (a.rope != FT_ROPE_NONE) { /* uniform: a kernel argument */
             /* rotary reads pairs, so every thread computes its values before any is written */
             float rq[(GQ * D + NTC - 1) / NTC], rk[(D + NTC - 1) / NTC];
-    #pragma unroll
+#pragma unroll
             for (int r = 0; r < (GQ * D + NTC - 1) / NTC; r++) {
                 const int i = tid + r * NTC;
                 if (i < ng * D)
                     rq[r] = ft_rope_elem(q_s[i / D], i % D, new_pos, a.rope, a.rotary_dim, a.log2_base) * a.qk_scale;
             }
-    #pragma unroll
+#pragma unroll
             for (int r = 0; r < (D + NTC - 1) / NTC; r++) {
                 const int d = tid + r * NTC;
                 if (owner && d < D)
                     rk[r] = ft_rope_elem(kv_new[0], d, new_pos, a.rope, a.rotary_dim, a.log2_base);
             }
             ft_named_sync(1, NTC);
-    #pragma unroll
+#pragma unroll
             for (int r = 0; r < (GQ * D + NTC - 1) / NTC; r++) {
                 const int i = tid + r * NTC;
                 if (i < ng * D)
                     q_s[i / D][i % D] = rq[r];
             }
-    #pragma unroll
+#pragma unroll
             for (int r = 0; r < (D + NTC - 1) / NTC; r++) {
                 const int d = tid + r * NTC;
                 if (owner && d < D)
                     kv_new[0][d] = rk[r];
             }
-        } else {
-            /* without rotary each thread scales the q elements it loaded: no pairs, no barrier,
-             * and none of the rotary code on the path (the tensor-core kernel on the H100, B8
-             * H32 Hkv8 D128 L4096 fp16: this part of the prologue took 1.2 us through the
-             * rotary loops, 0.2 us so; the step 49.7 us, 48.6 so) */
-            for (int i = tid; i < ng * D; i += NTC)
-                q_s[i / D][i % D] *= a.qk_scale;
-        }
+        } /* else words_store scaled q as it wrote it: none of the rotary code on the path (the
+           * tensor-core kernel on the H100, B8 H32 Hkv8 D128 L4096 fp16: this part of the
+           * prologue took 1.2 us through the rotary loops, 0.2 us without; the step 49.7 us, 48.6) */
         /* the new k, v rounded as stored; each thread the elements it loaded (and rotated) */
         for (int d = tid; d < D; d += NTC)
             if (owner) {
@@ -2249,18 +2516,14 @@ static __global__ void __launch_bounds__(288, 3) ft_attn_async_h256_fp32_g1_tm_s
             }
             const int64_t row = (int64_t)b * a.H + h0 + g;
             if (a.splits == 1) {
-#pragma unroll
-                for (int e = 0; e < 1; e++)
-                    a.out[row * D + d + e] = ft_from_float_fp32(num[e] / den);
+                a.out[row * D + d] = ft_from_float_fp32(num[0] / den);
             } else if (a.cmerge) {
                 /* read by the cluster's blocks below */
                 red[NW * GQ * D + i] = num[0];
                 if (d == 0)
                     blk_ml[g] = make_float2(M, den);
             } else {
-#pragma unroll
-                for (int e = 0; e < 1; e++)
-                    a.ws[((int64_t)split * a.B * a.H + row) * D + d + e] = num[e];
+                a.ws[((int64_t)split * a.B * a.H + row) * D + d] = num[0];
                 if (d == 0) /* an empty split leaves (-inf, 0): the combine kernel drops it */
                     a.ws_ml[(int64_t)split * a.B * a.H + row] = make_float2(M, den);
             }
@@ -2286,36 +2549,43 @@ static __global__ void __launch_bounds__(288, 3) ft_attn_async_h256_fp32_g1_tm_s
     if (!a.cmerge)
         return;
 
-    /* ---- cluster merge: block `split` finishes every splits-th element of the group's output */
+    /* ---- cluster merge: block `split` finishes every splits-th run of NTC x 4 elements of the
+     * group's output, four consecutive ones a thread (D % 4 == 0) */
     cooperative_groups::cluster_group cluster = cooperative_groups::this_cluster();
     cluster.sync(); /* every block's partials are in its shared memory */
     const int cs = a.splits;
-    for (int i = split * NTC + tid; tid < NTC && i < ng * D; i += cs * NTC) {
+    const int ovec = ((uintptr_t)a.out & 15) == 0; /* four outputs a store */
+    for (int i = 4 * (split * NTC + tid); tid < NTC && i < ng * D; i += 4 * cs * NTC) {
         const int g = i / D;
-        /* every block's pair and partial requested at once (unrolled to the most splits a
-         * cluster merges): a loop of dependent remote reads took about 2 us here */
+        /* every block's pair and partials requested at once (unrolled to the most splits a
+         * cluster merges): a loop of dependent remote reads took about 2 us here; four
+         * elements a read cut the rounds of 32 heads of D256 in 4 splits from 16 to 4 */
         float2 ml[FT_ATTN_CLUSTER_SPLITS];
-        float part[FT_ATTN_CLUSTER_SPLITS];
+        float4 part[FT_ATTN_CLUSTER_SPLITS];
 #pragma unroll
         for (int r = 0; r < FT_ATTN_CLUSTER_SPLITS; r++)
             if (r < cs) {
                 ml[r] = *cluster.map_shared_rank(&blk_ml[g], (unsigned)r);
-                part[r] = *cluster.map_shared_rank(&red[NW * GQ * D + i], (unsigned)r);
+                part[r] = *(const float4 *)cluster.map_shared_rank(&red[NW * GQ * D + i], (unsigned)r);
             }
         float M = -INFINITY;
 #pragma unroll
         for (int r = 0; r < FT_ATTN_CLUSTER_SPLITS; r++)
             if (r < cs && ml[r].y > 0.0f)
                 M = fmaxf(M, ml[r].x);
-        float num = 0.0f, den = 0.0f;
+        float num[4] = {0.0f, 0.0f, 0.0f, 0.0f}, den = 0.0f;
 #pragma unroll
         for (int r = 0; r < FT_ATTN_CLUSTER_SPLITS; r++)
             if (r < cs && ml[r].y > 0.0f) { /* an empty split drops out */
                 const float wt = ft_exp2_approx(ml[r].x - M);
-                num += part[r] * wt;
+                num[0] += part[r].x * wt;
+                num[1] += part[r].y * wt;
+                num[2] += part[r].z * wt;
+                num[3] += part[r].w * wt;
                 den += ml[r].y * wt;
             }
-        a.out[((int64_t)b * a.H + h0) * D + i] = ft_from_float_fp32(num / den);
+        const float f[4] = {num[0] / den, num[1] / den, num[2] / den, num[3] / den};
+        ft_attn_store4_h256_fp32(&a.out[((int64_t)b * a.H + h0) * D + i], f, ovec);
     }
     cluster.sync(); /* no block leaves while its shared memory is read */
 #endif
@@ -2451,18 +2721,62 @@ static __global__ void __launch_bounds__(288, 2) ft_attn_async_h256_fp32_g1_p(ft
     } else {
         /* ---- consumers (warps 0..NW-1, barrier 1 among them) */
     /* ---- prologue: q (+bias, rotary, scale) and the new k, v (+bias, rotary, rounded) */
-        for (int i = tid; i < ng * D; i += NTC) {
-            const int64_t qi = ((int64_t)b * a.H + h0) * D + i;
-            q_s[i / D][i % D] = ft_to_float_fp32(a.q[qi]) + (a.q_bias ? ft_to_float_fp32(a.q_bias[(int64_t)h0 * D + i]) : 0.0f);
-        }
-        if (owner) {
-            for (int i = tid; i < 2 * D; i += NTC) {
-                const int which = i / D, d = i % D;
-                const int64_t ki = ((int64_t)b * a.Hkv + kvh) * D + d;
-                const float *src = which ? a.v_new : a.k_new;
-                const float *bias = which ? a.v_bias : a.k_bias;
-                kv_new[which][d] = ft_to_float_fp32(src[ki]) + (bias ? ft_to_float_fp32(bias[(int64_t)kvh * D + d]) : 0.0f);
+        {
+            enum { VE = 16 / 4, QN = (GQ * D / VE + NTC - 1) / NTC, KN = (2 * D / VE + NTC - 1) / NTC };
+            const int vec = (((uintptr_t)a.q | (uintptr_t)a.k_new | (uintptr_t)a.v_new | (uintptr_t)a.q_bias |
+                              (uintptr_t)a.k_bias | (uintptr_t)a.v_bias) & 15) == 0;
+            ft_pack_fp32x4_u qv[QN], qb[QN], kn[KN], kb[KN];
+#pragma unroll
+            for (int e = 0; e < QN; e++) {
+                const int c = tid + NTC * e; /* elements [c VE, c VE + VE) of the group's q */
+                qv[e].w = qb[e].w = make_uint4(0u, 0u, 0u, 0u);
+                if (c * VE < ng * D) {
+                    const float *src = a.q + ((int64_t)b * a.H + h0) * D + c * VE;
+                    const float *bias = a.q_bias ? a.q_bias + (int64_t)h0 * D + c * VE : NULL;
+                    ft_attn_word_h256_fp32(&qv[e], src, vec);
+                    if (bias)
+                        ft_attn_word_h256_fp32(&qb[e], bias, vec);
+                }
             }
+#pragma unroll
+            for (int e = 0; e < KN; e++) {
+                const int c = tid + NTC * e, which = c * VE / D, d = c * VE % D; /* k (0) or v (1), at d */
+                kn[e].w = kb[e].w = make_uint4(0u, 0u, 0u, 0u);
+                if (owner && which < 2) {
+                    const float *bias = which ? a.v_bias : a.k_bias;
+                    ft_attn_word_h256_fp32(&kn[e], (which ? a.v_new : a.k_new) + ((int64_t)b * a.Hkv + kvh) * D + d, vec);
+                    if (bias)
+                        ft_attn_word_h256_fp32(&kb[e], bias + (int64_t)kvh * D + d, vec);
+                }
+            }
+            const float qsc = a.rope == FT_ROPE_NONE ? a.qk_scale : 1.0f; /* rotary scales q as it rotates it */
+#pragma unroll
+            for (int e = 0; e < QN; e++) {
+                const int c = tid + NTC * e;
+                if (c * VE < ng * D) {
+                    float f[VE], fb[VE];
+                    ft_unpack_fp32x4(qv[e].w, f);
+                    ft_unpack_fp32x4(qb[e].w, fb);
+#pragma unroll
+                    for (int j = 0; j < VE; j += 4)
+                        *(float4 *)&q_s[c * VE / D][c * VE % D + j] = make_float4(
+                            (f[j] + fb[j]) * qsc, (f[j + 1] + fb[j + 1]) * qsc, (f[j + 2] + fb[j + 2]) * qsc, (f[j + 3] + fb[j + 3]) * qsc);
+                }
+            }
+            if (owner)
+#pragma unroll
+                for (int e = 0; e < KN; e++) {
+                    const int c = tid + NTC * e;
+                    if (c * VE < 2 * D) {
+                        float f[VE], fb[VE];
+                        ft_unpack_fp32x4(kn[e].w, f);
+                        ft_unpack_fp32x4(kb[e].w, fb);
+#pragma unroll
+                        for (int j = 0; j < VE; j += 4)
+                            *(float4 *)&kv_new[c * VE / D][c * VE % D + j] =
+                                make_float4(f[j] + fb[j], f[j + 1] + fb[j + 1], f[j + 2] + fb[j + 2], f[j + 3] + fb[j + 3]);
+                    }
+                }
         }
         ft_named_sync(1, NTC);
         if (a.rope != FT_ROPE_NONE) { /* uniform: a kernel argument */
@@ -2476,10 +2790,7 @@ static __global__ void __launch_bounds__(288, 2) ft_attn_async_h256_fp32_g1_p(ft
                 for (int j = tid; j < hp; j += NTC)
                     ft_rope_pair(kv_new[0], j, new_pos, a.rope, a.rotary_dim, a.log2_base, 1.0f);
             ft_named_sync(1, NTC); /* the new k's elements below are rounded by other threads than rotated them */
-        } else {
-            for (int i = tid; i < ng * D; i += NTC)
-                q_s[i / D][i % D] *= a.qk_scale;
-        }
+        } /* else words_store scaled q */
         /* the new k, v rounded as stored; each thread the elements it loaded (and rotated) */
         for (int d = tid; d < D; d += NTC)
             if (owner) {
@@ -2575,9 +2886,7 @@ static __global__ void __launch_bounds__(288, 2) ft_attn_async_h256_fp32_g1_p(ft
                 }
             }
             const int64_t row = (int64_t)b * a.H + h0 + g;
-#pragma unroll
-            for (int e = 0; e < 1; e++)
-                a.out[row * D + d + e] = ft_from_float_fp32(num[e] / den);
+            a.out[row * D + d] = ft_from_float_fp32(num[0] / den);
         }
     }
     used += ntiles > 0 ? ntiles : 1; /* a row without cached steps used tile 0's stage */
@@ -2795,56 +3104,95 @@ static __global__ void __launch_bounds__(256, 2) ft_attn_async_h256_fp32_g4(ft_a
     } else {
         /* ---- consumers (warps 0..NW-1, barrier 1 among them) */
     /* ---- prologue: q (+bias, rotary, scale) and the new k, v (+bias, rotary, rounded) */
-        for (int i = tid; i < ng * D; i += NTC) {
-            const int64_t qi = ((int64_t)b * a.H + h0) * D + i;
-            q_s[i / D][i % D] = ft_to_float_fp32(a.q[qi]) + (a.q_bias ? ft_to_float_fp32(a.q_bias[(int64_t)h0 * D + i]) : 0.0f);
-        }
-        if (owner) {
-            for (int i = tid; i < 2 * D; i += NTC) {
-                const int which = i / D, d = i % D;
-                const int64_t ki = ((int64_t)b * a.Hkv + kvh) * D + d;
-                const float *src = which ? a.v_new : a.k_new;
-                const float *bias = which ? a.v_bias : a.k_bias;
-                kv_new[which][d] = ft_to_float_fp32(src[ki]) + (bias ? ft_to_float_fp32(bias[(int64_t)kvh * D + d]) : 0.0f);
+        {
+            enum { VE = 16 / 4, QN = (GQ * D / VE + NTC - 1) / NTC, KN = (2 * D / VE + NTC - 1) / NTC };
+            const int vec = (((uintptr_t)a.q | (uintptr_t)a.k_new | (uintptr_t)a.v_new | (uintptr_t)a.q_bias |
+                              (uintptr_t)a.k_bias | (uintptr_t)a.v_bias) & 15) == 0;
+            ft_pack_fp32x4_u qv[QN], qb[QN], kn[KN], kb[KN];
+#pragma unroll
+            for (int e = 0; e < QN; e++) {
+                const int c = tid + NTC * e; /* elements [c VE, c VE + VE) of the group's q */
+                qv[e].w = qb[e].w = make_uint4(0u, 0u, 0u, 0u);
+                if (c * VE < ng * D) {
+                    const float *src = a.q + ((int64_t)b * a.H + h0) * D + c * VE;
+                    const float *bias = a.q_bias ? a.q_bias + (int64_t)h0 * D + c * VE : NULL;
+                    ft_attn_word_h256_fp32(&qv[e], src, vec);
+                    if (bias)
+                        ft_attn_word_h256_fp32(&qb[e], bias, vec);
+                }
             }
+#pragma unroll
+            for (int e = 0; e < KN; e++) {
+                const int c = tid + NTC * e, which = c * VE / D, d = c * VE % D; /* k (0) or v (1), at d */
+                kn[e].w = kb[e].w = make_uint4(0u, 0u, 0u, 0u);
+                if (owner && which < 2) {
+                    const float *bias = which ? a.v_bias : a.k_bias;
+                    ft_attn_word_h256_fp32(&kn[e], (which ? a.v_new : a.k_new) + ((int64_t)b * a.Hkv + kvh) * D + d, vec);
+                    if (bias)
+                        ft_attn_word_h256_fp32(&kb[e], bias + (int64_t)kvh * D + d, vec);
+                }
+            }
+            const float qsc = a.rope == FT_ROPE_NONE ? a.qk_scale : 1.0f; /* rotary scales q as it rotates it */
+#pragma unroll
+            for (int e = 0; e < QN; e++) {
+                const int c = tid + NTC * e;
+                if (c * VE < ng * D) {
+                    float f[VE], fb[VE];
+                    ft_unpack_fp32x4(qv[e].w, f);
+                    ft_unpack_fp32x4(qb[e].w, fb);
+#pragma unroll
+                    for (int j = 0; j < VE; j += 4)
+                        *(float4 *)&q_s[c * VE / D][c * VE % D + j] = make_float4(
+                            (f[j] + fb[j]) * qsc, (f[j + 1] + fb[j + 1]) * qsc, (f[j + 2] + fb[j + 2]) * qsc, (f[j + 3] + fb[j + 3]) * qsc);
+                }
+            }
+            if (owner)
+#pragma unroll
+                for (int e = 0; e < KN; e++) {
+                    const int c = tid + NTC * e;
+                    if (c * VE < 2 * D) {
+                        float f[VE], fb[VE];
+                        ft_unpack_fp32x4(kn[e].w, f);
+                        ft_unpack_fp32x4(kb[e].w, fb);
+#pragma unroll
+                        for (int j = 0; j < VE; j += 4)
+                            *(float4 *)&kv_new[c * VE / D][c * VE % D + j] =
+                                make_float4(f[j] + fb[j], f[j + 1] + fb[j + 1], f[j + 2] + fb[j + 2], f[j + 3] + fb[j + 3]);
+                    }
+                }
         }
         ft_named_sync(1, NTC);
         if (a.rope != FT_ROPE_NONE) { /* uniform: a kernel argument */
             /* rotary reads pairs, so every thread computes its values before any is written */
             float rq[(GQ * D + NTC - 1) / NTC], rk[(D + NTC - 1) / NTC];
-    #pragma unroll
+#pragma unroll
             for (int r = 0; r < (GQ * D + NTC - 1) / NTC; r++) {
                 const int i = tid + r * NTC;
                 if (i < ng * D)
                     rq[r] = ft_rope_elem(q_s[i / D], i % D, new_pos, a.rope, a.rotary_dim, a.log2_base) * a.qk_scale;
             }
-    #pragma unroll
+#pragma unroll
             for (int r = 0; r < (D + NTC - 1) / NTC; r++) {
                 const int d = tid + r * NTC;
                 if (owner && d < D)
                     rk[r] = ft_rope_elem(kv_new[0], d, new_pos, a.rope, a.rotary_dim, a.log2_base);
             }
             ft_named_sync(1, NTC);
-    #pragma unroll
+#pragma unroll
             for (int r = 0; r < (GQ * D + NTC - 1) / NTC; r++) {
                 const int i = tid + r * NTC;
                 if (i < ng * D)
                     q_s[i / D][i % D] = rq[r];
             }
-    #pragma unroll
+#pragma unroll
             for (int r = 0; r < (D + NTC - 1) / NTC; r++) {
                 const int d = tid + r * NTC;
                 if (owner && d < D)
                     kv_new[0][d] = rk[r];
             }
-        } else {
-            /* without rotary each thread scales the q elements it loaded: no pairs, no barrier,
-             * and none of the rotary code on the path (the tensor-core kernel on the H100, B8
-             * H32 Hkv8 D128 L4096 fp16: this part of the prologue took 1.2 us through the
-             * rotary loops, 0.2 us so; the step 49.7 us, 48.6 so) */
-            for (int i = tid; i < ng * D; i += NTC)
-                q_s[i / D][i % D] *= a.qk_scale;
-        }
+        } /* else words_store scaled q as it wrote it: none of the rotary code on the path (the
+           * tensor-core kernel on the H100, B8 H32 Hkv8 D128 L4096 fp16: this part of the
+           * prologue took 1.2 us through the rotary loops, 0.2 us without; the step 49.7 us, 48.6) */
         /* the new k, v rounded as stored; each thread the elements it loaded (and rotated) */
         for (int d = tid; d < D; d += NTC)
             if (owner) {
@@ -2928,6 +3276,7 @@ static __global__ void __launch_bounds__(256, 2) ft_attn_async_h256_fp32_g4(ft_a
          * B256 L128 60.6 / 65.6, B256 L256 95.9 / 97.6, B128 H64 L256 52.1 / 58.8; ts, B32
          * L256: 13.9 / 15.1. In one round (one head a block) it is not faster: B256 H8 D64
          * L128 29.6 / 29.4. */
+        const int ovec = ((uintptr_t)a.out & 15) == 0; /* four outputs a store */
         for (int i = 4 * tid; i < ng * D; i += 4 * NTC) {
             const int g = i / D, d = i % D;
             float M = -INFINITY;
@@ -2951,18 +3300,16 @@ static __global__ void __launch_bounds__(256, 2) ft_attn_async_h256_fp32_g4(ft_a
             }
             const int64_t row = (int64_t)b * a.H + h0 + g;
             if (a.splits == 1) {
-#pragma unroll
-                for (int e = 0; e < 4; e++)
-                    a.out[row * D + d + e] = ft_from_float_fp32(num[e] / den);
+                const float f[4] = {num[0] / den, num[1] / den, num[2] / den, num[3] / den};
+                ft_attn_store4_h256_fp32(&a.out[row * D + d], f, ovec);
             } else if (a.cmerge) {
                 /* read by the cluster's blocks below */
                 *(float4 *)&red[NW * GQ * D + i] = make_float4(num[0], num[1], num[2], num[3]);
                 if (d == 0)
                     blk_ml[g] = make_float2(M, den);
             } else {
-#pragma unroll
-                for (int e = 0; e < 4; e++)
-                    a.ws[((int64_t)split * a.B * a.H + row) * D + d + e] = num[e];
+                /* 16-byte aligned: the workspace is, and D and d are multiples of 4 */
+                *(float4 *)&a.ws[((int64_t)split * a.B * a.H + row) * D + d] = make_float4(num[0], num[1], num[2], num[3]);
                 if (d == 0) /* an empty split leaves (-inf, 0): the combine kernel drops it */
                     a.ws_ml[(int64_t)split * a.B * a.H + row] = make_float2(M, den);
             }
@@ -2988,36 +3335,43 @@ static __global__ void __launch_bounds__(256, 2) ft_attn_async_h256_fp32_g4(ft_a
     if (!a.cmerge)
         return;
 
-    /* ---- cluster merge: block `split` finishes every splits-th element of the group's output */
+    /* ---- cluster merge: block `split` finishes every splits-th run of NTC x 4 elements of the
+     * group's output, four consecutive ones a thread (D % 4 == 0) */
     cooperative_groups::cluster_group cluster = cooperative_groups::this_cluster();
     cluster.sync(); /* every block's partials are in its shared memory */
     const int cs = a.splits;
-    for (int i = split * NTC + tid; tid < NTC && i < ng * D; i += cs * NTC) {
+    const int ovec = ((uintptr_t)a.out & 15) == 0; /* four outputs a store */
+    for (int i = 4 * (split * NTC + tid); tid < NTC && i < ng * D; i += 4 * cs * NTC) {
         const int g = i / D;
-        /* every block's pair and partial requested at once (unrolled to the most splits a
-         * cluster merges): a loop of dependent remote reads took about 2 us here */
+        /* every block's pair and partials requested at once (unrolled to the most splits a
+         * cluster merges): a loop of dependent remote reads took about 2 us here; four
+         * elements a read cut the rounds of 32 heads of D256 in 4 splits from 16 to 4 */
         float2 ml[FT_ATTN_CLUSTER_SPLITS];
-        float part[FT_ATTN_CLUSTER_SPLITS];
+        float4 part[FT_ATTN_CLUSTER_SPLITS];
 #pragma unroll
         for (int r = 0; r < FT_ATTN_CLUSTER_SPLITS; r++)
             if (r < cs) {
                 ml[r] = *cluster.map_shared_rank(&blk_ml[g], (unsigned)r);
-                part[r] = *cluster.map_shared_rank(&red[NW * GQ * D + i], (unsigned)r);
+                part[r] = *(const float4 *)cluster.map_shared_rank(&red[NW * GQ * D + i], (unsigned)r);
             }
         float M = -INFINITY;
 #pragma unroll
         for (int r = 0; r < FT_ATTN_CLUSTER_SPLITS; r++)
             if (r < cs && ml[r].y > 0.0f)
                 M = fmaxf(M, ml[r].x);
-        float num = 0.0f, den = 0.0f;
+        float num[4] = {0.0f, 0.0f, 0.0f, 0.0f}, den = 0.0f;
 #pragma unroll
         for (int r = 0; r < FT_ATTN_CLUSTER_SPLITS; r++)
             if (r < cs && ml[r].y > 0.0f) { /* an empty split drops out */
                 const float wt = ft_exp2_approx(ml[r].x - M);
-                num += part[r] * wt;
+                num[0] += part[r].x * wt;
+                num[1] += part[r].y * wt;
+                num[2] += part[r].z * wt;
+                num[3] += part[r].w * wt;
                 den += ml[r].y * wt;
             }
-        a.out[((int64_t)b * a.H + h0) * D + i] = ft_from_float_fp32(num / den);
+        const float f[4] = {num[0] / den, num[1] / den, num[2] / den, num[3] / den};
+        ft_attn_store4_h256_fp32(&a.out[((int64_t)b * a.H + h0) * D + i], f, ovec);
     }
     cluster.sync(); /* no block leaves while its shared memory is read */
 #endif
@@ -3143,56 +3497,95 @@ static __global__ void __launch_bounds__(256, 2) ft_attn_async_h256_fp32_g4_tm(f
     } else {
         /* ---- consumers (warps 0..NW-1, barrier 1 among them) */
     /* ---- prologue: q (+bias, rotary, scale) and the new k, v (+bias, rotary, rounded) */
-        for (int i = tid; i < ng * D; i += NTC) {
-            const int64_t qi = ((int64_t)b * a.H + h0) * D + i;
-            q_s[i / D][i % D] = ft_to_float_fp32(a.q[qi]) + (a.q_bias ? ft_to_float_fp32(a.q_bias[(int64_t)h0 * D + i]) : 0.0f);
-        }
-        if (owner) {
-            for (int i = tid; i < 2 * D; i += NTC) {
-                const int which = i / D, d = i % D;
-                const int64_t ki = ((int64_t)b * a.Hkv + kvh) * D + d;
-                const float *src = which ? a.v_new : a.k_new;
-                const float *bias = which ? a.v_bias : a.k_bias;
-                kv_new[which][d] = ft_to_float_fp32(src[ki]) + (bias ? ft_to_float_fp32(bias[(int64_t)kvh * D + d]) : 0.0f);
+        {
+            enum { VE = 16 / 4, QN = (GQ * D / VE + NTC - 1) / NTC, KN = (2 * D / VE + NTC - 1) / NTC };
+            const int vec = (((uintptr_t)a.q | (uintptr_t)a.k_new | (uintptr_t)a.v_new | (uintptr_t)a.q_bias |
+                              (uintptr_t)a.k_bias | (uintptr_t)a.v_bias) & 15) == 0;
+            ft_pack_fp32x4_u qv[QN], qb[QN], kn[KN], kb[KN];
+#pragma unroll
+            for (int e = 0; e < QN; e++) {
+                const int c = tid + NTC * e; /* elements [c VE, c VE + VE) of the group's q */
+                qv[e].w = qb[e].w = make_uint4(0u, 0u, 0u, 0u);
+                if (c * VE < ng * D) {
+                    const float *src = a.q + ((int64_t)b * a.H + h0) * D + c * VE;
+                    const float *bias = a.q_bias ? a.q_bias + (int64_t)h0 * D + c * VE : NULL;
+                    ft_attn_word_h256_fp32(&qv[e], src, vec);
+                    if (bias)
+                        ft_attn_word_h256_fp32(&qb[e], bias, vec);
+                }
             }
+#pragma unroll
+            for (int e = 0; e < KN; e++) {
+                const int c = tid + NTC * e, which = c * VE / D, d = c * VE % D; /* k (0) or v (1), at d */
+                kn[e].w = kb[e].w = make_uint4(0u, 0u, 0u, 0u);
+                if (owner && which < 2) {
+                    const float *bias = which ? a.v_bias : a.k_bias;
+                    ft_attn_word_h256_fp32(&kn[e], (which ? a.v_new : a.k_new) + ((int64_t)b * a.Hkv + kvh) * D + d, vec);
+                    if (bias)
+                        ft_attn_word_h256_fp32(&kb[e], bias + (int64_t)kvh * D + d, vec);
+                }
+            }
+            const float qsc = a.rope == FT_ROPE_NONE ? a.qk_scale : 1.0f; /* rotary scales q as it rotates it */
+#pragma unroll
+            for (int e = 0; e < QN; e++) {
+                const int c = tid + NTC * e;
+                if (c * VE < ng * D) {
+                    float f[VE], fb[VE];
+                    ft_unpack_fp32x4(qv[e].w, f);
+                    ft_unpack_fp32x4(qb[e].w, fb);
+#pragma unroll
+                    for (int j = 0; j < VE; j += 4)
+                        *(float4 *)&q_s[c * VE / D][c * VE % D + j] = make_float4(
+                            (f[j] + fb[j]) * qsc, (f[j + 1] + fb[j + 1]) * qsc, (f[j + 2] + fb[j + 2]) * qsc, (f[j + 3] + fb[j + 3]) * qsc);
+                }
+            }
+            if (owner)
+#pragma unroll
+                for (int e = 0; e < KN; e++) {
+                    const int c = tid + NTC * e;
+                    if (c * VE < 2 * D) {
+                        float f[VE], fb[VE];
+                        ft_unpack_fp32x4(kn[e].w, f);
+                        ft_unpack_fp32x4(kb[e].w, fb);
+#pragma unroll
+                        for (int j = 0; j < VE; j += 4)
+                            *(float4 *)&kv_new[c * VE / D][c * VE % D + j] =
+                                make_float4(f[j] + fb[j], f[j + 1] + fb[j + 1], f[j + 2] + fb[j + 2], f[j + 3] + fb[j + 3]);
+                    }
+                }
         }
         ft_named_sync(1, NTC);
         if (a.rope != FT_ROPE_NONE) { /* uniform: a kernel argument */
             /* rotary reads pairs, so every thread computes its values before any is written */
             float rq[(GQ * D + NTC - 1) / NTC], rk[(D + NTC - 1) / NTC];
-    #pragma unroll
+#pragma unroll
             for (int r = 0; r < (GQ * D + NTC - 1) / NTC; r++) {
                 const int i = tid + r * NTC;
                 if (i < ng * D)
                     rq[r] = ft_rope_elem(q_s[i / D], i % D, new_pos, a.rope, a.rotary_dim, a.log2_base) * a.qk_scale;
             }
-    #pragma unroll
+#pragma unroll
             for (int r = 0; r < (D + NTC - 1) / NTC; r++) {
                 const int d = tid + r * NTC;
                 if (owner && d < D)
                     rk[r] = ft_rope_elem(kv_new[0], d, new_pos, a.rope, a.rotary_dim, a.log2_base);
             }
             ft_named_sync(1, NTC);
-    #pragma unroll
+#pragma unroll
             for (int r = 0; r < (GQ * D + NTC - 1) / NTC; r++) {
                 const int i = tid + r * NTC;
                 if (i < ng * D)
                     q_s[i / D][i % D] = rq[r];
             }
-    #pragma unroll
+#pragma unroll
             for (int r = 0; r < (D + NTC - 1) / NTC; r++) {
                 const int d = tid + r * NTC;
                 if (owner && d < D)
                     kv_new[0][d] = rk[r];
             }
-        } else {
-            /* without rotary each thread scales the q elements it loaded: no pairs, no barrier,
-             * and none of the rotary code on the path (the tensor-core kernel on the H100, B8
-             * H32 Hkv8 D128 L4096 fp16: this part of the prologue took 1.2 us through the
-             * rotary loops, 0.2 us so; the step 49.7 us, 48.6 so) */
-            for (int i = tid; i < ng * D; i += NTC)
-                q_s[i / D][i % D] *= a.qk_scale;
-        }
+        } /* else words_store scaled q as it wrote it: none of the rotary code on the path (the
+           * tensor-core kernel on the H100, B8 H32 Hkv8 D128 L4096 fp16: this part of the
+           * prologue took 1.2 us through the rotary loops, 0.2 us without; the step 49.7 us, 48.6) */
         /* the new k, v rounded as stored; each thread the elements it loaded (and rotated) */
         for (int d = tid; d < D; d += NTC)
             if (owner) {
@@ -3276,6 +3669,7 @@ static __global__ void __launch_bounds__(256, 2) ft_attn_async_h256_fp32_g4_tm(f
          * B256 L128 60.6 / 65.6, B256 L256 95.9 / 97.6, B128 H64 L256 52.1 / 58.8; ts, B32
          * L256: 13.9 / 15.1. In one round (one head a block) it is not faster: B256 H8 D64
          * L128 29.6 / 29.4. */
+        const int ovec = ((uintptr_t)a.out & 15) == 0; /* four outputs a store */
         for (int i = 4 * tid; i < ng * D; i += 4 * NTC) {
             const int g = i / D, d = i % D;
             float M = -INFINITY;
@@ -3299,18 +3693,16 @@ static __global__ void __launch_bounds__(256, 2) ft_attn_async_h256_fp32_g4_tm(f
             }
             const int64_t row = (int64_t)b * a.H + h0 + g;
             if (a.splits == 1) {
-#pragma unroll
-                for (int e = 0; e < 4; e++)
-                    a.out[row * D + d + e] = ft_from_float_fp32(num[e] / den);
+                const float f[4] = {num[0] / den, num[1] / den, num[2] / den, num[3] / den};
+                ft_attn_store4_h256_fp32(&a.out[row * D + d], f, ovec);
             } else if (a.cmerge) {
                 /* read by the cluster's blocks below */
                 *(float4 *)&red[NW * GQ * D + i] = make_float4(num[0], num[1], num[2], num[3]);
                 if (d == 0)
                     blk_ml[g] = make_float2(M, den);
             } else {
-#pragma unroll
-                for (int e = 0; e < 4; e++)
-                    a.ws[((int64_t)split * a.B * a.H + row) * D + d + e] = num[e];
+                /* 16-byte aligned: the workspace is, and D and d are multiples of 4 */
+                *(float4 *)&a.ws[((int64_t)split * a.B * a.H + row) * D + d] = make_float4(num[0], num[1], num[2], num[3]);
                 if (d == 0) /* an empty split leaves (-inf, 0): the combine kernel drops it */
                     a.ws_ml[(int64_t)split * a.B * a.H + row] = make_float2(M, den);
             }
@@ -3336,36 +3728,43 @@ static __global__ void __launch_bounds__(256, 2) ft_attn_async_h256_fp32_g4_tm(f
     if (!a.cmerge)
         return;
 
-    /* ---- cluster merge: block `split` finishes every splits-th element of the group's output */
+    /* ---- cluster merge: block `split` finishes every splits-th run of NTC x 4 elements of the
+     * group's output, four consecutive ones a thread (D % 4 == 0) */
     cooperative_groups::cluster_group cluster = cooperative_groups::this_cluster();
     cluster.sync(); /* every block's partials are in its shared memory */
     const int cs = a.splits;
-    for (int i = split * NTC + tid; tid < NTC && i < ng * D; i += cs * NTC) {
+    const int ovec = ((uintptr_t)a.out & 15) == 0; /* four outputs a store */
+    for (int i = 4 * (split * NTC + tid); tid < NTC && i < ng * D; i += 4 * cs * NTC) {
         const int g = i / D;
-        /* every block's pair and partial requested at once (unrolled to the most splits a
-         * cluster merges): a loop of dependent remote reads took about 2 us here */
+        /* every block's pair and partials requested at once (unrolled to the most splits a
+         * cluster merges): a loop of dependent remote reads took about 2 us here; four
+         * elements a read cut the rounds of 32 heads of D256 in 4 splits from 16 to 4 */
         float2 ml[FT_ATTN_CLUSTER_SPLITS];
-        float part[FT_ATTN_CLUSTER_SPLITS];
+        float4 part[FT_ATTN_CLUSTER_SPLITS];
 #pragma unroll
         for (int r = 0; r < FT_ATTN_CLUSTER_SPLITS; r++)
             if (r < cs) {
                 ml[r] = *cluster.map_shared_rank(&blk_ml[g], (unsigned)r);
-                part[r] = *cluster.map_shared_rank(&red[NW * GQ * D + i], (unsigned)r);
+                part[r] = *(const float4 *)cluster.map_shared_rank(&red[NW * GQ * D + i], (unsigned)r);
             }
         float M = -INFINITY;
 #pragma unroll
         for (int r = 0; r < FT_ATTN_CLUSTER_SPLITS; r++)
             if (r < cs && ml[r].y > 0.0f)
                 M = fmaxf(M, ml[r].x);
-        float num = 0.0f, den = 0.0f;
+        float num[4] = {0.0f, 0.0f, 0.0f, 0.0f}, den = 0.0f;
 #pragma unroll
         for (int r = 0; r < FT_ATTN_CLUSTER_SPLITS; r++)
             if (r < cs && ml[r].y > 0.0f) { /* an empty split drops out */
                 const float wt = ft_exp2_approx(ml[r].x - M);
-                num += part[r] * wt;
+                num[0] += part[r].x * wt;
+                num[1] += part[r].y * wt;
+                num[2] += part[r].z * wt;
+                num[3] += part[r].w * wt;
                 den += ml[r].y * wt;
             }
-        a.out[((int64_t)b * a.H + h0) * D + i] = ft_from_float_fp32(num / den);
+        const float f[4] = {num[0] / den, num[1] / den, num[2] / den, num[3] / den};
+        ft_attn_store4_h256_fp32(&a.out[((int64_t)b * a.H + h0) * D + i], f, ovec);
     }
     cluster.sync(); /* no block leaves while its shared memory is read */
 #endif
