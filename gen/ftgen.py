@@ -631,7 +631,9 @@ class AttentionFamily(Family):
             # 33.0, B128 H16 Hkv1 L1024 51.7 / 57.1; B1 H32 Hkv1 L8192 17.7 in passes, 19.1 in
             # hw; B2 H32 Hkv1 L4096 15.3 / 17.4) but for B4 H16 Hkv1 L2048 (13.5 / 11.2) and
             # B2 H16 Hkv1 L8192 (18.4 in passes / 16.1): groups of 16, whose hw blocks leave two
-            # of four warps idle. MHWNS=2 (two blocks an SM) lost at B8 H32 Hkv1 L4096 (25.0).
+            # of four warps idle (giving warps w and w + 2 the same heads, each half of a stage's
+            # steps, lost at every row, blocks of 32 heads too: 23.7 -> 28.0 at B8 H32 Hkv1
+            # L4096; bench/RESULTS.md). MHWNS=2 (two blocks an SM) lost at B8 H32 Hkv1 L4096 (25.0).
             if mgq == 8 and tune.get("MHW", 1):
                 hnw = tune.get("MHWNW", 4)
                 hgq = 8 * hnw
