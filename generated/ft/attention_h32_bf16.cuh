@@ -5085,8 +5085,8 @@ static __global__ void __launch_bounds__(160, 2) ft_attn_mma_tm_h32_bf16(ft_attn
         /* ldmatrix rows of this lane (K: matrix lane/8 = n-tile pair half, k half; V transposed:
          * k half, n half), in step order; the 16-byte piece of a row is XORed with row % 8
          * (= lane % 8), so kx / vx are the lane's part of that */
-        const int koff = (r0 + (lane >> 4) * 8 + (lane & 7)) * 64, kx = ((lane >> 3) & 1) ^ ((lane & 7) >> 1);
-        const int voff = (r0 + ((lane >> 3) & 1) * 8 + (lane & 7)) * 64, vx = (lane >> 4) ^ ((lane & 7) >> 1);
+        const int koff = (r0 + (lane >> 4) * 8 + (lane & 7)) * 64, kx = ((lane >> 3) & 1) ^ ((lane >> 1) & 3);
+        const int voff = (r0 + ((lane >> 3) & 1) * 8 + (lane & 7)) * 64, vx = (lane >> 4) ^ ((lane >> 1) & 3);
 
         for (int i = 0; i < ntiles; i++) {
             const int s = i % NS, t0 = s0 + i * TK, n = min(TK, s1 - t0), nc = max(0, min(TK, cache_end - t0));
@@ -5606,8 +5606,8 @@ static __global__ void __launch_bounds__(160, 3) ft_attn_mma_t3_h32_bf16(ft_attn
         /* ldmatrix rows of this lane (K: matrix lane/8 = n-tile pair half, k half; V transposed:
          * k half, n half), in step order; the 16-byte piece of a row is XORed with row % 8
          * (= lane % 8), so kx / vx are the lane's part of that */
-        const int koff = (r0 + (lane >> 4) * 8 + (lane & 7)) * 64, kx = ((lane >> 3) & 1) ^ ((lane & 7) >> 1);
-        const int voff = (r0 + ((lane >> 3) & 1) * 8 + (lane & 7)) * 64, vx = (lane >> 4) ^ ((lane & 7) >> 1);
+        const int koff = (r0 + (lane >> 4) * 8 + (lane & 7)) * 64, kx = ((lane >> 3) & 1) ^ ((lane >> 1) & 3);
+        const int voff = (r0 + ((lane >> 3) & 1) * 8 + (lane & 7)) * 64, vx = (lane >> 4) ^ ((lane >> 1) & 3);
 
         for (int i = 0; i < ntiles; i++) {
             const int s = i % NS, t0 = s0 + i * TK, n = min(TK, s1 - t0), nc = max(0, min(TK, cache_end - t0));
@@ -6156,7 +6156,7 @@ static __global__ void __launch_bounds__(160, 3) ft_attn_mma_tp_h32_bf16(ft_attn
         /* ldmatrix rows of this lane (K: matrix lane/8 = n-tile pair half, k half; V transposed:
          * k half, n half), in step order; the 16-byte piece of a row is XORed with row % 8
          * (= lane % 8), so kx / vx are the lane's part of that */
-        const int koff = (r0 + (lane >> 4) * 8 + (lane & 7)) * 64, kx = ((lane >> 3) & 1) ^ ((lane & 7) >> 1);
+        const int koff = (r0 + (lane >> 4) * 8 + (lane & 7)) * 64, kx = ((lane >> 3) & 1) ^ ((lane >> 1) & 3);
         /* V^T's A fragments (ldmatrix.trans) take the rows of K's: matrix lane/8 = d half,
          * step half */
 
@@ -6641,7 +6641,7 @@ static __global__ void __launch_bounds__(160, 2) ft_attn_mma_tq_h32_bf16(ft_attn
         /* ldmatrix rows of this lane (K: matrix lane/8 = n-tile pair half, k half; V transposed:
          * k half, n half), in step order; the 16-byte piece of a row is XORed with row % 8
          * (= lane % 8), so kx / vx are the lane's part of that */
-        const int koff = (r0 + (lane >> 4) * 8 + (lane & 7)) * 64, kx = ((lane >> 3) & 1) ^ ((lane & 7) >> 1);
+        const int koff = (r0 + (lane >> 4) * 8 + (lane & 7)) * 64, kx = ((lane >> 3) & 1) ^ ((lane >> 1) & 3);
         /* V^T's A fragments (ldmatrix.trans) take the rows of K's: matrix lane/8 = d half,
          * step half */
 
