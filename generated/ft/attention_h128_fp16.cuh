@@ -7609,7 +7609,7 @@ static inline ft_status ft_attn_plan_grid_h128_fp16(const char *fn, ft_attn_plan
     if ((st = ft_attn_plan_splits(fn, p, splits, (int)blocks, 128, slots, p->async ? FT_ATTN_CLUSTER_SPLITS : 1,
                                   ws_bytes, ws)) != FT_OK)
         return st;
-    if (splits == 0 && p->async && p->gq == FT_ATTN_H128_FP16_MGQ && tm_rows && layout != FT_KV_BHLD) /* split head groups run in the tm form */
+    if (splits == 0 && p->async && p->gq == FT_ATTN_H128_FP16_MGQ && tm_rows) /* split head groups run in the tm form */
         ft_attn_prefer_cluster_splits(p, blocks, sms, 512);
     p->wide = 0;
     if (p->async && p->gq == FT_ATTN_H128_FP16_MGQ && one_per_sm && p->splits <= 2 && splits <= 1) {
@@ -7624,9 +7624,9 @@ static inline ft_status ft_attn_plan_grid_h128_fp16(const char *fn, ft_attn_plan
         p->splits = 1;
         p->chunk = p->max_seq;
     }
-    if (p->async && p->gq == FT_ATTN_H128_FP16_MGQ && tm_rows && (p->wide == 1 || layout != FT_KV_BHLD)) {
+    if (p->async && p->gq == FT_ATTN_H128_FP16_MGQ && tm_rows) {
         /* contiguous rows: the tm form, fed by tensor-map boxes, in place of r8 unsplit
-         * (H100, fp16, ftbench device us, tm / r8: B8 H32 Hkv8 D128 L4096
+         * and of r4 split (H100, fp16, ftbench device us, tm / r8: B8 H32 Hkv8 D128 L4096
          * 47.24 / 48.67, B16 L2048 46.01 / 48.22, B8 H64 Hkv8 48.42 / 49.13; gen/ftgen.py has
          * the split forms' figures) */
         int per_sm = 0;

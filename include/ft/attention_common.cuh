@@ -316,15 +316,16 @@ static inline ft_status ft_attn_plan_splits(const char *fn, ft_attn_plan *p, int
  * in one wave (fp16, B1-B8 H32 Hkv1/8 D64 L4096, 8 splits against 16). */
 #define FT_ATTN_COMBINE_BYTES (72 * 1024)
 
-/* For the tensor-map head-group form, split (D64 16-bit): an automatic split count past
- * FT_ATTN_CLUSTER_SPLITS needs the workspace and the combine kernel. When all blocks run in
- * one wave, a block's time is the latency of its own tiles, so those extra splits pay only
+/* For the tensor-map head-group form, split (16-bit, D128 and less): an automatic split count
+ * past FT_ATTN_CLUSTER_SPLITS needs the workspace and the combine kernel. When all blocks run
+ * in one wave, a block's time is the latency of its own tiles, so those extra splits pay only
  * if they take more than FT_ATTN_COMBINE_BYTES off the busiest multiprocessor's share (the
  * blocks spread over `sms`, `step_bytes` of K and V per step); otherwise
  * FT_ATTN_CLUSTER_SPLITS, merged in clusters. H100, fp16, device us, 8 splits against the 16
  * chosen before: MQA B8 H32 D64 L4096 12.9 / 14.7, B1 9.2 / 10.4, L8192 16.5 / 17.6, B1 H32
- * Hkv8 9.7 / 10.6. The r4 form does not gain so (D32 MQA B8: 14.6 / 11.6; D128 MQA B1: 17.6 /
- * 13.7), and keeps the split count of ft_attn_plan_splits. */
+ * Hkv8 9.7 / 10.6. The r4 form, which takes the split rows of larger heads, does not gain so
+ * (D128 MQA B1: 17.6 / 13.7, when r4 took D128's), and keeps the split count of
+ * ft_attn_plan_splits. */
 static inline void ft_attn_prefer_cluster_splits(ft_attn_plan *p, int64_t blocks_per_split, int sms, int step_bytes)
 {
     const int few = FT_ATTN_CLUSTER_SPLITS;
