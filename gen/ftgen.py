@@ -458,18 +458,17 @@ class AttentionFamily(Family):
             # lanes, 49.1 for the r8 form (bench/attn_stamps). FTGEN_ATTN_TUNE's MTM=0 leaves the
             # form out, MTB sets the rows.
             # Split, it also takes r4's place where rows are at most 256 bytes (D128, D64, D32;
-            # MTS=1 or 0 for every head size or none): ftbench device us on the H100, fp16, tm / r4: B8 H32
-            # Hkv1 D64 L4096 14.53 / 16.19, B64 H12 Hkv4 D64 L1024 23.74 / 24.05. At D128 a
-            # stage is 64 bulk copies of 1 KB in r4, 16 boxes in tm: B1 H32 Hkv8 L4096 back to
-            # back (bench/attn_stamps, us from the start, max over the blocks), r4's producer
-            # had its first stage asked at 2.27 and its last tile landed at 5.76, tm's at 1.70
-            # and 4.80. Faster at every split row of the fortieth session (two runs each, r4 /
-            # tm): B1 H32 Hkv8 L1024 8.94 / 6.56, L2048 9.12 / 7.42, L8192 16.46 /
-            # 15.38, L32768 51.65 / 48.03, B4 L8192 50.38 / 46.78, B1 H16 Hkv2 L4096 10.34 / 7.87,
-            # MQA B8 H32 Hkv1 L4096 16.64 / 13.71, B1 H128 Hkv8 L4096 12.84 / 12.00; unsplit rows
-            # (B8-B32) level. At D192 and D256 (MTS=1 on them) it was mixed: D256 B1 H32 Hkv8
-            # L1024 10.15 / 9.42 but B4 H8 Hkv1 L4096 12.63 / 12.91, D192 B1 H32 Hkv8 L4096 13.43
-            # / 14.04.
+            # MTS=1 or 0 for every head size or none): ftbench device us on the H100, fp16, tm / r4:
+            # B8 H32 Hkv1 D64 L4096 14.53 / 16.19, B64 H12 Hkv4 D64 L1024 23.74 / 24.05. At D128 a
+            # stage is 64 bulk copies of 1 KB in r4, 16 boxes in tm: B1 H32 Hkv8 L4096 back to back
+            # (bench/attn_stamps, us from the start, max over the blocks), r4's producer had its
+            # first stage asked at 2.27 and its last tile landed at 5.76, tm's at 1.70 and 4.80.
+            # Faster at every split row of the fortieth session (two runs each, r4 / tm): B1 H32
+            # Hkv8 L1024 8.94 / 6.56, L2048 9.12 / 7.42, L8192 16.46 / 15.38, L32768 51.65 / 48.03,
+            # B4 L8192 50.38 / 46.78, B1 H16 Hkv2 L4096 10.34 / 7.87, MQA B8 H32 Hkv1 L4096 16.64 /
+            # 13.71, B1 H128 Hkv8 L4096 12.84 / 12.00; unsplit rows (B8-B32) level. At D192 and D256
+            # (MTS=1 on them) it was mixed: D256 B1 H32 Hkv8 L1024 10.15 / 9.42 but B4 H8 Hkv1 L4096
+            # 12.63 / 12.91, D192 B1 H32 Hkv8 L4096 13.43 / 14.04.
             # Rows of 64 bytes (D32) take the same forms in the 64-byte swizzle: boxes of 32
             # columns, the piece p of row r at p ^ ((r / 2) % 4), again conflict-free. There the
             # forms below (t3, tp, tq) take the many-block head groups that ran on CUDA cores
