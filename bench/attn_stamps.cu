@@ -21,8 +21,8 @@
  *   kernel that stamps %globaltimer between the calls instead, so that the gaps before the
  *   first block and after the last one are seen; -k: split counters, so the block that
  *   ends last merges instead of the combine kernel; -v prints every block with its SM). The
- *   combine kernel (splits through the workspace) stamps its blocks' entry, wait release
- *   and end too. */
+ *   combine kernel (splits through the workspace) stamps its blocks' entry, wait release,
+ *   partials merged, length read and end too. */
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
@@ -234,7 +234,7 @@ int main(int argc, char **argv)
         summary(name, v);
     }
     /* the combine kernel's blocks (the workspace path), if this call ran one */
-    std::vector<unsigned long long> cs(3 << 13);
+    std::vector<unsigned long long> cs(5 << 13);
     CK(cudaMemcpyFromSymbol(cs.data(), ST_CAT(ft_attn_cstamps_, ST_SUFFIX, ), cs.size() * sizeof(cs[0])));
     double span_end = -1e30, first_entry = 1e30;
     for (int i = 0; i < nb; i++) {
@@ -243,17 +243,26 @@ int main(int argc, char **argv)
         span_end = std::max(span_end, has(i, 4) ? us(i, 4) : has(i, 3) ? us(i, 3) : -1e30);
     }
     int ncb = 0;
-    while (ncb < (1 << 13) && cs[3 * ncb + 2] > t1 && cs[3 * ncb + 2] - t1 < 1000000000ull)
+    while (ncb < (1 << 13) && cs[5 * ncb + 4] > t1 && cs[5 * ncb + 4] - t1 < 1000000000ull)
         ncb++;
     if (ncb > 0) {
-        const char *cn[3] = {"combine: entry", "combine: wait released", "combine: end"};
-        for (int k = 0; k < 3; k++) {
+        const char *cn[5] = {"combine: entry", "combine: wait released", "combine: partials merged",
+                             "combine: length read", "combine: end"};
+        for (int k = 0; k < 5; k++) {
             std::vector<double> v;
             for (int i = 0; i < ncb; i++)
-                v.push_back(rel(cs[3 * i + k]));
+                v.push_back(rel(cs[5 * i + k]));
             summary(cn[k], v);
-            if (k == 2)
+            if (k == 4)
                 span_end = std::max(span_end, *std::max_element(v.begin(), v.end()));
+        }
+        for (int k = 1; k < 4; k++) { /* per block, from one stamp to the next */
+            std::vector<double> v;
+            for (int i = 0; i < ncb; i++)
+                v.push_back(rel(cs[5 * i + k + 1]) - rel(cs[5 * i + k]));
+            char name[64];
+            snprintf(name, sizeof name, "-> %s", cn[k + 1] + 9);
+            summary(name, v);
         }
     }
     printf("  span: first entry %.2f, last end %.2f (%.2f us)\n", first_entry, span_end, span_end - first_entry);
