@@ -922,7 +922,8 @@ static __global__ void __launch_bounds__(256) ft_attn_combine_h256_fp16(ft_attn_
     ft_pdl_trigger(); /* the next kernel (a dependent launch) may be scheduled behind this one */
     ft_pdl_wait();    /* launched to overlap the split kernel's tail: its partials are complete from here */
     const float v = ft_attn_merge_splits_h256_fp16(&a, row, d);
-    if (!ft_attn_row_h256_fp16(&a, b, &steps, &new_pos)) {
+    const int valid = ft_attn_row_h256_fp16(&a, b, &steps, &new_pos);
+    if (!valid) {
         a.out[(int64_t)row * 256 + d] = ft_from_float_fp16(ft_attn_invalid_value_h256_fp16(&a, b));
         return;
     }
