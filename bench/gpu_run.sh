@@ -12,6 +12,8 @@
 #   FT_SUITE_GREP='topk|topp' ...               only the suite lines matching the regex
 #   FT_SANITIZE_ONLY='test_decoding' ...        only the sanitizer specs of these programs
 #   FT_JOBS=8 ...               run up to 8 test programs and sanitizer runs at once
+#   FT_SANITIZER_TIMEOUT=300 ... seconds each sanitizer run may take (default 150; with
+#                               FT_JOBS=8 beside the attention tests, h128's runs took longer)
 #   FT_BUILD_TARGETS='ftbench test_decoding' ... build only these targets (default: all)
 #   FT_PREBUILT=1 ...           no build and no ctest: run the programs already in build/gpu
 #                               (built on another x86-64 machine with the same CUDA major
@@ -95,7 +97,7 @@ if [ -z "${FT_SKIP_SANITIZER:-}" ] && command -v compute-sanitizer >/dev/null; t
       key="${n}_${t}_$tool"
       sans+=("$key $t $tool")
       slot
-      ( timeout 150 compute-sanitizer --tool "$tool" --error-exitcode 3 "build/gpu/tests/$t" "$@" \
+      ( timeout "${FT_SANITIZER_TIMEOUT:-150}" compute-sanitizer --tool "$tool" --error-exitcode 3 "build/gpu/tests/$t" "$@" \
           >"$LOG/sanitizer_$key.log" 2>&1; echo $? >"$LOG/sanitizer_$key.rc" ) &
     done
   done
