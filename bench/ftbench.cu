@@ -42,6 +42,7 @@ typedef struct bench_opts {
     int batch, heads, kv_heads, head_size, len, layout, splits, impl;
     int indir; /* self_attention: beam width of a random cache indirection table (0: none) */
     int counters; /* self_ and cross_attention: split counters (FT_ATTN_SPLIT_COUNTERS), zeroed once */
+    int host;     /* also print the host's time inside each call (the launcher's own cost) */
     /* encoder pieces and layers */
     int seq, hidden, ffn, avg_len, mem_len, use_mask, remove_padding, causal;
     /* decoding: vocabulary, top-K / beam width, top-p, update_logits mode */
@@ -97,9 +98,11 @@ static double host_seconds(void)
  *             one call), what a CUDA graph or a deep queue sees. The spin is lengthened
  *             until the host finished queueing before it ended. One event pair spans the
  *             queue (events between the calls would add their own GPU work, ~2 us, to
- *             each); the figure is its time over the number of calls. */
+ *             each); the figure is its time over the number of calls.
+ *   host:     the host's own time inside each call of the per-call pass (the launcher's
+ *             checks, plan and launches; `--host` prints it). */
 static void time_launches(const bench_opts *o, launch_fn fn, void ***sets, int nsets, cudaStream_t s,
-                          float *per_call, float *device)
+                          float *per_call, float *device, float *host)
 {
     cudaEvent_t *ev = (cudaEvent_t *)malloc(sizeof(cudaEvent_t) * 2 * o->iters);
     for (int i = 0; i < 2 * o->iters; i++)
@@ -111,6 +114,7 @@ static void time_launches(const bench_opts *o, launch_fn fn, void ***sets, int n
         }
     }
     float *ms = (float *)malloc(sizeof(float) * o->iters);
+    float *hs = (float *)malloc(sizeof(float) * o->iters); /* host us inside each call (pass 0) */
     double spin_s = 2e-3 + 20e-6 * o->iters;
     /* pass 0: per call; passes 1-5: queued, the spin doubled after a pass the host outran */
     for (int pass = 0; pass < 6; pass++) {
@@ -127,9 +131,12 @@ static void time_launches(const bench_opts *o, launch_fn fn, void ***sets, int n
         for (int i = 0; i < o->iters; i++) {
             if (!queued)
                 FT_CHECK_CUDA(cudaEventRecord(ev[2 * i], s));
+            const double h0 = queued ? 0.0 : host_seconds();
             fn(o, sets[(o->warmup + i) % nsets], s);
-            if (!queued)
+            if (!queued) {
+                hs[i] = (float)((host_seconds() - h0) * 1e6);
                 FT_CHECK_CUDA(cudaEventRecord(ev[2 * i + 1], s));
+            }
         }
         if (queued)
             FT_CHECK_CUDA(cudaEventRecord(ev[1], s));
@@ -145,6 +152,8 @@ static void time_launches(const bench_opts *o, launch_fn fn, void ***sets, int n
                 FT_CHECK_CUDA(cudaEventElapsedTime(&ms[i], ev[2 * i], ev[2 * i + 1]));
             qsort(ms, o->iters, sizeof(float), cmp_float);
             *per_call = ms[o->iters / 2] * 1000.0f;
+            qsort(hs, o->iters, sizeof(float), cmp_float);
+            *host = hs[o->iters / 2];
             continue;
         }
         float total = 0.0f;
@@ -158,6 +167,7 @@ static void time_launches(const bench_opts *o, launch_fn fn, void ***sets, int n
         cudaEventDestroy(ev[i]);
     free(ev);
     free(ms);
+    free(hs);
 }
 
 static double measure_copy_gbps(void)
@@ -1161,11 +1171,14 @@ static void bench_one(const bench_env *env, const bench_opts *o)
 
     cudaStream_t stream;
     FT_CHECK_CUDA(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
-    float us = 0.0f, dev_us = 0.0f;
-    time_launches(o, k->run, sets, nsets, stream, &us, &dev_us);
+    float us = 0.0f, dev_us = 0.0f, host_us = 0.0f;
+    time_launches(o, k->run, sets, nsets, stream, &us, &dev_us, &host_us);
     char variant[128], shape[128];
     k->describe(o, variant, shape, sizeof variant);
     print_row(env, o, variant, shape, us, dev_us, k->bytes(o));
+    if (o->host) /* a comment line; on stderr with --csv, so that the rows stay CSV */
+        fprintf(o->csv ? stderr : stdout, "# host: %s %s, %.2f us inside each call (median, per-call pass)\n",
+                o->kernel, shape, host_us);
     for (int i = 0; i < nb; i++) {
         if (sp[i].rotate)
             for (int s = 0; s < nsets; s++)
@@ -1321,7 +1334,7 @@ static const char *suite[] = {
 static void usage(FILE *f)
 {
     fprintf(f, "usage: ftbench [<kernel> [--dtype fp32|fp16|bf16] [shape flags]] [--iters N] [--warmup N]\n"
-               "               [--csv] [--list] [--suite]\n"
+               "               [--csv] [--host: the host's time inside each call too] [--list] [--suite]\n"
                "  norm family: --m M --n N [--act gelu|relu|silu|identity] [--sum]\n"
                "  attention:   --batch B --heads H [--kv-heads Hkv] --head-size D --len L\n"
                "               [--layout bhld|lbhd|blhd] [--splits S (0 automatic)] [--impl register|async]\n"
@@ -1355,6 +1368,8 @@ static int parse(int argc, char **argv, bench_opts *o)
             o->causal = 1;
         else if (strcmp(a, "--counters") == 0)
             o->counters = 1;
+        else if (strcmp(a, "--host") == 0)
+            o->host = 1;
         else if (a[0] != '-' && !o->kernel)
             o->kernel = a;
         else if (!v) {
