@@ -7,6 +7,8 @@ and device time, inputs rotated through enough sets to exceed 3x L2, random data
 
 reads ftbench's --csv output and writes one row per line of it:
 kernel,variant,dtype,shape,torch_us,torch_dev_us,torch_expr
+Lines with no PyTorch counterpart (ftbench's floors kv_read, kv_stream and launch_empty)
+are skipped with a note on stderr; summarize.py shows "-" for them.
 """
 import csv
 import math
@@ -18,6 +20,11 @@ import torch.nn.functional as F
 
 DT = {"fp32": torch.float32, "fp16": torch.float16, "bf16": torch.bfloat16}
 ACT = {"gelu": lambda t: F.gelu(t, approximate="tanh"), "relu": F.relu, "silu": F.silu, "identity": lambda t: t}
+
+
+class NoForm(Exception):
+    """A row with no PyTorch counterpart: ftbench's own floors (kv_read, kv_stream,
+    launch_empty), or a kernel this script does not know. main() skips it with a note."""
 
 
 def parent_rows(B, W):
@@ -205,7 +212,7 @@ def decoding(kernel, variant, shape, dt):
     if kernel == "logits_copy":  # the floor under update_logits: read the logits, write fp32
         return ("torch.empty(x.shape, float32).copy_(x)", logits(B),
                 lambda x: torch.empty(x.shape, device="cuda", dtype=torch.float32).copy_(x))
-    raise SystemExit(f"torch_bench: no PyTorch form for {kernel}")
+    raise NoForm(kernel)
 
 
 def expression(kernel, variant, shape, dt):
@@ -243,7 +250,10 @@ def expression(kernel, variant, shape, dt):
         B, H, S, D = (shape[k] for k in ("B", "H", "S", "D"))
         return ("x.permute(0,2,1,3).contiguous()", lambda: (torch.randn(B, H, S, D, device="cuda", dtype=dt),),
                 lambda x: x.permute(0, 2, 1, 3).contiguous())
+    if kernel in ("kv_read", "kv_stream", "launch_empty") or "m" not in shape or "n" not in shape:
+        raise NoForm(kernel)
     m, n = shape["m"], shape["n"]
+
     def rows():
         return torch.randn(m, n, device="cuda", dtype=dt)
 
@@ -266,7 +276,7 @@ def expression(kernel, variant, shape, dt):
         return (f"{variant}(x + b)", lambda: (rows(), vec()), lambda x, b: act(x + b))
     if kernel == "add_bias_residual":
         return ("x + r + b", lambda: (rows(), rows(), vec()), lambda x, r, b: x + r + b)
-    raise SystemExit(f"torch_bench: no PyTorch form for {kernel}")
+    raise NoForm(kernel)
 
 
 def time_us(make, fn, set_bytes, iters=100, warmup=10):
@@ -327,7 +337,11 @@ def main():
         for r in rows:
             shape = {k: int(v) for k, v in (kv.split("=") for kv in r["shape"].split())}
             dt = DT[r["dtype"]]
-            desc, make, fn, *second = expression(r["kernel"], r["variant"], shape, dt)
+            try:
+                desc, make, fn, *second = expression(r["kernel"], r["variant"], shape, dt)
+            except NoForm:
+                print(f"torch_bench: no PyTorch form for {r['kernel']} ({r['shape']}); row skipped", file=sys.stderr)
+                continue
             sample = make()
             set_bytes = sum(t.numel() * t.element_size() for t in sample)
             del sample
