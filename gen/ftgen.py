@@ -330,7 +330,8 @@ class AttentionFamily(Family):
             # Longer rows are mixed or lose: B256 H8 D64 L512 94.2 / 90.4 against 94.7 / 89.8,
             # B128 H32 D128 L256 183.8 / 180.3 against 184.2 / 179.4, B64 H12 D64 L1024 69.3 /
             # 65.3 against 68.7 / 64.6. ASHORT=0 leaves them out.
-            forms = [{"wide": 0, "tm": 0, "NS": ns, "MINB": minb, "SMEM": ns * 2 * tk * row, "sfx": "", "persist": 0}]
+            forms = [{"wide": 0, "tm": 0, "NS": ns, "MINB": minb, "SMEM": ns * 2 * tk * row, "sfx": "", "persist": 0,
+                      "deep": 0}]
             if abox:
                 forms.append(dict(forms[0], wide=1, tm=1, sfx="_tm"))
             sns, sminb = tune.get("ASNS", 2), tune.get("ASMINB", 3)
@@ -369,6 +370,26 @@ class AttentionFamily(Family):
                 aplan[gq]["PROWS"] = tune.get("APR", 2)
                 aplan[gq]["PWMIN"] = tune.get("APWMIN", 4)
                 aplan[gq]["PWMAX"] = tune.get("APWMAX", 8)
+            # Form 5, one head a block: ad, the long form in ADNS (4) stages, one block an SM. The
+            # launcher takes it for unsplit rows of at least ADROWS (1024) steps in more than
+            # ADWAVES (3) waves of the long form (two blocks an SM), ahead of ap: each SM streams
+            # one row at a time, four stages deep, instead of two rows three stages deep each.
+            # H100, fp16, ftbench per call / device us, ad / the shipped plan (ap at B64 H32 L2048
+            # and D64 B64 H32 L2048, the long form elsewhere), forty-sixth session, same call:
+            #   D128 B64 H32 L2048 688.86-688.99 / 684.91-685.01 against 697.31-697.57 / 693.84-
+            #   693.91 (PyTorch SDPA 697.38 / 695.57 on the same machine), B128 H32 L1024 692.35 /
+            #   688.47 against 699.10 / 694.76, B32 H32 L4096 694.24 / 690.79 against 697.28 /
+            #   693.44; D64 B64 H32 L2048 348.74 / 345.02 against 351.23 / 348.01; five stages lost
+            #   (D128 B64 H32 L2048 692.64 / 688.70). Left to the other forms: fewer waves (B8 H32
+            #   D128 L4096, one wave, 178.24 / 174.04 against 178.18 / 175.28; D64 B64 H12 L1024,
+            #   2.9 waves, 68.83 / 64.83 against 69.09 / 64.33) and shorter rows (the twenty-third
+            #   session: four stages one an SM, B256 H8 D64 L512 96.5-96.6 against 94.6-94.7 per
+            #   call). ADEEP=0 leaves ad out.
+            dns, dminb = tune.get("ADNS", 4), tune.get("ADMINB", 1)
+            if gq == 1 and tune.get("ADEEP", 1) and dminb < minb and dns * 2 * tk * row <= 200 * 1024:
+                forms.append(dict(forms[0], wide=5, sfx="_d", NS=dns, MINB=dminb, SMEM=dns * 2 * tk * row, deep=1))
+                aplan[gq]["DROWS"] = tune.get("ADROWS", 1024)
+                aplan[gq]["DWAVES"] = tune.get("ADWAVES", 3)
             aplan[gq]["forms"] = forms
         # The tensor-core head-group kernel (sm_90, 16-bit types, head sizes of whole k-steps
         # of 16 up to 128): 16 query heads of one key/value head a block as the rows of
