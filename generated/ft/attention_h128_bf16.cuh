@@ -2896,7 +2896,7 @@ static __global__ void __launch_bounds__(288, 2) ft_attn_async_h128_bf16_g1_p(ft
 }
 
 /* ad, the bulk-copy kernel above in 4 stages, 1 block an SM (the launcher's form 5): taken
- * unsplit for rows of at least 1024 steps in more than 3 waves of the long form, where
+ * unsplit for rows of at least 2048 steps in more than 3 waves of the long form, where
  * each SM streaming one row at a time, deeper, outran two rows at a time. */
 static __global__ void __launch_bounds__(288, 1) ft_attn_async_h128_bf16_g1_d(ft_attn_kargs_h128_bf16 a)
 {
@@ -8107,13 +8107,14 @@ static inline ft_status ft_attn_plan_grid_h128_bf16(const char *fn, ft_attn_plan
         if ((int64_t)per_sm * sms > slots)
             p->wide += 2;
     }
-    if (p->async && p->gq == 1 && p->splits == 1 && p->wide == 0 && p->max_seq >= 1024 &&
+    if (p->async && p->gq == 1 && p->splits == 1 && p->wide == 0 && p->max_seq >= 2048 &&
         blocks > 3 * (int64_t)slots) {
-        /* one head a block, unsplit rows of at least 1024 steps in more than 3 waves of the
-         * long form: ad, the long form in 4 stages, 1 block an SM, ahead of ap (H100, fp16,
-         * ftbench per call / device us, ad / the shipped plan before it: D128 B64 H32 L2048
-         * 688.9 / 684.9 against 697.4 / 693.9, B128 H32 L1024 692.4 / 688.5 against 699.1 /
-         * 694.8; gen/ftgen.py has more, and the shapes it leaves to the other forms) */
+        /* one head a block, unsplit rows of at least 2048 steps in more than 3 waves of the
+         * long form: ad, the long form in 4 stages, 1 block an SM, ahead of ap (fp16,
+         * ftbench per call / device us, ad / the shipped plan before it: H100 D128 B64 H32
+         * L2048 688.9 / 684.9 against 697.4 / 693.9; H200 D128 B32 H32 L4096 466.4 / 462.2
+         * against 470.3 / 467.0; gen/ftgen.py has more, and the shapes it leaves to the other
+         * forms) */
         int per_sm = 0; /* raises its shared-memory limit before its launch */
         if ((st = ft_attn_async_occupancy_h128_bf16(fn, 1, 5, &per_sm)) != FT_OK)
             return st;
