@@ -330,7 +330,8 @@ class AttentionFamily(Family):
             # Longer rows are mixed or lose: B256 H8 D64 L512 94.2 / 90.4 against 94.7 / 89.8,
             # B128 H32 D128 L256 183.8 / 180.3 against 184.2 / 179.4, B64 H12 D64 L1024 69.3 /
             # 65.3 against 68.7 / 64.6. ASHORT=0 leaves them out.
-            forms = [{"wide": 0, "tm": 0, "NS": ns, "MINB": minb, "SMEM": ns * 2 * tk * row, "sfx": "", "persist": 0}]
+            forms = [{"wide": 0, "tm": 0, "NS": ns, "MINB": minb, "SMEM": ns * 2 * tk * row, "sfx": "", "persist": 0,
+                      "deep": 0}]
             if abox:
                 forms.append(dict(forms[0], wide=1, tm=1, sfx="_tm"))
             sns, sminb = tune.get("ASNS", 2), tune.get("ASMINB", 3)
@@ -369,6 +370,34 @@ class AttentionFamily(Family):
                 aplan[gq]["PROWS"] = tune.get("APR", 2)
                 aplan[gq]["PWMIN"] = tune.get("APWMIN", 4)
                 aplan[gq]["PWMAX"] = tune.get("APWMAX", 8)
+            # Form 5, one head a block: ad, the long form in ADNS (4) stages, one block an SM. The
+            # launcher takes it for unsplit rows of at least ADROWS (2048) steps in more than
+            # ADWAVES (3) waves of the long form (two blocks an SM), ahead of ap: each SM streams
+            # one row at a time, four stages deep, instead of two rows three stages deep each.
+            # fp16, ftbench per call / device us, ad / the shipped plan before it (ap at B64 H32
+            # L2048 and D64 B64 H32 L2048, the long form elsewhere):
+            #   H100 (forty-sixth session, same call): D128 B64 H32 L2048 688.86-688.99 /
+            #   684.91-685.01 against 697.31-697.57 / 693.84-693.91 (PyTorch SDPA 697.38 / 695.57
+            #   on the same machine), B32 H32 L4096 694.24 / 690.79 against 697.28 / 693.44; D64
+            #   B64 H32 L2048 348.74 / 345.02 against 351.23 / 348.01; five stages lost (D128 B64
+            #   H32 L2048 692.64 / 688.70).
+            #   H200 (forty-seventh session, two runs each, in the order ad, plan, plan, ad): D128
+            #   B32 H32 L4096 466.37 / 462.18 against 470.08-470.56 / 466.69-467.24; B64 H32 L2048
+            #   473.15-473.18 / 469.25-469.44 against 473.25-473.70 / 470.01-470.69.
+            # Rows of 1024 steps are left to the other forms: ad gained on the H100 (B128 H32 D128
+            # L1024 692.35 / 688.47 against 699.10 / 694.76, B256 H8 D128 L1024 349.95 / 346.28
+            # against 352.45 / 349.28) but lost on the H200 (B128 H32 476.61-476.90 / 473.47-
+            # 473.59 against 474.34-474.40 / 470.90-470.99, B256 H8 244.26 / 240.38-240.45
+            # against 239.90-240.58 / 236.88-237.23). So are fewer waves (B8 H32 D128 L4096, one
+            # wave, H100 178.24 / 174.04 against 178.18 / 175.28; D64 B64 H12 L1024, 2.9 waves,
+            # 68.83 / 64.83 against 69.09 / 64.33) and shorter rows (the twenty-third session:
+            # four stages one an SM, B256 H8 D64 L512 96.5-96.6 against 94.6-94.7 per call).
+            # ADEEP=0 leaves ad out.
+            dns, dminb = tune.get("ADNS", 4), tune.get("ADMINB", 1)
+            if gq == 1 and tune.get("ADEEP", 1) and dminb < minb and dns * 2 * tk * row <= 200 * 1024:
+                forms.append(dict(forms[0], wide=5, sfx="_d", NS=dns, MINB=dminb, SMEM=dns * 2 * tk * row, deep=1))
+                aplan[gq]["DROWS"] = tune.get("ADROWS", 2048)
+                aplan[gq]["DWAVES"] = tune.get("ADWAVES", 3)
             aplan[gq]["forms"] = forms
         # The tensor-core head-group kernel (sm_90, 16-bit types, head sizes of whole k-steps
         # of 16 up to 128): 16 query heads of one key/value head a block as the rows of

@@ -548,6 +548,12 @@ static void attention_test(ft_test *t)
         const int l27[] = {599, 0, 440, -1, 1, 600, 127, 128, 129, 300, 598, 0, 255, 3, 577, 599};
         cases[n] = self_case(16, 80, 80, 600, FT_KV_BHLD, FT_ROPE_INTERLEAVED, 0, 0, l27);
         cases[n++].ap_only = 1;
+        /* one head a block, unsplit, rows of up to 2100 steps in 1024 row blocks (more than
+         * three waves of the long form on an H100): ad, the long form in four stages, one
+         * block an SM (an empty slot, a row past capacity, rows of the new token alone and rows
+         * ending on and beside tile bounds among them), at every head size */
+        const int l36[] = {2099, 0, 2048, -1, 1, 2100, 127, 128, 129, 1500, 2098, 0, 255, 3, 2047, 2099};
+        cases[n++] = self_case(16, 64, 64, 2100, FT_KV_BHLD, FT_ROPE_HALF, 0, 0, l36);
     }
     {
         attn_case c;
@@ -630,6 +636,18 @@ static void attention_test(ft_test *t)
         c.ap_only = 1;
         cases[n++] = c;
         c.ap_only = 0;
+        /* memories of up to 2060 steps, one head a block, in 1024 row blocks (ad), an empty
+         * one and one past capacity among them */
+        c.H = 64;
+        c.Hkv = 64;
+        c.L = 2060;
+        for (int b = 0; b < 16; b++)
+            c.lengths[b] = 1 + (b * 389) % 2060;
+        c.lengths[3] = 0;
+        c.lengths[7] = 2061;
+        c.lengths[11] = 2060;
+        c.lengths[13] = 2048;
+        cases[n++] = c;
         /* memories of a group of 16 heads, split automatically (hw past D128) */
         c.B = 2;
         c.H = 32;

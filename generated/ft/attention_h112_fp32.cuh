@@ -2895,6 +2895,393 @@ static __global__ void __launch_bounds__(288, 2) ft_attn_async_h112_fp32_g1_p(ft
 #endif
 }
 
+/* ad, the bulk-copy kernel above in 4 stages, 1 block an SM (the launcher's form 5): taken
+ * unsplit for rows of at least 2048 steps in more than 3 waves of the long form, where
+ * each SM streaming one row at a time, deeper, outran two rows at a time. */
+static __global__ void __launch_bounds__(288, 1) ft_attn_async_h112_fp32_g1_d(ft_attn_kargs_h112_fp32 a)
+{
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    enum {
+        D = FT_ATTN_H112_FP32_D, VEC = FT_ATTN_H112_FP32_AVEC, TPK = FT_ATTN_H112_FP32_ATPK, CPT = FT_ATTN_H112_FP32_ACPT, NW = 8, NTC = NW * 32,
+        TK = 32, KW = TK / NW, NS = 4, GQ = 1, ROW = D * 4
+    };
+    extern __shared__ __align__(128) unsigned char ft_attn_stages[]; /* NS x (K rows, V rows) */
+    __shared__ __align__(8) unsigned long long full[NS], empty[NS];
+    __shared__ __align__(16) float q_s[GQ][D];
+    __shared__ __align__(16) float kv_new[2][D];
+    __shared__ __align__(16) float kv_row[2][D];
+    __shared__ float2 ml_s[NW][GQ];
+    __shared__ float2 blk_ml[GQ]; /* cluster merge: this block's (max, sum) per head */
+
+    ft_pdl_trigger(); /* the next kernel (combine, or a dependent launch) may be scheduled; it waits for this grid's end */
+    const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
+    const int split = blockIdx.x % a.splits, rb = blockIdx.x / a.splits;
+    const int passes = (a.G + GQ - 1) / GQ;
+    const int pass = rb % passes;
+    const int kvh = (rb / passes) % a.Hkv;
+    const int b = rb / passes / a.Hkv;
+    const int h0 = kvh * a.G + pass * GQ;
+    const int ng = min(GQ, a.G - pass * GQ);
+
+    const int s0 = split * a.chunk;
+    int64_t kvbase, kvstride;
+    ft_kv_base(a.layout, b, kvh, a.B, a.Hkv, a.L, D, &kvbase, &kvstride);
+    const float *kc = a.k_cache + kvbase, *vc = a.v_cache + kvbase;
+    /* Contiguous steps (bulk copies of a tile's rows) or steps the tensor maps address
+     * (boxes of them): the first tile is requested before the
+     * sequence's length is known, whose load is a DRAM round trip at the kernel's start — as
+     * many steps from s0 as the split can hold (at most TK, within the capacity). Steps from
+     * the new token's position on land in the stage and are never used (the new token's own
+     * row, which this call writes, is read from kv_row). Each key/value head read by one
+     * block only (one pass) streams past the L2 (evict first). */
+    const int first = s0 < a.L ? min(min(TK, a.L - s0), split == a.splits - 1 ? TK : a.chunk) : 0; /* steps of tile 0 */
+    const int contiguous = kvstride == D && !a.indir, stream = contiguous && passes == 1;
+    const int spec = contiguous ? first : 0;
+    float *red = (float *)ft_attn_stages; /* after the stages: [NW][GQ][D] partials, then [GQ][D] */
+
+    if (tid == 0) {
+#pragma unroll
+        for (int s = 0; s < NS; s++) {
+            ft_mbar_init(&full[s], 1);
+            /* every consumer thread releases a stage itself, after its own reads: the order
+             * compute-sanitizer's racecheck follows (one arrival a warp after __syncwarp, which
+             * it does not, read as a hazard; the H100 times both alike) */
+            ft_mbar_init(&empty[s], NTC);
+        }
+        ft_mbar_init_fence();
+    }
+    __syncthreads();
+    /* Launched as a programmatic dependent (sm_90): the set-up above overlaps the end of the
+     * kernel before this one in the stream, and so does an L2 prefetch of the split's first
+     * tile (`first` steps; row by row for strided steps, a request per box where tensor
+     * maps address them, none through an indirection table, whose entries that kernel may
+     * write; a request per row in the tensor-map kernels held their first boxes behind it,
+     * on the H100 cross-attention B64 H8 D64 L512 BLHD fp16 took 31.0 / 26.0 us per call /
+     * back to back so, 27.5 / 23.0 with a request per box). Every SM's writes land in
+     * the L2, so no line fetched early is read stale; nothing the kernel reads or writes is
+     * touched before the wait. A consumer warp issues it, so the producer's first copy
+     * waits for nothing. (Prefetching 3 or 6 tiles, bounded by a relaxed read of the length,
+     * was slower on the H100: B1 H32 D128 L4096 fp16 26.9 and 26.3 us against 25.8, B64 H12
+     * D64 L1024 70.7 and 71.8 against 64.6.) */
+    if (warp == NW - 1 && !a.indir && first > 0) {
+        if (contiguous) {
+            if (lane == 0) {
+                ft_bulk_prefetch_l2(kc + (int64_t)s0 * D, (unsigned)first * ROW);
+                ft_bulk_prefetch_l2(vc + (int64_t)s0 * D, (unsigned)first * ROW);
+            }
+        } else {
+            for (int r = lane; r < first; r += 32) {
+                ft_bulk_prefetch_l2(kc + (int64_t)(s0 + r) * kvstride, ROW);
+                ft_bulk_prefetch_l2(vc + (int64_t)(s0 + r) * kvstride, ROW);
+            }
+        }
+    }
+    ft_pdl_wait();
+    if (warp == NW && lane == 0 && spec > 0) {
+        float *ks = (float *)ft_attn_stages;
+        ft_mbar_expect_tx(&full[0], 2u * (unsigned)spec * ROW);
+        ft_attn_tile_copy_h112_fp32(ks, ks + TK * D, kc + (int64_t)s0 * D, vc + (int64_t)s0 * D, (unsigned)spec * ROW,
+                                   &full[0], stream);
+    }
+
+    int steps, new_pos;
+    if (!ft_attn_row_h112_fp32(&a, b, &steps, &new_pos)) { /* the whole cluster, if any, leaves here */
+        if (spec > 0)
+            ft_mbar_wait(&full[0], 0); /* no block leaves with a copy into its shared memory in flight */
+        if (a.splits == 1 || ((a.cmerge || a.counters != NULL) && split == 0)) /* else the combine kernel writes it */
+            for (int i = tid; i < ng * D; i += blockDim.x)
+                a.out[((int64_t)b * a.H + h0) * D + i] = ft_from_float_fp32(ft_attn_invalid_value_h112_fp32(&a, b));
+        return;
+    }
+    const int s1 = split == a.splits - 1 ? steps : min(steps, s0 + a.chunk);
+    const int owner = new_pos >= s0 && new_pos < s1; /* this block holds the new token */
+    const int cache_end = new_pos >= 0 ? min(s1, new_pos) : s1; /* the new token comes from kv_row */
+    /* tile 0, if any, has at most min(TK, chunk) steps (the last split's: TK), all below the
+     * capacity (cache_end <= steps <= L for a row that can be computed): within spec */
+    const int ntiles = cache_end > s0 ? (cache_end - s0 + TK - 1) / TK : 0;
+
+    if (warp == NW) {
+        /* ---- producer: stage s = i % NS is refilled once the consumers released its previous use */
+        for (int i = spec > 0 ? 1 : 0; i < ntiles; i++) {
+            const int s = i % NS, t0 = s0 + i * TK, n = min(TK, cache_end - t0);
+            float *ks = (float *)(ft_attn_stages + (size_t)s * 2 * TK * ROW), *vs = ks + TK * D;
+            if (i >= NS)
+                ft_mbar_wait(&empty[s], ((i / NS) & 1) ^ 1);
+            if (lane == 0)
+                ft_mbar_expect_tx(&full[s], 2u * (unsigned)n * ROW);
+            __syncwarp(); /* the bytes are expected before any copy can complete */
+            if (contiguous) {
+                if (lane == 0)
+                    ft_attn_tile_copy_h112_fp32(ks, vs, kc + (int64_t)t0 * D, vc + (int64_t)t0 * D, (unsigned)n * ROW,
+                                               &full[s], stream);
+            } else { /* row by row: strided steps, or rows named by the indirection table */
+                for (int r = lane; r < n; r += 32) {
+                    const int64_t off = ft_attn_step_h112_fp32(&a, b, t0 + r, kvstride);
+                    ft_bulk_load(ks + r * D, kc + off, ROW, &full[s]);
+                    ft_bulk_load(vs + r * D, vc + off, ROW, &full[s]);
+                }
+            }
+        }
+    } else {
+        /* ---- consumers (warps 0..NW-1, barrier 1 among them) */
+    /* ---- prologue: q (+bias, rotary, scale) and the new k, v (+bias, rotary, rounded) */
+        {
+            enum { VE = 16 / 4, QN = (GQ * D / VE + NTC - 1) / NTC, KN = (2 * D / VE + NTC - 1) / NTC };
+            const int vec = (((uintptr_t)a.q | (uintptr_t)a.k_new | (uintptr_t)a.v_new | (uintptr_t)a.q_bias |
+                              (uintptr_t)a.k_bias | (uintptr_t)a.v_bias) & 15) == 0;
+            ft_pack_fp32x4_u qv[QN], qb[QN], kn[KN], kb[KN];
+#pragma unroll
+            for (int e = 0; e < QN; e++) {
+                const int c = tid + NTC * e; /* elements [c VE, c VE + VE) of the group's q */
+                qv[e].w = qb[e].w = make_uint4(0u, 0u, 0u, 0u);
+                if (c * VE < ng * D) {
+                    const float *src = a.q + ((int64_t)b * a.H + h0) * D + c * VE;
+                    const float *bias = a.q_bias ? a.q_bias + (int64_t)h0 * D + c * VE : NULL;
+                    ft_attn_word_h112_fp32(&qv[e], src, vec);
+                    if (bias)
+                        ft_attn_word_h112_fp32(&qb[e], bias, vec);
+                }
+            }
+#pragma unroll
+            for (int e = 0; e < KN; e++) {
+                const int c = tid + NTC * e, which = c * VE / D, d = c * VE % D; /* k (0) or v (1), at d */
+                kn[e].w = kb[e].w = make_uint4(0u, 0u, 0u, 0u);
+                if (owner && which < 2) {
+                    const float *bias = which ? a.v_bias : a.k_bias;
+                    ft_attn_word_h112_fp32(&kn[e], (which ? a.v_new : a.k_new) + ((int64_t)b * a.Hkv + kvh) * D + d, vec);
+                    if (bias)
+                        ft_attn_word_h112_fp32(&kb[e], bias + (int64_t)kvh * D + d, vec);
+                }
+            }
+            const float qsc = a.rope == FT_ROPE_NONE ? a.qk_scale : 1.0f; /* rotary scales q as it rotates it */
+#pragma unroll
+            for (int e = 0; e < QN; e++) {
+                const int c = tid + NTC * e;
+                if (c * VE < ng * D) {
+                    float f[VE], fb[VE];
+                    ft_unpack_fp32x4(qv[e].w, f);
+                    ft_unpack_fp32x4(qb[e].w, fb);
+#pragma unroll
+                    for (int j = 0; j < VE; j += 4)
+                        *(float4 *)&q_s[c * VE / D][c * VE % D + j] = make_float4(
+                            (f[j] + fb[j]) * qsc, (f[j + 1] + fb[j + 1]) * qsc, (f[j + 2] + fb[j + 2]) * qsc, (f[j + 3] + fb[j + 3]) * qsc);
+                }
+            }
+            if (owner)
+#pragma unroll
+                for (int e = 0; e < KN; e++) {
+                    const int c = tid + NTC * e;
+                    if (c * VE < 2 * D) {
+                        float f[VE], fb[VE];
+                        ft_unpack_fp32x4(kn[e].w, f);
+                        ft_unpack_fp32x4(kb[e].w, fb);
+#pragma unroll
+                        for (int j = 0; j < VE; j += 4)
+                            *(float4 *)&kv_new[c * VE / D][c * VE % D + j] =
+                                make_float4(f[j] + fb[j], f[j + 1] + fb[j + 1], f[j + 2] + fb[j + 2], f[j + 3] + fb[j + 3]);
+                    }
+                }
+        }
+        ft_named_sync(1, NTC);
+        if (a.rope != FT_ROPE_NONE) { /* uniform: a kernel argument */
+            /* rotary reads pairs, so every thread computes its values before any is written */
+            float rq[(GQ * D + NTC - 1) / NTC], rk[(D + NTC - 1) / NTC];
+#pragma unroll
+            for (int r = 0; r < (GQ * D + NTC - 1) / NTC; r++) {
+                const int i = tid + r * NTC;
+                if (i < ng * D)
+                    rq[r] = ft_rope_elem(q_s[i / D], i % D, new_pos, a.rope, a.rotary_dim, a.log2_base) * a.qk_scale;
+            }
+#pragma unroll
+            for (int r = 0; r < (D + NTC - 1) / NTC; r++) {
+                const int d = tid + r * NTC;
+                if (owner && d < D)
+                    rk[r] = ft_rope_elem(kv_new[0], d, new_pos, a.rope, a.rotary_dim, a.log2_base);
+            }
+            ft_named_sync(1, NTC);
+#pragma unroll
+            for (int r = 0; r < (GQ * D + NTC - 1) / NTC; r++) {
+                const int i = tid + r * NTC;
+                if (i < ng * D)
+                    q_s[i / D][i % D] = rq[r];
+            }
+#pragma unroll
+            for (int r = 0; r < (D + NTC - 1) / NTC; r++) {
+                const int d = tid + r * NTC;
+                if (owner && d < D)
+                    kv_new[0][d] = rk[r];
+            }
+        } /* else words_store scaled q as it wrote it: none of the rotary code on the path (the
+           * tensor-core kernel on the H100, B8 H32 Hkv8 D128 L4096 fp16: this part of the
+           * prologue took 1.2 us through the rotary loops, 0.2 us without; the step 49.7 us, 48.6) */
+        /* the new k, v rounded as stored; each thread the elements it loaded (and rotated) */
+        for (int d = tid; d < D; d += NTC)
+            if (owner) {
+                /* attend to the new k, v exactly as stored, as every later step will */
+                const float kq = ft_from_float_fp32(kv_new[0][d]), vq = ft_from_float_fp32(kv_new[1][d]);
+                kv_new[0][d] = ft_to_float_fp32(kq);
+                kv_new[1][d] = ft_to_float_fp32(vq);
+                if (pass == 0) {
+                    a.k_cache[kvbase + (int64_t)new_pos * kvstride + d] = kq;
+                    a.v_cache[kvbase + (int64_t)new_pos * kvstride + d] = vq;
+                }
+            }
+        ft_named_sync(1, NTC);
+
+        const int slot = lane / TPK, j = lane % TPK;
+        float qr[GQ][CPT * VEC], acc[GQ][CPT * VEC], m[GQ], l[GQ];
+#pragma unroll
+        for (int g = 0; g < GQ; g++) {
+            m[g] = -INFINITY;
+            l[g] = 0.0f;
+#pragma unroll
+            for (int c = 0; c < CPT; c++)
+#pragma unroll
+                for (int e = 0; e < VEC; e++) {
+                    qr[g][c * VEC + e] = g < ng ? q_s[g][(j + c * TPK) * VEC + e] : 0.0f;
+                    acc[g][c * VEC + e] = 0.0f;
+                }
+        }
+        if (owner && warp == 0) {
+            /* the new token, as stored, is one more row for warp 0 */
+            for (int i = lane; i < 2 * D; i += 32)
+                kv_row[i / D][i % D] = ft_from_float_fp32(kv_new[i / D][i % D]);
+            __syncwarp();
+            ft_attn_async_rows_h112_fp32_g1(kv_row[0], kv_row[1], 1, 0, slot, j, qr, m, l, acc);
+        }
+        for (int i = 0; i < ntiles; i++) {
+            const int s = i % NS, n = min(TK, cache_end - (s0 + i * TK)), nw = min(KW, n - warp * KW);
+            const float *ks = (const float *)(ft_attn_stages + (size_t)s * 2 * TK * ROW) + warp * KW * D;
+            const float *vs = ks + TK * D;
+            ft_mbar_wait(&full[s], (i / NS) & 1);
+            if (nw == KW)
+                ft_attn_async_rows_h112_fp32_g1(ks, vs, KW, 1, slot, j, qr, m, l, acc);
+            else if (nw > 0)
+                ft_attn_async_rows_h112_fp32_g1(ks, vs, nw, 0, slot, j, qr, m, l, acc);
+            ft_fence_proxy_async(); /* these reads before the bulk copy that refills the stage */
+            ft_mbar_arrive(&empty[s]);
+        }
+        if (spec > 0 && ntiles == 0)
+            ft_mbar_wait(&full[0], 0); /* an unused first tile has landed before the stages hold partials */
+
+        /* ---- the warp's slots summed, then the warps merged through the (now free) stages */
+#pragma unroll
+        for (int off = TPK; off < 32; off <<= 1)
+#pragma unroll
+            for (int g = 0; g < GQ; g++) {
+                l[g] += __shfl_xor_sync(0xffffffffu, l[g], off);
+#pragma unroll
+                for (int i = 0; i < CPT * VEC; i++)
+                    acc[g][i] += __shfl_xor_sync(0xffffffffu, acc[g][i], off);
+            }
+        ft_named_sync(1, NTC); /* every consumer is past its last stage */
+        if (slot == 0)
+#pragma unroll
+            for (int g = 0; g < GQ; g++)
+#pragma unroll
+                for (int c = 0; c < CPT; c++)
+#pragma unroll
+                    for (int e = 0; e < VEC; e++)
+                        red[(warp * GQ + g) * D + (j + c * TPK) * VEC + e] = acc[g][c * VEC + e];
+        if (lane == 0)
+#pragma unroll
+            for (int g = 0; g < GQ; g++)
+                ml_s[warp][g] = make_float2(m[g], l[g]);
+        ft_named_sync(1, NTC);
+        for (int i = tid; i < ng * D; i += NTC) {
+            const int g = i / D, d = i % D;
+            float M = -INFINITY;
+#pragma unroll
+            for (int w = 0; w < NW; w++)
+                if (ml_s[w][g].y > 0.0f)
+                    M = fmaxf(M, ml_s[w][g].x);
+            float num[1] = {0.0f}, den = 0.0f;
+#pragma unroll
+            for (int w = 0; w < NW; w++) {
+                const float2 ml = ml_s[w][g];
+                if (ml.y > 0.0f) { /* a warp without rows drops out */
+                    const float wt = ft_exp2_approx(ml.x - M);
+                    num[0] += red[(w * GQ + g) * D + d] * wt;
+                    den += ml.y * wt;
+                }
+            }
+            const int64_t row = (int64_t)b * a.H + h0 + g;
+            if (a.splits == 1) {
+                a.out[row * D + d] = ft_from_float_fp32(num[0] / den);
+            } else if (a.cmerge) {
+                /* read by the cluster's blocks below */
+                red[NW * GQ * D + i] = num[0];
+                if (d == 0)
+                    blk_ml[g] = make_float2(M, den);
+            } else {
+                a.ws[((int64_t)split * a.B * a.H + row) * D + d] = num[0];
+                if (d == 0) /* an empty split leaves (-inf, 0): the combine kernel drops it */
+                    a.ws_ml[(int64_t)split * a.B * a.H + row] = make_float2(M, den);
+            }
+        }
+    if (a.counters != NULL) {
+            __shared__ int ft_last;
+            ft_named_sync(1, NTC); /* every thread's partials are written before the block is counted in */
+            if (tid == 0) {
+                /* release: the block's partials before its count; acquire: the other blocks'
+                 * partials (counted before) before the loads below */
+                ft_last = ft_atomic_add_acq_rel(&a.counters[rb], 1u) == (unsigned)a.splits - 1u;
+                if (ft_last)
+                    a.counters[rb] = 0u; /* every split of the row block is in */
+            }
+            ft_named_sync(1, NTC);
+            if (ft_last) /* thread 0's acquire, then the barrier: the partials are read after the count */
+                for (int i = tid; i < ng * D; i += NTC) {
+                    const int64_t row = (int64_t)b * a.H + h0 + i / D;
+                    a.out[row * D + i % D] = ft_from_float_fp32(ft_attn_merge_splits_h112_fp32(&a, row, i % D));
+                }
+        }
+    }
+    if (!a.cmerge)
+        return;
+
+    /* ---- cluster merge: block `split` finishes every splits-th run of NTC x 4 elements of the
+     * group's output, four consecutive ones a thread (D % 4 == 0) */
+    cooperative_groups::cluster_group cluster = cooperative_groups::this_cluster();
+    cluster.sync(); /* every block's partials are in its shared memory */
+    const int cs = a.splits;
+    const int ovec = ((uintptr_t)a.out & 15) == 0; /* four outputs a store */
+    for (int i = 4 * (split * NTC + tid); tid < NTC && i < ng * D; i += 4 * cs * NTC) {
+        const int g = i / D;
+        /* every block's pair and partials requested at once (unrolled to the most splits a
+         * cluster merges): a loop of dependent remote reads took about 2 us here; four
+         * elements a read cut the rounds of 32 heads of D256 in 4 splits from 16 to 4 */
+        float2 ml[FT_ATTN_CLUSTER_SPLITS];
+        float4 part[FT_ATTN_CLUSTER_SPLITS];
+#pragma unroll
+        for (int r = 0; r < FT_ATTN_CLUSTER_SPLITS; r++)
+            if (r < cs) {
+                ml[r] = *cluster.map_shared_rank(&blk_ml[g], (unsigned)r);
+                part[r] = *(const float4 *)cluster.map_shared_rank(&red[NW * GQ * D + i], (unsigned)r);
+            }
+        float M = -INFINITY;
+#pragma unroll
+        for (int r = 0; r < FT_ATTN_CLUSTER_SPLITS; r++)
+            if (r < cs && ml[r].y > 0.0f)
+                M = fmaxf(M, ml[r].x);
+        float num[4] = {0.0f, 0.0f, 0.0f, 0.0f}, den = 0.0f;
+#pragma unroll
+        for (int r = 0; r < FT_ATTN_CLUSTER_SPLITS; r++)
+            if (r < cs && ml[r].y > 0.0f) { /* an empty split drops out */
+                const float wt = ft_exp2_approx(ml[r].x - M);
+                num[0] += part[r].x * wt;
+                num[1] += part[r].y * wt;
+                num[2] += part[r].z * wt;
+                num[3] += part[r].w * wt;
+                den += ml[r].y * wt;
+            }
+        const float f[4] = {num[0] / den, num[1] / den, num[2] / den, num[3] / den};
+        ft_attn_store4_h112_fp32(&a.out[((int64_t)b * a.H + h0) * D + i], f, ovec);
+    }
+    cluster.sync(); /* no block leaves while its shared memory is read */
+#endif
+}
+
 /* 2 head(s) a block: 7 consumer warps, 3 stages of 28 steps (75264 bytes). */
 #define FT_ATTN_H112_FP32_G2_ATHREADS 256
 #define FT_ATTN_H112_FP32_G2_ASMEM 75264
@@ -3741,9 +4128,10 @@ static __global__ void __launch_bounds__(256, 2) ft_attn_async_h112_fp32_g2_tm(f
 
 /* The sm_90 kernel for `gq` heads per block in form `wide` (1-4 heads: 0 bulk copies, 1
  * tensor-map boxes of a strided cache, 2 and 3 the same for short rows (one head), 4 ap
- * (one head, 0 as a persistent grid); a head group: 0 r4, 1 r8, 2 tm, then ts, t3, tp and tq
- * where generated), its index among the generated ones, threads and dynamic shared memory;
- * NULL where none was generated. */
+ * (one head, 0 as a persistent grid), 5 ad (one head, 0 in deeper stages, one block an
+ * SM); a head group: 0 r4, 1 r8, 2 tm, then ts, t3, tp and tq where generated), its index
+ * among the generated ones, threads and dynamic shared memory; NULL where none was
+ * generated. */
 static inline const void *ft_attn_async_kernel_h112_fp32(int gq, int wide, int *index, int *threads, int *smem)
 {
     if (gq == 1 && wide == 0) {
@@ -3776,14 +4164,20 @@ static inline const void *ft_attn_async_kernel_h112_fp32(int gq, int wide, int *
         *smem = 86016;
         return (const void *)ft_attn_async_h112_fp32_g1_p;
     }
-    if (gq == 2 && wide == 0) {
+    if (gq == 1 && wide == 5) {
         *index = 5;
+        *threads = FT_ATTN_H112_FP32_G1_ATHREADS;
+        *smem = 114688;
+        return (const void *)ft_attn_async_h112_fp32_g1_d;
+    }
+    if (gq == 2 && wide == 0) {
+        *index = 6;
         *threads = FT_ATTN_H112_FP32_G2_ATHREADS;
         *smem = FT_ATTN_H112_FP32_G2_ASMEM;
         return (const void *)ft_attn_async_h112_fp32_g2;
     }
     if (gq == 2 && wide == 1) {
-        *index = 6;
+        *index = 7;
         *threads = FT_ATTN_H112_FP32_G2_ATHREADS;
         *smem = FT_ATTN_H112_FP32_G2_ASMEM;
         return (const void *)ft_attn_async_h112_fp32_g2_tm;
@@ -3804,7 +4198,7 @@ static inline int ft_attn_cuda_group_h112_fp32(int gq)
  * per device (after raising the kernel's dynamic shared-memory limit to its stages). */
 static inline ft_status ft_attn_async_occupancy_h112_fp32(const char *fn, int gq, int wide, int *blocks)
 {
-    static int cache[10][64];
+    static int cache[12][64];
     int gi, threads, smem;
     const void *kernel = ft_attn_async_kernel_h112_fp32(gq, wide, &gi, &threads, &smem);
     if (kernel == NULL)
@@ -3840,7 +4234,7 @@ static inline ft_status ft_attn_async_occupancy_h112_fp32(const char *fn, int gq
 static inline ft_status ft_attn_async_clusters_h112_fp32(const char *fn, int gq, int wide, int size, int solo,
                                                           int *clusters)
 {
-    static int cache[10][2][FT_ATTN_CLUSTER_SPLITS + 1][64];
+    static int cache[12][2][FT_ATTN_CLUSTER_SPLITS + 1][64];
     int gi, threads, smem;
     const void *kernel = ft_attn_async_kernel_h112_fp32(gq, wide, &gi, &threads, &smem);
     if (kernel == NULL || size < 1 || size > FT_ATTN_CLUSTER_SPLITS)
@@ -3963,6 +4357,19 @@ static inline ft_status ft_attn_plan_grid_h112_fp32(const char *fn, ft_attn_plan
             return st;
         if ((int64_t)per_sm * sms > slots)
             p->wide += 2;
+    }
+    if (p->async && p->gq == 1 && p->splits == 1 && p->wide == 0 && p->max_seq >= 2048 &&
+        blocks > 3 * (int64_t)slots) {
+        /* one head a block, unsplit rows of at least 2048 steps in more than 3 waves of the
+         * long form: ad, the long form in 4 stages, 1 block an SM, ahead of ap (fp16,
+         * ftbench per call / device us, ad / the shipped plan before it: H100 D128 B64 H32
+         * L2048 688.9 / 684.9 against 697.4 / 693.9; H200 D128 B32 H32 L4096 466.4 / 462.2
+         * against 470.3 / 467.0; gen/ftgen.py has more, and the shapes it leaves to the other
+         * forms) */
+        int per_sm = 0; /* raises its shared-memory limit before its launch */
+        if ((st = ft_attn_async_occupancy_h112_fp32(fn, 1, 5, &per_sm)) != FT_OK)
+            return st;
+        p->wide = 5;
     }
     if (p->async && p->gq == 1 && p->splits == 1 && p->wide == 0 && layout == FT_KV_BHLD && !indirect &&
         blocks > 4 * (int64_t)slots && blocks <= 8 * (int64_t)slots) {
