@@ -82,6 +82,33 @@ static __global__ void bench_spin(unsigned long long ns)
     while (ft_globaltimer() - t0 < ns);
 }
 
+/* N(0, 1) in dtype `dt`, element i from a hash of (seed, i) (splitmix64, then Box-Muller):
+ * the benchmark's random source, made on the device (a host loop took 10-20 s for the
+ * gigabyte caches of the large attention rows). */
+static __device__ __forceinline__ unsigned long long bench_mix(unsigned long long x)
+{
+    x += 0x9e3779b97f4a7c15ull;
+    x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+    x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+    return x ^ (x >> 31);
+}
+
+static __global__ void bench_fill_normal(void *dst, size_t count, int dt, unsigned long long seed)
+{
+    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < count; i += (size_t)gridDim.x * blockDim.x) {
+        const unsigned long long r = bench_mix(seed ^ bench_mix(i));
+        const float u1 = ((float)(r >> 40) + 1.0f) * (1.0f / 16777216.0f); /* (0, 1] */
+        const float u2 = (float)(r & 0xffffffull) * (1.0f / 16777216.0f);  /* [0, 1) */
+        const float z = sqrtf(-2.0f * logf(u1)) * cospif(2.0f * u2);
+        if (dt == FT_FP32)
+            ((float *)dst)[i] = z;
+        else if (dt == FT_FP16)
+            ((__half *)dst)[i] = __float2half_rn(z);
+        else
+            ((__nv_bfloat16 *)dst)[i] = __float2bfloat16_rn(z);
+    }
+}
+
 static double host_seconds(void)
 {
     struct timespec ts;
@@ -1116,15 +1143,33 @@ static void bench_one(const bench_env *env, const bench_opts *o)
     while (nsets > 1 && nsets * rot_bytes > 0.6 * (double)free_b)
         nsets--;
 
-    /* one random source on the device, copied into every buffer: random data, because
-     * zeros can flatter a kernel */
+    /* one random source, N(0, 1) made on the device, copied into every buffer: random data,
+     * because zeros can flatter a kernel */
     ref_rng rng;
     ref_rng_seed(&rng, 1);
-    float *h = (float *)malloc((size_t)max_count * sizeof(float) + 4);
-    fill_normal(h, (size_t)max_count, &rng, 0.0, 1.0, o->dt);
     void *src = dev_alloc((size_t)max_count * es + 4);
-    dev_upload(src, h, (size_t)max_count, o->dt);
-    free(h);
+    if (max_count > 0) {
+        bench_fill_normal<<<1024, 256>>>(src, (size_t)max_count, (int)o->dt, 1ull);
+        FT_CHECK_CUDA(cudaGetLastError());
+        FT_CHECK_CUDA(cudaDeviceSynchronize());
+        /* a look at the first elements: a fill that went wrong (zeros, a constant) must not
+         * flatter a kernel unnoticed */
+        const size_t look = max_count < 65536 ? (size_t)max_count : 65536;
+        float *h = (float *)malloc(look * sizeof(float));
+        dev_download(h, src, look, o->dt);
+        double m = 0.0, m2 = 0.0;
+        for (size_t i = 0; i < look; i++) {
+            m += h[i];
+            m2 += (double)h[i] * h[i];
+        }
+        free(h);
+        m /= (double)look;
+        const double sd = sqrt(m2 / (double)look - m * m);
+        if (look >= 4096 && !(fabs(m) < 0.05 && fabs(sd - 1.0) < 0.05)) {
+            fprintf(stderr, "ftbench: the random source is off: mean %g, sd %g over %zu elements\n", m, sd, look);
+            exit(2);
+        }
+    }
     int *lens = (int *)malloc(sizeof(int) * (size_t)(o->batch > 0 ? o->batch : 1));
     int *offs = (int *)malloc(sizeof(int) * (size_t)(o->batch > 0 ? o->batch + 1 : 1));
     offs[0] = 0;
