@@ -517,14 +517,16 @@ static inline ft_status ft_norm_launch_bf16(const char *fn, ft_norm_args_bf16 a,
     a.eps = eps;
     ft_rows_launch cfg;
     if (a.n % FT_NORM_BF16_W16_VEC == 0 && ft_norm_aligned_bf16(&a, 16)) {
-        if ((st = ft_rows_config(fn, m, a.n / FT_NORM_BF16_W16_VEC, FT_NORM_BF16_W16_CACHE, &cfg)) != FT_OK)
+        if ((st = ft_rows_config(fn, m, a.n / FT_NORM_BF16_W16_VEC, FT_NORM_BF16_W16_CACHE, &cfg)) != FT_OK ||
+            (st = ft_rows_spread(fn, m, a.n / FT_NORM_BF16_W16_VEC, &cfg)) != FT_OK)
             return st;
         a.group = cfg.group;
         ft_norm_rows_bf16_w16<<<cfg.grid, cfg.block, 0, stream>>>(a);
         return ft_launch_status(fn);
     }
     {
-        if ((st = ft_rows_config(fn, m, a.n / FT_NORM_BF16_W2_VEC, FT_NORM_BF16_W2_CACHE, &cfg)) != FT_OK)
+        if ((st = ft_rows_config(fn, m, a.n / FT_NORM_BF16_W2_VEC, FT_NORM_BF16_W2_CACHE, &cfg)) != FT_OK ||
+            (st = ft_rows_spread(fn, m, a.n / FT_NORM_BF16_W2_VEC, &cfg)) != FT_OK)
             return st;
         a.group = cfg.group;
         ft_norm_rows_bf16_w2<<<cfg.grid, cfg.block, 0, stream>>>(a);

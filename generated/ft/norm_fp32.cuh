@@ -517,14 +517,16 @@ static inline ft_status ft_norm_launch_fp32(const char *fn, ft_norm_args_fp32 a,
     a.eps = eps;
     ft_rows_launch cfg;
     if (a.n % FT_NORM_FP32_W16_VEC == 0 && ft_norm_aligned_fp32(&a, 16)) {
-        if ((st = ft_rows_config(fn, m, a.n / FT_NORM_FP32_W16_VEC, FT_NORM_FP32_W16_CACHE, &cfg)) != FT_OK)
+        if ((st = ft_rows_config(fn, m, a.n / FT_NORM_FP32_W16_VEC, FT_NORM_FP32_W16_CACHE, &cfg)) != FT_OK ||
+            (st = ft_rows_spread(fn, m, a.n / FT_NORM_FP32_W16_VEC, &cfg)) != FT_OK)
             return st;
         a.group = cfg.group;
         ft_norm_rows_fp32_w16<<<cfg.grid, cfg.block, 0, stream>>>(a);
         return ft_launch_status(fn);
     }
     {
-        if ((st = ft_rows_config(fn, m, a.n / FT_NORM_FP32_W4_VEC, FT_NORM_FP32_W4_CACHE, &cfg)) != FT_OK)
+        if ((st = ft_rows_config(fn, m, a.n / FT_NORM_FP32_W4_VEC, FT_NORM_FP32_W4_CACHE, &cfg)) != FT_OK ||
+            (st = ft_rows_spread(fn, m, a.n / FT_NORM_FP32_W4_VEC, &cfg)) != FT_OK)
             return st;
         a.group = cfg.group;
         ft_norm_rows_fp32_w4<<<cfg.grid, cfg.block, 0, stream>>>(a);

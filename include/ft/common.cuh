@@ -518,34 +518,62 @@ static inline int ft_cluster_plan(const char *fn, const void *const *kernels, co
  * smallest power-of-two group of lanes that holds them, and a 128-thread block serves
  * 128/group rows with shuffle-only reductions. Longer rows get one block of the fewest
  * warps that hold the row; rows past 1024*cache vectors stream through 512 threads.
- * Returns the threads per row; FT_ERR_UNSUPPORTED if the grid would exceed 2^31-1. */
+ * Returns the threads per row; FT_ERR_UNSUPPORTED if the grid would exceed 2^31-1.
+ * ft_rows_spread then gives few rows (a decode step's batch) one thread a vector. */
 typedef struct ft_rows_launch {
     int group;      /* threads per row: 1, 2, 4, ..., 32, or == block */
     unsigned block; /* threads per block */
     unsigned grid;  /* blocks */
 } ft_rows_launch;
 
-static inline ft_status ft_rows_config(const char *fn, int64_t m, int64_t nvec, int cache, ft_rows_launch *out)
+/* The launch shape of rows of `need` threads each (see ft_rows_config); the blocks. */
+static inline int64_t ft_rows_shape(int64_t m, int64_t need, ft_rows_launch *out)
 {
-    const int64_t need = (nvec + cache - 1) / cache;
-    int64_t blocks;
     if (need <= 32) {
         int g = 1;
         while (g < need)
             g <<= 1;
         out->group = g;
         out->block = 128;
-        blocks = (m + (128 / g) - 1) / (128 / g);
-    } else {
-        const int t = need <= 1024 ? (int)((need + 31) / 32) * 32 : 512;
-        out->group = t;
-        out->block = (unsigned)t;
-        blocks = m;
+        return (m + (128 / g) - 1) / (128 / g);
     }
+    const int t = need <= 1024 ? (int)((need + 31) / 32) * 32 : 512;
+    out->group = t;
+    out->block = (unsigned)t;
+    return m;
+}
+
+static inline ft_status ft_rows_config(const char *fn, int64_t m, int64_t nvec, int cache, ft_rows_launch *out)
+{
+    const int64_t blocks = ft_rows_shape(m, (nvec + cache - 1) / cache, out);
     if (blocks > INT32_MAX)
         return ft_fail(FT_ERR_UNSUPPORTED, "%s: %lld rows need more than 2^31-1 blocks; split the call",
                        fn, (long long)m);
     out->grid = (unsigned)blocks;
+    return FT_OK;
+}
+
+/* After ft_rows_config, whose checks come before any CUDA call: few rows take one thread a
+ * vector, so that a row's loads spread over as many warps as it has vectors, where those
+ * blocks fit one wave of 1024 threads an SM (about what the row kernels' registers allow).
+ * H200, per call us, against the cache's vectors a thread: rmsnorm fp16 m=64 n=4096 5.60
+ * against 7.47, m=8 5.09 against 6.76, layernorm fp16 m=512 n=2048 6.14 against 8.12, fp32
+ * m=64 n=4096 7.15 against 10.43; past that wave it lost (m=4096 n=1024: 12.93 against
+ * 10.51), so more rows keep ft_rows_config's shape. */
+static inline ft_status ft_rows_spread(const char *fn, int64_t m, int64_t nvec, ft_rows_launch *out)
+{
+    if (nvec > 1024)
+        return FT_OK;
+    int sms;
+    ft_status st;
+    if ((st = ft_sm_count(fn, &sms)) != FT_OK)
+        return st;
+    ft_rows_launch one;
+    const int64_t blocks = ft_rows_shape(m, nvec, &one);
+    if (blocks <= (int64_t)sms * (1024 / one.block)) {
+        one.grid = (unsigned)blocks;
+        *out = one;
+    }
     return FT_OK;
 }
 
