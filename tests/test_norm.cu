@@ -36,6 +36,8 @@ typedef struct norm_case {
     alias_mode alias;
     ft_act act;
     double offset; /* mean of x: a large one tests the variance's numerical stability */
+    int pipe;      /* > 0: layernorm / rmsnorm straight through ft_norm_pipe with this many stages */
+    int pipe_sm;   /* its blocks an SM (few: many chunks a block) */
 } norm_case;
 
 typedef struct norm_test_arg {
@@ -61,6 +63,41 @@ static dbuf dbuf_alloc(size_t count, ft_dtype dt, int misalign)
 static int op_has_residual(norm_op op)
 {
     return op == OP_ABR_LAYERNORM || op == OP_ABR_RMSNORM || op == OP_ADD_BIAS_RESIDUAL;
+}
+
+/* layernorm (beta set) or rmsnorm through the shared-memory pipeline itself, whatever the
+ * launcher would choose: the first generated variant of dt; FT_ERR_UNSUPPORTED where the
+ * call does not fit it. */
+static ft_status pipe_norm(ft_dtype dt, const void *x, const void *gamma, const void *beta, void *y, int64_t m,
+                           int64_t n, float eps, int rms, int stages, int per_sm)
+{
+    int done = 0;
+    ft_status st = FT_ERR_UNSUPPORTED;
+#define FT_X(suffix, DT)                                                                                         \
+    if (dt == DT && !done) {                                                                                     \
+        ft_norm_args_##suffix a;                                                                                 \
+        memset(&a, 0, sizeof a);                                                                                 \
+        a.x = (decltype(a.x))x;                                                                       \
+        a.gamma = (decltype(a.gamma))gamma;                                                               \
+        a.beta = (decltype(a.beta))beta;                                                                 \
+        a.y = (decltype(a.y))y;                                                                             \
+        a.m = m;                                                                                                 \
+        a.n = (int)n;                                                                                            \
+        a.rms = rms;                                                                                             \
+        a.eps = eps;                                                                                             \
+        ft_rows_launch cfg;                                                                                      \
+        int fits = 0;                                                                                            \
+        done = 1;                                                                                                \
+        st = ft_norm_pipe_config_##suffix("pipe_norm", &a, &cfg, &fits);                                        \
+        if (st == FT_OK && !fits)                                                                                \
+            st = ft_fail(FT_ERR_UNSUPPORTED, "pipe_norm: m=%lld n=%lld does not fit ft_norm_pipe", (long long)m, \
+                         (long long)n);                                                                          \
+        if (st == FT_OK)                                                                                         \
+            st = ft_norm_pipe_launch_##suffix("pipe_norm", a, cfg.group, (int)cfg.block, stages, per_sm, 0, NULL, 0); \
+    }
+    FT_NORM_VARIANTS(FT_X)
+#undef FT_X
+    return st;
 }
 
 static void run_case(ft_test *t, norm_op op, ft_dtype dt, norm_case c, ref_rng *rng)
@@ -105,7 +142,9 @@ static void run_case(ft_test *t, norm_op op, ft_dtype dt, norm_case c, ref_rng *
     const void *betap = has_beta ? beta.p : NULL;
 
     ft_status st = FT_ERR_CUDA;
-    switch (op) {
+    if (c.pipe > 0) /* layernorm and rmsnorm cases only */
+        st = pipe_norm(dt, x.p, g.p, betap, y, m, n, eps, rms, c.pipe, c.pipe_sm);
+    switch (c.pipe > 0 ? OP_COUNT : op) {
     case OP_LAYERNORM: st = ft_layernorm(dt, x.p, g.p, betap, y, m, n, eps, 0); break;
     case OP_ABR_LAYERNORM:
         st = ft_add_bias_residual_layernorm(dt, x.p, r.p, bias, g.p, betap, y, sum, m, n, eps, 0);
@@ -120,9 +159,9 @@ static void run_case(ft_test *t, norm_op op, ft_dtype dt, norm_case c, ref_rng *
     FT_CHECK_CUDA(cudaDeviceSynchronize());
 
     char what[200];
-    snprintf(what, sizeof what, "%s %s m=%lld n=%lld misalign=%d bias=%d sum=%d alias=%d act=%s offset=%g",
+    snprintf(what, sizeof what, "%s %s m=%lld n=%lld misalign=%d bias=%d sum=%d alias=%d act=%s offset=%g pipe=%d/%d",
              op_names[op], ft_dtype_name(dt), (long long)m, (long long)n, c.misalign, use_bias, has_sum, (int)c.alias,
-             ft_act_name(c.act), c.offset);
+             ft_act_name(c.act), c.offset, c.pipe, c.pipe_sm);
     FT_EXPECT(t, st == FT_OK, "%s: status %s (%s)", what, ft_status_string(st), ft_last_error());
     if (st == FT_OK) {
         if (is_norm)
@@ -195,6 +234,33 @@ static void norm_test(ft_test *t)
         }
         run_case(t, a->op, a->dt, c, &rng);
     }
+    /* many rows: every op through its launcher (the first two: the plain norms' shared-memory
+     * pipeline on sm_90, the pointwise ops' many rows a thread), then the pipeline itself at its edges: fewer chunks than blocks, a block's many chunks (few
+     * blocks an SM), a partial last chunk of rows, one thread a row, rows past 16 KB, in place */
+    static const struct {
+        int64_t m, n;
+        int stages, per_sm, alias_x;
+        double offset;
+    } many[] = {
+        {4000, 4096, 0, 0, 1, 0.0}, {3000, 2048, 0, 0, 0, 30.0}, {3, 4096, 2, 0, 0, 0.0},     {777, 4096, 2, 1, 0, 30.0},
+        {5001, 256, 3, 1, 1, 0.0},  {2000, 1000, 3, 2, 0, 30.0}, {1500, 24, 4, 1, 0, 0.0},    {333, 16384, 3, 1, 1, 0.0},
+        {600, 8192, 2, 1, 0, 0.0},  {129, 12288, 3, 1, 0, 0.0},
+    };
+    int major = 0;
+    FT_CHECK_CUDA(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, 0));
+    for (size_t i = 0; i < sizeof many / sizeof many[0] && t->failures == 0; i++) {
+            if (many[i].stages > 0 && (major < 9 || (a->op != OP_LAYERNORM && a->op != OP_RMSNORM)))
+                continue; /* the pipeline is sm_90 code, for the two plain norms */
+            norm_case c;
+            memset(&c, 0, sizeof c);
+            c.m = many[i].m;
+            c.n = many[i].n;
+            c.alias = many[i].alias_x ? ALIAS_Y_IS_X : ALIAS_NONE;
+            c.offset = many[i].offset;
+            c.pipe = many[i].stages;
+            c.pipe_sm = many[i].per_sm;
+            run_case(t, a->op, a->dt, c, &rng);
+        }
     /* every activation on one vector-path and one scalar-path shape */
     if (a->op == OP_ADD_BIAS_ACT)
         for (int act = 0; act < 4; act++)

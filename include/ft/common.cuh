@@ -28,6 +28,17 @@ static inline int ft_aligned(const void *p, size_t align)
     return ((uintptr_t)p & (uintptr_t)(align - 1)) == 0;
 }
 
+/* Greatest common divisor of two positive integers. */
+static inline int ft_gcd(int a, int b)
+{
+    while (b != 0) {
+        const int t = a % b;
+        a = b;
+        b = t;
+    }
+    return a;
+}
+
 /* A required pointer: non-NULL and aligned to its element size. */
 static inline ft_status ft_check_ptr(const char *fn, const char *name, const void *p, size_t elem)
 {
@@ -137,6 +148,65 @@ static inline ft_status ft_smem_limit(const char *fn, const void *kernel, int sm
     return FT_OK;
 }
 
+/* The virtual architecture `kernel` was compiled for on this device (cudaFuncAttributes'
+ * ptxVersion: 90 for sm_90 code), remembered per device in `cache` (the caller's static
+ * int[64], one per kernel). Kernels that use sm_90 instructions check this rather than the
+ * device: code built for an older architecture only and run on an sm_90 device has the
+ * device's compute capability but not those instructions. */
+static inline ft_status ft_kernel_arch(const char *fn, const void *kernel, int *cache, int *out)
+{
+    int dev = 0;
+    cudaError_t e = cudaGetDevice(&dev);
+    if (e == cudaSuccess && dev >= 0 && dev < 64 && cache[dev] > 0) {
+        *out = cache[dev];
+        return FT_OK;
+    }
+    struct cudaFuncAttributes fa;
+    if (e == cudaSuccess)
+        e = cudaFuncGetAttributes(&fa, kernel);
+    if (e != cudaSuccess) {
+        cudaGetLastError();
+        return ft_fail(FT_ERR_CUDA, "%s: cannot query the kernel: %s", fn, cudaGetErrorString(e));
+    }
+    if (dev >= 0 && dev < 64)
+        cache[dev] = fa.ptxVersion;
+    *out = fa.ptxVersion;
+    return FT_OK;
+}
+
+/* How many blocks of `kernel` (`block` threads, `smem` bytes of dynamic shared memory, its
+ * limit raised already) an SM holds, from the occupancy calculator; remembered in `memo`
+ * (the caller's static ft_occupancy_memo[FT_OCC_MEMO], one per kernel) for the last shapes
+ * asked on each device. FT_ERR_UNSUPPORTED where not one block fits. */
+typedef struct ft_occupancy_memo {
+    int dev, block, smem, blocks;
+} ft_occupancy_memo;
+#define FT_OCC_MEMO 8
+
+static inline ft_status ft_occupancy(const char *fn, const void *kernel, int block, int smem,
+                                     ft_occupancy_memo *memo, int *out)
+{
+    int dev = 0, n = 0;
+    cudaError_t e = cudaGetDevice(&dev);
+    ft_occupancy_memo *slot = &memo[(unsigned)(dev * 7 + block / 32 + smem / 1024) % FT_OCC_MEMO];
+    if (e == cudaSuccess && slot->blocks > 0 && slot->dev == dev && slot->block == block && slot->smem == smem) {
+        *out = slot->blocks;
+        return FT_OK;
+    }
+    if (e == cudaSuccess)
+        e = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&n, kernel, block, (size_t)smem);
+    if (e != cudaSuccess) {
+        cudaGetLastError();
+        return ft_fail(FT_ERR_CUDA, "%s: cannot query the occupancy: %s", fn, cudaGetErrorString(e));
+    }
+    if (n < 1)
+        return ft_fail(FT_ERR_UNSUPPORTED, "%s: no block of %d threads and %d bytes of shared memory fits an SM", fn,
+                       block, smem);
+    slot->dev = dev, slot->block = block, slot->smem = smem, slot->blocks = n;
+    *out = n;
+    return FT_OK;
+}
+
 /* The device's nanosecond clock (%globaltimer, shared by all SMs): for waits and time
  * stamps in tests, benchmarks and tuning builds. */
 static __device__ __forceinline__ unsigned long long ft_globaltimer(void)
@@ -237,6 +307,36 @@ static __device__ __forceinline__ void ft_bulk_load(void *dst, const void *src, 
                  : "memory");
 #endif
 }
+
+/* Bulk stores (sm_90): `bytes` (a multiple of 16) from this block's shared memory at src
+ * to global dst (both 16-byte aligned), as one asynchronous-proxy copy in this thread's
+ * current bulk group; ft_bulk_commit closes the group, and ft_bulk_wait_read(N) waits
+ * until at most N of this thread's groups still read their shared memory (the buffer may
+ * be written again). The writer's generic stores to src come before an
+ * ft_fence_proxy_async() and a barrier ahead of the copy. */
+static __device__ __forceinline__ void ft_bulk_store(void *dst, const void *src, unsigned bytes)
+{
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    asm volatile("cp.async.bulk.global.shared::cta.bulk_group [%0], [%1], %2;" ::"l"(dst), "r"(ft_smem_addr(src)),
+                 "r"(bytes)
+                 : "memory");
+#endif
+}
+
+static __device__ __forceinline__ void ft_bulk_commit(void)
+{
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    asm volatile("cp.async.bulk.commit_group;" ::: "memory");
+#endif
+}
+
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+#define ft_bulk_wait_read(n) asm volatile("cp.async.bulk.wait_group.read %0;" ::"n"(n) : "memory")
+#define ft_bulk_wait(n) asm volatile("cp.async.bulk.wait_group %0;" ::"n"(n) : "memory")
+#else
+#define ft_bulk_wait_read(n) ((void)0)
+#define ft_bulk_wait(n) ((void)0)
+#endif
 
 /* An L2 cache policy (sm_90) marking every line a copy brings in to leave the L2 first. */
 static __device__ __forceinline__ unsigned long long ft_l2_evict_first_policy(void)
