@@ -78,8 +78,10 @@ static __device__ __forceinline__ ft_word_bf16x8 ft_norm_load_bf16_w16(const ft_
     return w;
 }
 
+/* Vector c of a normalised row, (s - mean) * rstd * gamma + beta, stored at row + c * VEC
+ * (y's row in memory, or a row buffer in shared memory). */
 static __device__ __forceinline__ void ft_norm_store_bf16_w16(const ft_norm_args_bf16 *a,
-                                                               int64_t off, int c, ft_word_bf16x8 w,
+                                                               __nv_bfloat16 *row, int c, ft_word_bf16x8 w,
                                                                float mean, float rstd)
 {
     float v[8], g[8], b[8];
@@ -95,7 +97,36 @@ static __device__ __forceinline__ void ft_norm_store_bf16_w16(const ft_norm_args
 #pragma unroll
     for (int k = 0; k < 8; k++)
         v[k] = (v[k] - mean) * rstd * g[k] + b[k];
-    ft_store_bf16x8(a->y + off + (int64_t)c * 8, v);
+    ft_store_bf16x8(row + (int64_t)c * 8, v);
+}
+
+/* The mean and 1/sqrt(variance + eps) of a row held as CACHE vectors a thread (vector
+ * lane + r * group of the row, where live), s this thread's sum of them (taken as they
+ * load): the variance is taken about the exact mean; each sum over the row's group
+ * (ft_row_sum: the two scratch arrays when group > 32). rms: no mean. */
+static __device__ __forceinline__ void ft_norm_stats_bf16_w16(const ft_word_bf16x8 *v, float s, int live,
+                                                               int lane, int group, int nvec, unsigned mask,
+                                                               float *scratch_s, float *scratch_q,
+                                                               const ft_norm_args_bf16 *a,
+                                                               float *mean_out, float *rstd_out)
+{
+    enum { VEC = FT_NORM_BF16_W16_VEC, CACHE = FT_NORM_BF16_W16_CACHE };
+    const float inv_n = 1.0f / (float)a->n;
+    const float mean = a->rms ? 0.0f : ft_row_sum(s, group, mask, scratch_s) * inv_n;
+    float f[VEC], q = 0.0f;
+#pragma unroll
+    for (int r = 0; r < CACHE; r++) {
+        if (live && lane + r * group < nvec) {
+            ft_unpack_bf16x8(v[r], f);
+#pragma unroll
+            for (int k = 0; k < VEC; k++) {
+                const float d = f[k] - mean;
+                q += d * d;
+            }
+        }
+    }
+    *mean_out = mean;
+    *rstd_out = rsqrtf(ft_row_sum(q, group, mask, scratch_q) * inv_n + a->eps);
 }
 
 /* One row per `group` threads (several rows per block when group <= 32, shuffle-only
@@ -133,25 +164,13 @@ static __global__ void __launch_bounds__(1024) ft_norm_rows_bf16_w16(ft_norm_arg
                     s += f[k];
             }
         }
-        const float mean = a.rms ? 0.0f : ft_row_sum(s, group, mask, scratch[0]) * inv_n;
-        float q = 0.0f;
-#pragma unroll
-        for (int r = 0; r < CACHE; r++) {
-            if (lane + r * group < nvec) {
-                ft_unpack_bf16x8(v[r], f);
-#pragma unroll
-                for (int k = 0; k < VEC; k++) {
-                    const float d = f[k] - mean;
-                    q += d * d;
-                }
-            }
-        }
-        const float rstd = rsqrtf(ft_row_sum(q, group, mask, scratch[1]) * inv_n + a.eps);
+        float mean, rstd;
+        ft_norm_stats_bf16_w16(v, s, 1, lane, group, nvec, mask, scratch[0], scratch[1], &a, &mean, &rstd);
 #pragma unroll
         for (int r = 0; r < CACHE; r++) {
             const int c = lane + r * group;
             if (c < nvec)
-                ft_norm_store_bf16_w16(&a, off, c, v[r], mean, rstd);
+                ft_norm_store_bf16_w16(&a, a.y + off, c, v[r], mean, rstd);
         }
         return;
     }
@@ -204,7 +223,7 @@ static __global__ void __launch_bounds__(1024) ft_norm_rows_bf16_w16(ft_norm_arg
         for (int r = 0; r < CACHE; r++) {
             const int c = c0 + r * group;
             if (c < nvec)
-                ft_norm_store_bf16_w16(&a, off, c, v[r], mean, rstd);
+                ft_norm_store_bf16_w16(&a, a.y + off, c, v[r], mean, rstd);
         }
     }
 }
@@ -388,8 +407,10 @@ static __device__ __forceinline__ ft_word_bf16x1 ft_norm_load_bf16_w2(const ft_n
     return w;
 }
 
+/* Vector c of a normalised row, (s - mean) * rstd * gamma + beta, stored at row + c * VEC
+ * (y's row in memory, or a row buffer in shared memory). */
 static __device__ __forceinline__ void ft_norm_store_bf16_w2(const ft_norm_args_bf16 *a,
-                                                               int64_t off, int c, ft_word_bf16x1 w,
+                                                               __nv_bfloat16 *row, int c, ft_word_bf16x1 w,
                                                                float mean, float rstd)
 {
     float v[1], g[1], b[1];
@@ -405,7 +426,36 @@ static __device__ __forceinline__ void ft_norm_store_bf16_w2(const ft_norm_args_
 #pragma unroll
     for (int k = 0; k < 1; k++)
         v[k] = (v[k] - mean) * rstd * g[k] + b[k];
-    ft_store_bf16x1(a->y + off + (int64_t)c * 1, v);
+    ft_store_bf16x1(row + (int64_t)c * 1, v);
+}
+
+/* The mean and 1/sqrt(variance + eps) of a row held as CACHE vectors a thread (vector
+ * lane + r * group of the row, where live), s this thread's sum of them (taken as they
+ * load): the variance is taken about the exact mean; each sum over the row's group
+ * (ft_row_sum: the two scratch arrays when group > 32). rms: no mean. */
+static __device__ __forceinline__ void ft_norm_stats_bf16_w2(const ft_word_bf16x1 *v, float s, int live,
+                                                               int lane, int group, int nvec, unsigned mask,
+                                                               float *scratch_s, float *scratch_q,
+                                                               const ft_norm_args_bf16 *a,
+                                                               float *mean_out, float *rstd_out)
+{
+    enum { VEC = FT_NORM_BF16_W2_VEC, CACHE = FT_NORM_BF16_W2_CACHE };
+    const float inv_n = 1.0f / (float)a->n;
+    const float mean = a->rms ? 0.0f : ft_row_sum(s, group, mask, scratch_s) * inv_n;
+    float f[VEC], q = 0.0f;
+#pragma unroll
+    for (int r = 0; r < CACHE; r++) {
+        if (live && lane + r * group < nvec) {
+            ft_unpack_bf16x1(v[r], f);
+#pragma unroll
+            for (int k = 0; k < VEC; k++) {
+                const float d = f[k] - mean;
+                q += d * d;
+            }
+        }
+    }
+    *mean_out = mean;
+    *rstd_out = rsqrtf(ft_row_sum(q, group, mask, scratch_q) * inv_n + a->eps);
 }
 
 /* One row per `group` threads (several rows per block when group <= 32, shuffle-only
@@ -443,25 +493,13 @@ static __global__ void __launch_bounds__(1024) ft_norm_rows_bf16_w2(ft_norm_args
                     s += f[k];
             }
         }
-        const float mean = a.rms ? 0.0f : ft_row_sum(s, group, mask, scratch[0]) * inv_n;
-        float q = 0.0f;
-#pragma unroll
-        for (int r = 0; r < CACHE; r++) {
-            if (lane + r * group < nvec) {
-                ft_unpack_bf16x1(v[r], f);
-#pragma unroll
-                for (int k = 0; k < VEC; k++) {
-                    const float d = f[k] - mean;
-                    q += d * d;
-                }
-            }
-        }
-        const float rstd = rsqrtf(ft_row_sum(q, group, mask, scratch[1]) * inv_n + a.eps);
+        float mean, rstd;
+        ft_norm_stats_bf16_w2(v, s, 1, lane, group, nvec, mask, scratch[0], scratch[1], &a, &mean, &rstd);
 #pragma unroll
         for (int r = 0; r < CACHE; r++) {
             const int c = lane + r * group;
             if (c < nvec)
-                ft_norm_store_bf16_w2(&a, off, c, v[r], mean, rstd);
+                ft_norm_store_bf16_w2(&a, a.y + off, c, v[r], mean, rstd);
         }
         return;
     }
@@ -514,7 +552,7 @@ static __global__ void __launch_bounds__(1024) ft_norm_rows_bf16_w2(ft_norm_args
         for (int r = 0; r < CACHE; r++) {
             const int c = c0 + r * group;
             if (c < nvec)
-                ft_norm_store_bf16_w2(&a, off, c, v[r], mean, rstd);
+                ft_norm_store_bf16_w2(&a, a.y + off, c, v[r], mean, rstd);
         }
     }
 }
@@ -691,7 +729,6 @@ static __global__ void __launch_bounds__(512) ft_norm_pipe_bf16(ft_norm_args_bf1
     const int sub = threadIdx.x / group;
     const unsigned mask = ft_group_mask(group);
     const int nvec = a.n / VEC;
-    const float inv_n = 1.0f / (float)a.n;
     const int64_t chunks = (a.m + rows - 1) / rows;
     const int stage = rows * a.n; /* elements of a buffer */
     __nv_bfloat16 *ring = (__nv_bfloat16 *)ft_norm_ring_bf16;
@@ -728,8 +765,7 @@ static __global__ void __launch_bounds__(512) ft_norm_pipe_bf16(ft_norm_args_bf1
         __nv_bfloat16 *xs = buf + sub * a.n;
         ft_mbar_wait(&full[k % stages], (unsigned)(k / stages) & 1u);
         ft_word_bf16x8 v[CACHE];
-        float f[VEC];
-        float s = 0.0f;
+        float f[VEC], s = 0.0f;
 #pragma unroll
         for (int r = 0; r < CACHE; r++) {
             const int c = lane + r * group;
@@ -741,39 +777,15 @@ static __global__ void __launch_bounds__(512) ft_norm_pipe_bf16(ft_norm_args_bf1
                     s += f[e];
             }
         }
-        const float mean = a.rms ? 0.0f : ft_row_sum(s, group, mask, scratch[k & 1][0]) * inv_n;
-        float q = 0.0f;
-#pragma unroll
-        for (int r = 0; r < CACHE; r++) {
-            if (live && lane + r * group < nvec) {
-                ft_unpack_bf16x8(v[r], f);
-#pragma unroll
-                for (int e = 0; e < VEC; e++) {
-                    const float d = f[e] - mean;
-                    q += d * d;
-                }
-            }
-        }
-        const float rstd = rsqrtf(ft_row_sum(q, group, mask, scratch[k & 1][1]) * inv_n + a.eps);
+        float mean, rstd;
+        ft_norm_stats_bf16_w16(v, s, live, lane, group, nvec, mask, scratch[k & 1][0], scratch[k & 1][1], &a,
+                                             &mean, &rstd);
+        /* each thread overwrites only the vectors it read */
 #pragma unroll
         for (int r = 0; r < CACHE; r++) {
             const int c = lane + r * group;
-            if (live && c < nvec) {
-                float g[VEC], b[VEC];
-                ft_unpack_bf16x8(v[r], f);
-                ft_load_bf16x8(a.gamma + (int64_t)c * VEC, g);
-                if (a.beta) {
-                    ft_load_bf16x8(a.beta + (int64_t)c * VEC, b);
-                } else {
-#pragma unroll
-                    for (int e = 0; e < VEC; e++)
-                        b[e] = 0.0f;
-                }
-#pragma unroll
-                for (int e = 0; e < VEC; e++)
-                    f[e] = (f[e] - mean) * rstd * g[e] + b[e];
-                *(ft_word_bf16x8 *)(xs + c * VEC) = ft_pack_bf16x8(f);
-            }
+            if (live && c < nvec)
+                ft_norm_store_bf16_w16(&a, xs, c, v[r], mean, rstd);
         }
         ft_fence_proxy_async();
         __syncthreads();
