@@ -759,9 +759,12 @@ FT_GPU_TEST(search_kernels)
         cudaFree(f), cudaFree(len), cudaFree(ids), cudaFree(cum);
     }
     /* kv_cache_reorder, both layouts, 2- and 4-byte elements, 16-byte and narrower paths */
-    const int kvcases[][6] = {/* B, beam, hkv, lmax, d, es */ {2, 3, 4, 16, 64, 2}, {3, 2, 2, 10, 7, 2}, {1, 4, 3, 8, 5, 4},
-                              {2, 2, 1, 4, 128, 4}};
-    for (size_t c = 0; c < 4; c++) {
+    /* parents: 0 random, 1 all the item's first beam (one read, many writes), 2 the last;
+     * segments past one 512-word chunk (partial last chunks), beam past 32 (no fan-out) */
+    const int kvcases[][7] = {/* B, beam, hkv, lmax, d, es, parents */ {2, 3, 4, 16, 64, 2, 0}, {3, 2, 2, 10, 7, 2, 0},
+                              {1, 4, 3, 8, 5, 4, 0},  {2, 2, 1, 4, 128, 4, 0}, {4, 16, 2, 40, 128, 2, 1},
+                              {1, 40, 2, 6, 64, 2, 0}, {2, 8, 3, 20, 40, 4, 2}, {8, 8, 1, 70, 64, 2, 0}};
+    for (size_t c = 0; c < sizeof kvcases / sizeof kvcases[0]; c++) {
         const int B = kvcases[c][0], beam = kvcases[c][1], hkv = kvcases[c][2], lmax = kvcases[c][3], d = kvcases[c][4];
         const int es = kvcases[c][5], R = B * beam, layers = 2, len = lmax - 2;
         for (int layout = 0; layout < 2; layout++) {
@@ -771,7 +774,7 @@ FT_GPU_TEST(search_kernels)
                 hs[i] = (unsigned char)ref_rng_u64(&rng);
             int parent[64];
             for (int r = 0; r < R; r++)
-                parent[r] = (int)ref_rng_range(&rng, 0, beam - 1);
+                parent[r] = kvcases[c][6] == 1 ? 0 : kvcases[c][6] == 2 ? beam - 1 : (int)ref_rng_range(&rng, 0, beam - 1);
             void *src = dev_alloc(total), *dst = dev_alloc(total);
             int *dpar = dev_upload_ints(parent, R);
             FT_CHECK_CUDA(cudaMemcpy(src, hs, total, cudaMemcpyHostToDevice));
