@@ -77,10 +77,10 @@ static ft_status pipe_norm(ft_dtype dt, const void *x, const void *gamma, const 
     if (dt == DT && !done) {                                                                                     \
         ft_norm_args_##suffix a;                                                                                 \
         memset(&a, 0, sizeof a);                                                                                 \
-        a.x = (decltype(a.x))x;                                                                       \
-        a.gamma = (decltype(a.gamma))gamma;                                                               \
-        a.beta = (decltype(a.beta))beta;                                                                 \
-        a.y = (decltype(a.y))y;                                                                             \
+        a.x = (decltype(a.x))x;                                                                                  \
+        a.gamma = (decltype(a.gamma))gamma;                                                                      \
+        a.beta = (decltype(a.beta))beta;                                                                         \
+        a.y = (decltype(a.y))y;                                                                                  \
         a.m = m;                                                                                                 \
         a.n = (int)n;                                                                                            \
         a.rms = rms;                                                                                             \
@@ -88,12 +88,13 @@ static ft_status pipe_norm(ft_dtype dt, const void *x, const void *gamma, const 
         ft_rows_launch cfg;                                                                                      \
         int fits = 0;                                                                                            \
         done = 1;                                                                                                \
-        st = ft_norm_pipe_config_##suffix("pipe_norm", &a, &cfg, &fits);                                        \
+        st = ft_norm_pipe_config_##suffix("pipe_norm", &a, &cfg, &fits);                                         \
         if (st == FT_OK && !fits)                                                                                \
             st = ft_fail(FT_ERR_UNSUPPORTED, "pipe_norm: m=%lld n=%lld does not fit ft_norm_pipe", (long long)m, \
                          (long long)n);                                                                          \
         if (st == FT_OK)                                                                                         \
-            st = ft_norm_pipe_launch_##suffix("pipe_norm", a, cfg.group, (int)cfg.block, stages, per_sm, 0, NULL, 0); \
+            st = ft_norm_pipe_launch_##suffix("pipe_norm", a, cfg.group, (int)cfg.block, stages, per_sm, 0,      \
+                                              NULL, 0);                                                          \
     }
     FT_NORM_VARIANTS(FT_X)
 #undef FT_X
@@ -235,8 +236,9 @@ static void norm_test(ft_test *t)
         run_case(t, a->op, a->dt, c, &rng);
     }
     /* many rows: every op through its launcher (the first two: the plain norms' shared-memory
-     * pipeline on sm_90, the pointwise ops' many rows a thread), then the pipeline itself at its edges: fewer chunks than blocks, a block's many chunks (few
-     * blocks an SM), a partial last chunk of rows, one thread a row, rows past 16 KB, in place */
+     * pipeline on sm_90, the pointwise ops' many rows a thread), then the pipeline itself at
+     * its edges: fewer chunks than blocks, a block's many chunks (few blocks an SM), a
+     * partial last chunk of rows, one thread a row, rows past 16 KB, in place */
     static const struct {
         int64_t m, n;
         int stages, per_sm, alias_x;
@@ -249,18 +251,18 @@ static void norm_test(ft_test *t)
     int major = 0;
     FT_CHECK_CUDA(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, 0));
     for (size_t i = 0; i < sizeof many / sizeof many[0] && t->failures == 0; i++) {
-            if (many[i].stages > 0 && (major < 9 || (a->op != OP_LAYERNORM && a->op != OP_RMSNORM)))
-                continue; /* the pipeline is sm_90 code, for the two plain norms */
-            norm_case c;
-            memset(&c, 0, sizeof c);
-            c.m = many[i].m;
-            c.n = many[i].n;
-            c.alias = many[i].alias_x ? ALIAS_Y_IS_X : ALIAS_NONE;
-            c.offset = many[i].offset;
-            c.pipe = many[i].stages;
-            c.pipe_sm = many[i].per_sm;
-            run_case(t, a->op, a->dt, c, &rng);
-        }
+        if (many[i].stages > 0 && (major < 9 || (a->op != OP_LAYERNORM && a->op != OP_RMSNORM)))
+            continue; /* the pipeline is sm_90 code, for the two plain norms */
+        norm_case c;
+        memset(&c, 0, sizeof c);
+        c.m = many[i].m;
+        c.n = many[i].n;
+        c.alias = many[i].alias_x ? ALIAS_Y_IS_X : ALIAS_NONE;
+        c.offset = many[i].offset;
+        c.pipe = many[i].stages;
+        c.pipe_sm = many[i].per_sm;
+        run_case(t, a->op, a->dt, c, &rng);
+    }
     /* every activation on one vector-path and one scalar-path shape */
     if (a->op == OP_ADD_BIAS_ACT)
         for (int act = 0; act < 4; act++)
