@@ -543,9 +543,9 @@ static ft_status run_kv_stream(const bench_opts *o, void **b, cudaStream_t s)
 {
     static int raised[64]; /* ft_smem_limit's record of the kernel's shared-memory limit */
     const int smem = 2 * KVS_STAGES * KVS_TILE;
-    int sms = 0, major = 0;
+    int sms = 0, arch = 0;
     ft_status st;
-    if ((st = ft_sm_count("kv_stream", &sms)) != FT_OK || (st = ft_cc_major("kv_stream", &major)) != FT_OK)
+    if ((st = ft_sm_count("kv_stream", &sms)) != FT_OK || (st = ft_code_arch("kv_stream", &arch)) != FT_OK)
         return st;
     size_t head_bytes = (size_t)o->len * o->head_size * ft_dtype_size(o->dt);
     const int heads = o->batch * o->kv_heads, tiles = (int)(head_bytes / KVS_TILE);
@@ -553,8 +553,8 @@ static ft_status run_kv_stream(const bench_opts *o, void **b, cudaStream_t s)
     if (splits <= 0)
         for (splits = 1; 2 * splits <= tiles && tiles % (2 * splits) == 0 && (int64_t)heads * 2 * splits <= 2 * sms;)
             splits *= 2;
-    if (major < 9 || o->layout != FT_KV_BHLD || head_bytes % KVS_TILE != 0 || tiles % splits != 0)
-        return ft_fail(FT_ERR_UNSUPPORTED, "kv_stream needs sm_90, --layout bhld and whole %d-byte tiles a head, as "
+    if (arch < 90 || o->layout != FT_KV_BHLD || head_bytes % KVS_TILE != 0 || tiles % splits != 0)
+        return ft_fail(FT_ERR_UNSUPPORTED, "kv_stream needs sm_90 code, --layout bhld and whole %d-byte tiles a head, as "
                        "many a split (%zu bytes a head, %d splits)", KVS_TILE, head_bytes, splits);
     if ((st = ft_smem_limit("kv_stream", (const void *)kv_stream_kernel, smem, raised)) != FT_OK)
         return st;

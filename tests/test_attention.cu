@@ -47,6 +47,8 @@ typedef struct attn_case {
     int tp_only;          /* runs only where the tensor-core kernel's tp and tq forms exist (D32, D64,
                              D128; 16-bit): its many row blocks cost the CPU reference time elsewhere */
     int ap_only;          /* runs only at D64 and D128 (every dtype): the same */
+    int unsupported;      /* the call must return FT_ERR_UNSUPPORTED and write nothing (the sm_90
+                             kernel forced where this program's code runs as an older architecture) */
     int shift;            /* q, k, v, their biases and out start one element past a 16-byte
                              boundary (aligned to their elements only: the kernels' element loads
                              and stores) */
@@ -282,6 +284,18 @@ static void run_case(ft_test *t, ft_dtype dt, int D, const attn_case *c, ref_rng
         }
         FT_CHECK_CUDA(cudaGetLastError());
         FT_CHECK_CUDA(cudaDeviceSynchronize());
+        if (c->unsupported) {
+            FT_EXPECT(t, st == FT_ERR_UNSUPPORTED, "%s: status %s, expected FT_ERR_UNSUPPORTED (%s)", what,
+                      ft_status_string(st), ft_last_error());
+            unsigned char *raw = (unsigned char *)malloc(nq * es);
+            FT_CHECK_CUDA(cudaMemcpy(raw, dout, nq * es, cudaMemcpyDeviceToHost));
+            size_t touched = 0;
+            for (size_t i = 0; i < nq * es; i++)
+                touched += raw[i] != 0xff;
+            free(raw);
+            FT_EXPECT(t, touched == 0, "%s: an unsupported call wrote %zu bytes of the output", what, touched);
+            break;
+        }
         FT_EXPECT(t, st == FT_OK, "%s: status %s (%s)", what, ft_status_string(st), ft_last_error());
         if (st == FT_OK) {
             /* the split counters are back to zero, whichever path the call took */
@@ -678,12 +692,24 @@ static void attention_test(ft_test *t)
         cases[n++] = c;
     }
     /* every case through both kernels: the register one, and the sm_90 shared-memory one
-     * where the device has it (what the automatic choice takes there) */
-    int major = 0;
+     * where this program's kernels run as sm_90 code (what the automatic choice takes there).
+     * Code built for an older architecture only, on an sm_90 device (its PTX compiled by the
+     * driver), must refuse the forced shared-memory kernel: those kernels are empty there. */
+    int major = 0, arch = 0;
     FT_CHECK_CUDA(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, 0));
+    FT_EXPECT(t, ft_code_arch("test_attention", &arch) == FT_OK, "ft_code_arch: %s", ft_last_error());
     for (int impl = FT_ATTN_IMPL_REGISTER; impl <= FT_ATTN_IMPL_ASYNC; impl++) {
-        if (impl == FT_ATTN_IMPL_ASYNC && major < 9) {
-            printf("  (compute capability %d: the shared-memory kernel is not exercised)\n", major);
+        if (impl == FT_ATTN_IMPL_ASYNC && arch < 90) {
+            printf("  (compute capability %d, code for compute_%d: the shared-memory kernel is not exercised)\n", major,
+                   arch);
+            for (int i = 0; i < n && major >= 9; i++)
+                if (!cases[i].tp_only && !cases[i].ap_only) {
+                    attn_case c = cases[i];
+                    c.impl = impl;
+                    c.unsupported = 1;
+                    run_case(t, dt, D, &c, &rng);
+                    break;
+                }
             continue;
         }
         for (int i = 0; i < n && t->failures == 0; i++) {

@@ -4316,10 +4316,10 @@ static inline ft_status ft_attn_plan_grid_h112_fp32(const char *fn, ft_attn_plan
     const int tm_auto = layout == FT_KV_BHLD ||
                         (tm_rows && (ft_attn_async_box_h112_fp32(p->gq) > 0));
     if (impl == FT_ATTN_IMPL_ASYNC || (impl == FT_ATTN_IMPL_AUTO && !indirect && tm_auto)) {
-        int major = 0, per_sm = 0;
-        if ((st = ft_cc_major(fn, &major)) != FT_OK)
+        int arch = 0, per_sm = 0;
+        if ((st = ft_code_arch(fn, &arch)) != FT_OK)
             return st;
-        if (major >= 9) {
+        if (arch >= 90) { /* this unit's kernels run as sm_90 code (not PTX of an older one) */
             if ((st = ft_sm_count(fn, &sms)) != FT_OK || (st = ft_attn_async_occupancy_h112_fp32(fn, p->gq, 0, &per_sm)) != FT_OK)
                 return st;
             p->async = 1;
@@ -4332,7 +4332,7 @@ static inline ft_status ft_attn_plan_grid_h112_fp32(const char *fn, ft_attn_plan
     blocks = (int64_t)p->B * p->Hkv * p->passes; /* the tensor-core kernel's groups are larger */
     if (impl == FT_ATTN_IMPL_ASYNC && !p->async)
         return ft_fail(FT_ERR_UNSUPPORTED,
-                       "%s: the shared-memory kernel needs compute capability 9.0", fn);
+                       "%s: the shared-memory kernel needs compute capability 9.0 and code built for it (sm_90)", fn);
     if ((st = ft_attn_plan_splits(fn, p, splits, (int)blocks, 112, slots, p->async ? FT_ATTN_CLUSTER_SPLITS : 1,
                                   ws_bytes, ws)) != FT_OK)
         return st;

@@ -874,23 +874,23 @@ static inline size_t ft_update_logits_stream_words_fp16(int rows, int blocks)
     return FT_LOGITS_WS_HEADER + 2 * (size_t)rows + 2 * (size_t)rows * blocks;
 }
 
-/* Whether the stream form takes this call: sm_90, softmax or log-softmax, rows of whole
- * 16-byte vectors from 16-byte boundaries (logits, out, bias), a slice a block fits in
- * registers (V up to 256 vectors a block: 135168 fp32, 270336 fp16/bf16 values on 132 SMs),
- * and (FT_LOGITS_FORM_AUTO) where it was the faster form on the H100: at least 24 rows with
+/* Whether the stream form takes this call: sm_90 code (arch: ft_code_arch), softmax or
+ * log-softmax, rows of whole 16-byte vectors from 16-byte boundaries (logits, out, bias),
+ * a slice a block fits in registers (V up to 256 vectors a block: 135168 fp32, 270336
+ * fp16/bf16 values on 132 SMs), and (FT_LOGITS_FORM_AUTO) where it was the faster form on the H100: at least 24 rows with
  * at least 512 values a block, and no more than 128 rows of 16-bit logits (ftbench device
  * us, stream / cluster: fp32 log-softmax V128256 B24 16.1 / 22.2, B32 18.1 / 25.3, B64
  * 29.4 / 33.2, B256 97.2 / 112.1; B16 13.7 / 12.7, B1 8.2 / 7.7; V32000 (244 values a
  * block) B64 23.4 / 11.9; fp16 V128256 B32 19.8 / 29.0, B64 softmax 34.1 / 34.2, B256
  * softmax 105.7 / 102.3; bf16 B64 31.3 / 37.3). Writes the vectors a block takes at most,
  * the ring's rows and the block's dynamic shared memory. */
-static inline int ft_update_logits_stream_plan_fp16(int rows, int V, int sms, int major, ft_logits_mode mode,
+static inline int ft_update_logits_stream_plan_fp16(int rows, int V, int sms, int arch, ft_logits_mode mode,
                                                       const __half *logits, int64_t ld, const __half *bias,
                                                       const float *out, int64_t out_ld, int *nmax, int *slots,
                                                       int *smem)
 {
     const ft_logits_form form = ft_logits_get_form();
-    if (form == FT_LOGITS_FORM_CLUSTER || major < 9 || mode == FT_LOGITS_RAW || V % 8 || sms < 1 ||
+    if (form == FT_LOGITS_FORM_CLUSTER || arch < 90 || mode == FT_LOGITS_RAW || V % 8 || sms < 1 ||
         sms > 32 * FT_LOGITS_STREAM_QPL ||
         !ft_aligned(logits, 16) || (ld * 2) % 16 || !ft_aligned(bias, 16) || !ft_aligned(out, 16) ||
         out_ld % 4 || (int64_t)rows * sms > INT32_MAX)
@@ -915,12 +915,12 @@ static inline int ft_update_logits_stream_plan_fp16(int rows, int V, int sms, in
 static inline size_t ft_update_logits_workspace_bytes_fp16(int rows, int V)
 {
     static const char fn[] = "ft_update_logits_workspace_bytes_fp16";
-    int sms = 0, major = 0;
-    if (rows <= 0 || V <= 0 || ft_sm_count(fn, &sms) != FT_OK || ft_cc_major(fn, &major) != FT_OK)
+    int sms = 0, arch = 0;
+    if (rows <= 0 || V <= 0 || ft_sm_count(fn, &sms) != FT_OK || ft_code_arch(fn, &arch) != FT_OK)
         return 0;
     const int sp = ft_update_logits_splits_fp16(rows, V, sms);
     size_t bytes = sp > 1 ? FT_LOGITS_SPLIT_OFFSET + (size_t)rows * sp * sizeof(float2) : 0;
-    if (major >= 9 && V % 8 == 0 && sms <= 32 * FT_LOGITS_STREAM_QPL) {
+    if (arch >= 90 && V % 8 == 0 && sms <= 32 * FT_LOGITS_STREAM_QPL) {
         const size_t sb = 8 * ft_update_logits_stream_words_fp16(rows, sms);
         bytes = sb > bytes ? sb : bytes;
     }
@@ -976,8 +976,8 @@ static inline ft_status ft_update_logits_fp16(const __half *logits, int64_t ld, 
     a.logits = logits, a.ld = ld, a.bias = bias, a.finished = finished, a.temperature = temperature_per_row;
     a.temp = temperature, a.out = out, a.out_ld = out_ld, a.V = V, a.end_id = end_id, a.mode = (int)mode;
     a.splits = 1, a.phase = 1;
-    int major = 0;
-    if ((st = ft_cc_major(fn, &major)) != FT_OK)
+    int arch = 0; /* the sm_90 forms where this unit's kernels run as sm_90 code */
+    if ((st = ft_code_arch(fn, &arch)) != FT_OK)
         return st;
     if (workspace && ft_aligned(workspace, 16)) {
         int sms = 0, nmax = 0, slots = 0, smem = 0;
@@ -985,7 +985,7 @@ static inline ft_status ft_update_logits_fp16(const __half *logits, int64_t ld, 
             return st;
         const size_t words = ft_update_logits_stream_words_fp16(rows, sms);
         if (workspace_bytes >= 8 * words &&
-            ft_update_logits_stream_plan_fp16(rows, V, sms, major, mode, logits, ld, bias, out, out_ld, &nmax, &slots,
+            ft_update_logits_stream_plan_fp16(rows, V, sms, arch, mode, logits, ld, bias, out, out_ld, &nmax, &slots,
                                                 &smem)) {
             static int raised[64];
             if ((st = ft_smem_limit(fn, (const void *)ft_update_logits_fp16_stream, FT_LOGITS_STREAM_SMEM, raised)) != FT_OK)
@@ -1000,7 +1000,7 @@ static inline ft_status ft_update_logits_fp16(const __half *logits, int64_t ld, 
                                 dim3(FT_LOGITS_STREAM_NT), (size_t)smem, stream, args, 1, 1);
         }
     }
-    if (major >= 9 && mode != FT_LOGITS_RAW && ft_update_logits_cluster_min_fp16(V) > 0 &&
+    if (arch >= 90 && mode != FT_LOGITS_RAW && ft_update_logits_cluster_min_fp16(V) > 0 &&
         (int64_t)rows * 8 <= INT32_MAX) {
         int sms = 0, cs = 0, smem = 0;
         if ((st = ft_sm_count(fn, &sms)) != FT_OK)
@@ -2238,11 +2238,11 @@ static inline ft_status ft_topp_sampling_fp16(const __half *logits, int64_t ld, 
      * against 30.3 for one block per row, B64 V128256 43.1 against 115.5, B256 V50257 68.0
      * against 132.8; a grid of one cluster per row instead of as many as run at once, the
      * rows after the first wave waiting for their loads: 19.6, 59.8, 90.2) */
-    int major = 0;
+    int arch = 0; /* sm_90 code (ft_code_arch), not only an sm_90 device */
     const ft_topp_form form = ft_topp_get_form();
-    if ((st = ft_cc_major(fn, &major)) != FT_OK)
+    if ((st = ft_code_arch(fn, &arch)) != FT_OK)
         return st;
-    if (major >= 9 && form != FT_TOPP_FORM_ONE_BLOCK) {
+    if (arch >= 90 && form != FT_TOPP_FORM_ONE_BLOCK) {
         static int cache[2][9][64]; /* clusters that fit: variant x cluster size x device */
         static const void *const kernels[2] = {(const void *)ft_topp_cluster_fp16_e2,
                                                (const void *)ft_topp_cluster_fp16_e8};

@@ -835,8 +835,8 @@ static inline ft_status ft_norm_pipe_config_fp32(const char *fn, const ft_norm_a
  * flight (2 to FT_NORM_FP32_PIPE_MAX_STAGES), `per_sm` blocks an SM at most (0: as many as fit).
  * For the launcher below and the tests: the caller has checked the arguments (no
  * residual, rows of a multiple of 16 bytes, x and y 16-byte aligned, a row within
- * group * FT_NORM_FP32_W16_CACHE vectors, group <= 512) and that the kernel was built for sm_90
- * (ft_kernel_arch). *use (may be NULL) is set when the grid gives each block at least two
+ * group * FT_NORM_FP32_W16_CACHE vectors, group <= 512) and that the kernel runs as sm_90
+ * code (ft_code_arch). *use (may be NULL) is set when the grid gives each block at least two
  * chunks; only then does the launch happen if `only_if_pipelined`. */
 static inline ft_status ft_norm_pipe_launch_fp32(const char *fn, ft_norm_args_fp32 a, int group,
                                                    int block, int stages, int per_sm, int only_if_pipelined,
@@ -901,11 +901,10 @@ static inline ft_status ft_norm_launch_fp32(const char *fn, ft_norm_args_fp32 a,
         if ((st = ft_norm_pipe_config_fp32(fn, &a, &cfg, &fits)) != FT_OK)
             return st;
         if (fits) {
-            static int arch[64];
-            int ver = 0, use = 0;
-            if ((st = ft_kernel_arch(fn, (const void *)ft_norm_pipe_fp32, arch, &ver)) != FT_OK)
+            int arch = 0, use = 0;
+            if ((st = ft_code_arch(fn, &arch)) != FT_OK)
                 return st;
-            if (ver >= 90 && ((st = ft_norm_pipe_launch_fp32(fn, a, cfg.group, (int)cfg.block,
+            if (arch >= 90 && ((st = ft_norm_pipe_launch_fp32(fn, a, cfg.group, (int)cfg.block,
                                                                 FT_NORM_FP32_PIPE_STAGES, 0, 1, &use,
                                                                 stream)) != FT_OK ||
                                use))

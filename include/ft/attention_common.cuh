@@ -573,6 +573,13 @@ static inline ft_status ft_attn_check_packed(const char *fn, const ft_packed_att
     if (major < 8)
         return ft_fail(FT_ERR_UNSUPPORTED, "%s: needs compute capability 8.0 or newer (tensor-core mma), device has %d.x",
                        fn, major);
+    int arch = 0;
+    if ((st = ft_code_arch(fn, &arch)) != FT_OK)
+        return st;
+    if (arch < 80)
+        return ft_fail(FT_ERR_UNSUPPORTED,
+                       "%s: needs code built for sm_80 or newer (tensor-core mma); this code runs as compute_%d", fn,
+                       arch);
     /* no bound known (0): plan for 4096 rows; blocks loop (grid-stride) over any rows past
      * the grid, which is capped at 1024 query tiles */
     const int bound = a->max_seq_len > 0 ? a->max_seq_len : 4096;

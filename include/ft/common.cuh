@@ -174,6 +174,21 @@ static inline ft_status ft_kernel_arch(const char *fn, const void *kernel, int *
     return FT_OK;
 }
 
+/* An empty kernel of each translation unit: what ft_code_arch asks the runtime about. */
+static __global__ void ft_code_arch_probe(void) {}
+
+/* The virtual architecture that this translation unit's kernels run as on the current
+ * device (ft_kernel_arch of a kernel of the same unit: every kernel of a unit is compiled
+ * for the same architectures). 90 or more where the sm_90 kernels have their code. Below
+ * that, for code built only for older architectures (CMAKE_CUDA_ARCHITECTURES 80, -arch
+ * sm_86, ...) whose PTX the driver compiles for an sm_90 device, the sm_90 kernels are
+ * empty, and launchers must take their other forms whatever the device. */
+static inline ft_status ft_code_arch(const char *fn, int *out)
+{
+    static int cache[64];
+    return ft_kernel_arch(fn, (const void *)ft_code_arch_probe, cache, out);
+}
+
 /* How many blocks of `kernel` (`block` threads, `smem` bytes of dynamic shared memory, its
  * limit raised already) an SM holds, from the occupancy calculator; remembered in `memo`
  * (the caller's static ft_occupancy_memo[FT_OCC_MEMO], one per kernel) for the last shapes
@@ -450,18 +465,18 @@ static __device__ __forceinline__ void ft_named_sync(unsigned id, unsigned count
 /* Launches `kernel` (args: pointers to its arguments, as for cudaLaunchKernel) with the
  * launch attributes of sm_90: `cluster` > 1 groups that many consecutive blocks into a
  * thread-block cluster (the caller checks the device has clusters); `dependent` lets the
- * kernel overlap the tail of the previous kernel in the stream on devices of compute
- * capability 9.0 and later (the kernel calls ft_pdl_wait first; a plain launch elsewhere,
- * and everywhere when FT_NO_PDL is defined before the headers). */
+ * kernel overlap the tail of the previous kernel in the stream where the kernel runs as
+ * sm_90 code (ft_code_arch; the kernel calls ft_pdl_wait first; a plain launch elsewhere,
+ * and everywhere when FT_NO_PDL is defined before the headers). `kernel` is one of the
+ * calling unit's own. */
 static inline ft_status ft_launch_ex(const char *fn, const void *kernel, dim3 grid, dim3 block, size_t smem,
                                      cudaStream_t stream, void **args, unsigned cluster, int dependent)
 {
-    int major = 0;
-    ft_status st = ft_cc_major(fn, &major);
+    int arch = 0;
+    ft_status st = ft_code_arch(fn, &arch);
     if (st != FT_OK)
         return st;
-    cudaLaunchConfig_t cfg;
-    memset(&cfg, 0, sizeof cfg);
+    cudaLaunchConfig_t cfg = {}; /* value-initialised (memset warns: not a trivial type in C++) */
     cudaLaunchAttribute attr[2];
     memset(attr, 0, sizeof attr);
     cfg.gridDim = grid;
@@ -477,7 +492,7 @@ static inline ft_status ft_launch_ex(const char *fn, const void *kernel, dim3 gr
         cfg.numAttrs++;
     }
 #ifndef FT_NO_PDL
-    if (dependent && major >= 9) {
+    if (dependent && arch >= 90) { /* older code has no ft_pdl_wait to wait with */
         attr[cfg.numAttrs].id = cudaLaunchAttributeProgrammaticStreamSerialization;
         attr[cfg.numAttrs].val.programmaticStreamSerializationAllowed = 1;
         cfg.numAttrs++;
@@ -545,8 +560,7 @@ static inline ft_status ft_cluster_capacity(const char *fn, const void *kernel, 
         *out = cache[dev];
         return FT_OK;
     }
-    cudaLaunchConfig_t cfg;
-    memset(&cfg, 0, sizeof cfg);
+    cudaLaunchConfig_t cfg = {}; /* value-initialised (memset warns: not a trivial type in C++) */
     cudaLaunchAttribute attr;
     memset(&attr, 0, sizeof attr);
     attr.id = cudaLaunchAttributeClusterDimension;
