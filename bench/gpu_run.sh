@@ -11,13 +11,20 @@
 #   FT_TESTS="test_decoding test_layers" ...   only these test programs (and no ctest pass)
 #   FT_SUITE_GREP='topk|topp' ...               only the suite lines matching the regex
 #   FT_SANITIZE_ONLY='test_decoding' ...        only the sanitizer specs of these programs
-#   FT_JOBS=8 ...               run up to 8 test programs and sanitizer runs at once
+#   FT_JOBS=8 ...               run up to 8 test processes and sanitizer runs at once (the
+#                               long programs in parts: test-name filters, counts summed)
 #   FT_SANITIZER_TIMEOUT=300 ... seconds each sanitizer run may take (default 150; with
 #                               FT_JOBS=8 beside the attention tests, h128's runs took longer)
 #   FT_BUILD_TARGETS='ftbench test_decoding' ... build only these targets (default: all)
 #   FT_PREBUILT=1 ...           no build and no ctest: run the programs already in build/gpu
 #                               (built on another x86-64 machine with the same CUDA major
 #                               by `bash bench/prebuild.sh`, carried to the GPU machine)
+#   FT_COMPAT=1 ...             also run the test programs built for sm_80 only (preset sm80,
+#                               build/sm80: the driver compiles their PTX for this device, the
+#                               sm_90 kernels are empty there and the launchers must not take
+#                               them); built here unless FT_PREBUILT (then FT_PRESET=sm80
+#                               bash bench/prebuild.sh ...); FT_TESTS filters them too, and
+#                               their lines in the summary start with sm80/
 # (test_decoding alone takes about six minutes on the H100 machine: FT_JOBS or the filters
 # keep a call within its time)
 set -uo pipefail
@@ -38,12 +45,21 @@ targets=()
 for t in ${FT_BUILD_TARGETS:-}; do targets+=(--target "$t"); done
 if [ -n "${FT_PREBUILT:-}" ]; then
   echo "== build: prebuilt programs in build/gpu (FT_PREBUILT)"
-  ls -l build/gpu/tests/test_* build/gpu/bench/ftbench 2>/dev/null | awk '{print $5, $NF}'
+  ls -l build/gpu/tests/test_* build/gpu/bench/ftbench ${FT_COMPAT:+build/sm80/tests/test_*} 2>/dev/null | awk '{print $5, $NF}'
 elif ! { echo "== build (preset gpu)" && cmake --preset gpu && cmake --build --preset gpu "${targets[@]}"; } \
      >"$LOG/build.log" 2>&1; then
   tail -50 "$LOG/build.log"
   cp "$LOG/build.log" "$OUT/logs.txt"
   echo "BUILD FAILED"
+  exit 1
+fi
+
+if [ -n "${FT_COMPAT:-}" ] && [ -z "${FT_PREBUILT:-}" ] &&
+   ! { echo "== build (preset sm80)" && cmake --preset sm80 && cmake --build --preset sm80 "${targets[@]}"; } \
+     >"$LOG/build_sm80.log" 2>&1; then
+  tail -50 "$LOG/build_sm80.log"
+  cp "$LOG/build_sm80.log" "$OUT/logs.txt"
+  echo "BUILD FAILED (preset sm80)"
   exit 1
 fi
 
@@ -64,17 +80,38 @@ jobs_max=${FT_JOBS:-1}
 slot() {
   while [ "$(jobs -rp | wc -l)" -ge "$jobs_max" ]; do wait -n 2>/dev/null || true; done
 }
+# With FT_JOBS > 1 the long programs run in parts (test-name filters that partition their
+# tests, one process each; their counts are summed below), longest first.
+parts() {
+  case $1 in
+    test_attention_fp16 | test_attention_bf16 | test_attention_fp32) echo "h256_ h192_ h160_ h128_ h112_ h96_ h80_ h64_ h48_ h32_" ;;
+    test_decoding) echo "_k1_ _k2_ _k4_ _k8_ _k16_ _k32_ _k64_ update_logits topp beam_search embedding search_kernels" ;;
+    *) echo "-" ;;
+  esac
+}
 : >"$LOG/tests.txt"
 names=()
-for t in build/gpu/tests/test_*; do
+programs=(build/gpu/tests/test_attention_* build/gpu/tests/test_*)
+[ -n "${FT_COMPAT:-}" ] && programs+=(build/sm80/tests/test_attention_* build/sm80/tests/test_*)
+for t in "${programs[@]}"; do
   [ -x "$t" ] || continue
-  name=$(basename "$t")
-  if [ -n "${FT_TESTS:-}" ] && ! printf ' %s ' "$FT_TESTS" | grep -q " $name "; then
+  base=$(basename "$t")
+  case $t in build/sm80/*) name="sm80/$base" ;; *) name=$base ;; esac
+  if { [ -n "${FT_TESTS:-}" ] && ! printf ' %s ' "$FT_TESTS" | grep -q " $base "; } ||
+     printf ' %s ' "${names[@]}" | grep -qF " $name "; then
     continue
   fi
   names+=("$name")
-  slot
-  ( "$t" >"$LOG/$name.log" 2>&1; echo $? >"$LOG/$name.rc" ) &
+  filters=$( [ "$jobs_max" -gt 1 ] && parts "$base" || echo - )
+  for f in $filters; do
+    key="${name//\//_}@$f"
+    slot
+    if [ "$f" = - ]; then
+      ( "$t" >"$LOG/$key.log" 2>&1; echo $? >"$LOG/$key.rc" ) &
+    else
+      ( "$t" "$f" >"$LOG/$key.log" 2>&1; echo $? >"$LOG/$key.rc" ) &
+    fi
+  done
 done
 
 sans=()
@@ -105,10 +142,21 @@ fi
 wait
 
 for name in "${names[@]}"; do
-  rc=$(cat "$LOG/$name.rc" 2>/dev/null || echo 99)
-  grep -E '^FAIL' -A3 "$LOG/$name.log"
-  printf '%-26s %s (exit %d)\n' "$name" "$(tail -1 "$LOG/$name.log")" "$rc" >>"$LOG/tests.txt"
-  [ "$rc" -eq 0 ] || status=1
+  # the program's parts: counts summed, the worst exit (0 < 77, all skipped, < a failure)
+  p=0 f=0 s=0 worst=0 n=0
+  for log in "$LOG/${name//\//_}@"*.log; do
+    rc=$(cat "${log%.log}.rc" 2>/dev/null || echo 99)
+    grep -E '^FAIL' -A3 "$log"
+    read -r a b c < <(tail -1 "$log" | sed -n 's/^\([0-9]*\) passed, \([0-9]*\) failed, \([0-9]*\) skipped$/\1 \2 \3/p')
+    [ -n "$a" ] || { a=0 b=1 c=0; echo "$log: no counts (exit $rc)"; tail -3 "$log"; }
+    p=$((p + a)) f=$((f + b)) s=$((s + c)) n=$((n + 1))
+    if [ "$rc" -ne 0 ] && [ "$rc" -ne 77 ]; then worst=$rc; elif [ "$rc" -eq 77 ] && [ "$worst" -eq 0 ]; then worst=77; fi
+  done
+  [ "$p" -gt 0 ] && [ "$worst" -eq 77 ] && worst=0
+  [ $((p + f + s)) -gt 0 ] || { worst=98; echo "$name: no test ran"; } # parts that matched nothing
+  printf '%-26s %d passed, %d failed, %d skipped (%d process%s, exit %d)\n' "$name" "$p" "$f" "$s" "$n" \
+    "$([ "$n" -eq 1 ] && echo "" || echo es)" "$worst" >>"$LOG/tests.txt"
+  [ "$worst" -eq 0 ] || status=1
 done
 if [ ${#sans[@]} -gt 0 ]; then
   : >"$LOG/sanitizer.txt"
