@@ -150,9 +150,9 @@ static inline ft_status ft_smem_limit(const char *fn, const void *kernel, int sm
 
 /* The virtual architecture `kernel` was compiled for on this device (cudaFuncAttributes'
  * ptxVersion: 90 for sm_90 code), remembered per device in `cache` (the caller's static
- * int[64], one per kernel). Kernels that use sm_90 instructions check this rather than the
+ * int[64], one per kernel). Launchers ask it through ft_code_arch below rather than ask the
  * device: code built for an older architecture only and run on an sm_90 device has the
- * device's compute capability but not those instructions. */
+ * device's compute capability but not the sm_90 instructions. */
 static inline ft_status ft_kernel_arch(const char *fn, const void *kernel, int *cache, int *out)
 {
     int dev = 0;
