@@ -1252,7 +1252,8 @@ static const char *suite[] = {
     "add_bias_act --dtype fp16 --m 16384 --n 4096 --act gelu",
     "add_bias_act --dtype fp16 --m 4096 --n 4096 --act relu",
     "add_bias_residual --dtype fp16 --m 16384 --n 4096",
-    /* other dtypes and the other code paths: short rows, streaming rows, scalar fallback */
+    /* other dtypes and the other code paths: short rows, streaming rows, rows off the 16-byte
+     * grid (vectors between a head and a tail), past 32768 elements the element-wise form */
     "layernorm --dtype fp32 --m 16384 --n 4096",
     "layernorm --dtype bf16 --m 16384 --n 4096",
     "rmsnorm --dtype bf16 --m 16384 --n 4096",
@@ -1260,6 +1261,10 @@ static const char *suite[] = {
     "layernorm --dtype fp16 --m 262144 --n 256",
     "layernorm --dtype fp16 --m 1024 --n 65536",
     "layernorm --dtype fp16 --m 16384 --n 4095",
+    "layernorm --dtype fp32 --m 16384 --n 4095",
+    "add_bias_residual_layernorm --dtype fp16 --m 16384 --n 4095 --sum",
+    "layernorm --dtype fp16 --m 1024 --n 40001",
+    "add_bias_act --dtype fp16 --m 16384 --n 4095 --act gelu",
     "add_bias_act --dtype bf16 --m 16384 --n 4096 --act silu",
     /* decoder attention: the attention issue's shapes, GQA, layouts, splits, dtypes */
     "self_attention --dtype fp16 --batch 1 --heads 32 --head-size 128 --len 4096",

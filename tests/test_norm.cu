@@ -30,7 +30,9 @@ typedef enum alias_mode { ALIAS_NONE, ALIAS_Y_IS_X, ALIAS_Y_IS_RESIDUAL, ALIAS_S
 
 typedef struct norm_case {
     int64_t m, n;
-    int misalign;  /* every pointer one element past a 16-byte boundary */
+    int misalign;  /* 1: every pointer one element past a 16-byte boundary; 2: y and sum_out one
+                    * element past, the inputs aligned (phases differ: element by element); 3: x,
+                    * residual, y and sum_out three elements past, bias, gamma and beta aligned */
     int bias;      /* pass a bias (the ops where it is optional) */
     int sum;       /* ask for sum_out */
     alias_mode alias;
@@ -45,7 +47,7 @@ typedef struct norm_test_arg {
     ft_dtype dt;
 } norm_test_arg;
 
-/* A device buffer of `count` elements, optionally starting one element past alignment. */
+/* A device buffer of `count` elements, starting `misalign` elements past a 16-byte boundary. */
 typedef struct dbuf {
     void *base;
     void *p;
@@ -56,7 +58,7 @@ static dbuf dbuf_alloc(size_t count, ft_dtype dt, int misalign)
     const size_t es = ft_dtype_size(dt);
     dbuf b;
     b.base = dev_alloc((count + 16) * es);
-    b.p = (char *)b.base + (misalign ? es : 0);
+    b.p = (char *)b.base + (size_t)misalign * es;
     return b;
 }
 
@@ -124,10 +126,13 @@ static void run_case(ft_test *t, norm_op op, ft_dtype dt, norm_case c, ref_rng *
     fill_normal(hg, n, rng, 1.0, 0.25, dt);
     fill_normal(hbeta, n, rng, 0.0, 0.5, dt);
 
-    dbuf x = dbuf_alloc(mn, dt, c.misalign), r = dbuf_alloc(mn, dt, c.misalign);
-    dbuf b = dbuf_alloc(n, dt, c.misalign), g = dbuf_alloc(n, dt, c.misalign);
-    dbuf beta = dbuf_alloc(n, dt, c.misalign), yb = dbuf_alloc(mn, dt, c.misalign);
-    dbuf sb = dbuf_alloc(mn, dt, c.misalign);
+    const int in_off = c.misalign == 1 ? 1 : c.misalign == 3 ? 3 : 0;   /* x, residual */
+    const int out_off = c.misalign == 2 ? 1 : in_off;                     /* y, sum_out */
+    const int vec_off = c.misalign == 1 ? 1 : 0;                          /* bias, gamma, beta */
+    dbuf x = dbuf_alloc(mn, dt, in_off), r = dbuf_alloc(mn, dt, in_off);
+    dbuf b = dbuf_alloc(n, dt, vec_off), g = dbuf_alloc(n, dt, vec_off);
+    dbuf beta = dbuf_alloc(n, dt, vec_off), yb = dbuf_alloc(mn, dt, out_off);
+    dbuf sb = dbuf_alloc(mn, dt, out_off);
     dev_upload(x.p, hx, mn, dt);
     dev_upload(r.p, hr, mn, dt);
     dev_upload(b.p, hb, n, dt);
@@ -199,7 +204,8 @@ static void run_case(ft_test *t, norm_op op, ft_dtype dt, norm_case c, ref_rng *
 static const int64_t edge_shapes[][2] = {
     {1, 1},   {1, 2},   {3, 7},    {2, 8},     {5, 33},    {4, 64},    {7, 127},   {3, 128},
     {2, 129}, {9, 256}, {3, 257},  {64, 768},  {17, 1000}, {8, 1024},  {300, 24},  {5, 4096},
-    {3, 4104}, {2, 8192}, {2, 32768}, {1, 32776}, {2, 65536}, {1, 100003},
+    {3, 4104}, {2, 8192}, {2, 32768}, {1, 32776}, {2, 65536}, {1, 100003}, {4, 4095}, {33, 1003},
+    {2, 32767}, {3, 32769}, {9, 1001}, {6, 250},
 };
 
 static void norm_test(ft_test *t)
@@ -222,9 +228,9 @@ static void norm_test(ft_test *t)
             if (i % 2)
                 c.n = (c.n + 7) / 8 * 8; /* half of them take the vector path */
         }
-        c.misalign = i % 5 == 3;
+        c.misalign = i % 5 == 3 ? 1 : i % 5 == 1 ? 2 + (i / 5) % 2 : 0;
         c.bias = i % 3 != 1;
-        c.sum = i % 2 == 0;
+        c.sum = i % 2 == 0 || i % 4 == 3; /* the odd ones: sum_out over the residual */
         c.act = (ft_act)(i % 4);
         c.offset = (is_norm && i % 4 == 2) ? 30.0 : 0.0;
         switch (i % 4) { /* in-place forms that the op admits */
@@ -238,7 +244,8 @@ static void norm_test(ft_test *t)
     /* many rows: every op through its launcher (the first two: the plain norms' shared-memory
      * pipeline on sm_90, the pointwise ops' many rows a thread), then the pipeline itself at
      * its edges: fewer chunks than blocks, a block's many chunks (few blocks an SM), a
-     * partial last chunk of rows, one thread a row, rows past 16 KB, in place */
+     * partial last chunk of rows, one thread a row, rows past 16 KB, in place; last, rows
+     * off the 16-byte grid through the launcher */
     static const struct {
         int64_t m, n;
         int stages, per_sm, alias_x;
@@ -246,7 +253,7 @@ static void norm_test(ft_test *t)
     } many[] = {
         {4000, 4096, 0, 0, 1, 0.0}, {3000, 2048, 0, 0, 0, 30.0}, {3, 4096, 2, 0, 0, 0.0},     {777, 4096, 2, 1, 0, 30.0},
         {5001, 256, 3, 1, 1, 0.0},  {2000, 1000, 3, 2, 0, 30.0}, {1500, 24, 4, 1, 0, 0.0},    {333, 16384, 3, 1, 1, 0.0},
-        {600, 8192, 2, 1, 0, 0.0},  {129, 12288, 3, 1, 0, 0.0},
+        {600, 8192, 2, 1, 0, 0.0},  {129, 12288, 3, 1, 0, 0.0},  {2000, 4095, 0, 0, 1, 0.0},  {3000, 1001, 0, 0, 0, 30.0},
     };
     int arch = 0; /* what this program's kernels run as here: the pipeline is empty below sm_90 code */
     FT_EXPECT(t, ft_code_arch("test_norm", &arch) == FT_OK, "ft_code_arch: %s", ft_last_error());
@@ -263,14 +270,16 @@ static void norm_test(ft_test *t)
         c.pipe_sm = many[i].per_sm;
         run_case(t, a->op, a->dt, c, &rng);
     }
-    /* every activation on one vector-path and one scalar-path shape */
+    /* every activation on a vector-path shape, a shape off the 16-byte grid and the same
+     * with y at another offset from it (element by element) */
     if (a->op == OP_ADD_BIAS_ACT)
         for (int act = 0; act < 4; act++)
-            for (int s = 0; s < 2; s++) {
+            for (int s = 0; s < 3; s++) {
                 norm_case c;
                 memset(&c, 0, sizeof c);
                 c.m = 37;
                 c.n = s ? 777 : 3072;
+                c.misalign = s == 2 ? 2 : 0;
                 c.bias = 1;
                 c.act = (ft_act)act;
                 run_case(t, a->op, a->dt, c, &rng);

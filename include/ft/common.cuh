@@ -723,6 +723,9 @@ static __device__ __forceinline__ int ft_beam_clamp(int v, int beam)
  *   ft_store_<dtype>x<N>(p, f)    narrowed, one N*sizeof(T)-byte store
  *   ft_load_cs_<dtype>x<N>, ft_store_cs_<dtype>x<N>   the same, marked streaming
  *                                 (evict first: data read or written once)
+ *   ft_load_nc_<dtype>x<N>        the load through the read-only path (ld.global.nc): for
+ *                                 data no thread writes while the kernel runs (weights),
+ *                                 which the compiler may then load ahead of stores
  * p must be aligned to N*sizeof(T). Kernels that keep data in registers keep the packed
  * word: half the registers of floats for 2-byte types. */
 /* Two elements at a time (one paired conversion instruction for the 16-bit types). */
@@ -780,6 +783,10 @@ static __device__ __forceinline__ void ft_pack2_bf16(const float *f, __nv_bfloat
     static __device__ __forceinline__ void ft_store_##DT##x##N(void *p, const float *f)         \
     {                                                                                           \
         *(WORD *)p = ft_pack_##DT##x##N(f);                                                     \
+    }                                                                                           \
+    static __device__ __forceinline__ void ft_load_nc_##DT##x##N(const void *p, float *f)       \
+    {                                                                                           \
+        ft_unpack_##DT##x##N(__ldg((const WORD *)p), f);                                        \
     }                                                                                           \
     static __device__ __forceinline__ void ft_load_cs_##DT##x##N(const void *p, float *f)       \
     {                                                                                           \
