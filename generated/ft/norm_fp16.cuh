@@ -840,8 +840,7 @@ static __global__ void __launch_bounds__(1024) ft_norm_rows_shift_fp16(ft_norm_a
     if (row >= a.m)
         return; /* only whole shuffle groups of the last block get here */
     const int64_t off = row * a.n;
-    const unsigned phase = (unsigned)(uintptr_t)(a.x + off) & 15u; /* bytes past the grid */
-    const int head = min((int)(((16u - phase) & 15u) / 2u), a.n);
+    const int head = min(ft_head_to(a.x + off, 16u, 2u), a.n);
     const int nvec = (a.n - head) / VEC;
     const int tail = head + nvec * VEC; /* the tail's first column */
     const int has_h = lane < head, has_t = tail + lane < a.n;
@@ -971,12 +970,8 @@ static __global__ void __launch_bounds__(256) ft_pointwise_shift_fp16(
                 ft_load_fp16x1(bias + e % n, &t);
                 v += t;
             }
-            v = ft_act_apply(v, act);
-            if (residual) {
-                ft_load_fp16x1(residual + e, &t);
-                v += t;
-            }
-            ft_store_fp16x1(y + e, &v);
+            ft_pointwise_out_fp16_w2(&v, residual ? (const ft_word_fp16x1 *)(residual + e) : NULL, act,
+                                                 y + e);
         }
     }
 }
@@ -1094,9 +1089,8 @@ static inline int ft_norm_aligned_fp16(const ft_norm_args_fp16 *a, size_t bytes)
  * ft_norm_rows_shift's vectors are aligned in each of them. */
 static inline int ft_norm_phase_fp16(const ft_norm_args_fp16 *a)
 {
-    const uintptr_t x = (uintptr_t)a->x;
-    return ((uintptr_t)a->y - x) % 16 == 0 && (a->residual == NULL || ((uintptr_t)a->residual - x) % 16 == 0) &&
-           (a->sum_out == NULL || ((uintptr_t)a->sum_out - x) % 16 == 0);
+    return ft_same_phase(a->x, a->y, 16) && ft_same_phase(a->x, a->residual, 16) &&
+           ft_same_phase(a->x, a->sum_out, 16);
 }
 
 /* Stages of ft_norm_pipe in the launcher's plan (see ft_norm_launch_fp16). */
@@ -1287,14 +1281,13 @@ static inline ft_status ft_pointwise_launch_fp16(const char *fn, const __half *x
          * 1024 x 2047 6.6 against 7.1, x + r + b fp16 16384 x 255 7.3 against 8.5, fp32
          * 16384 x 1001 52.6 against 52.3; eight blocks an SM, four vectors a thread lost
          * where the tensor is small (12.4 at 4096 x 1001). */
-        if (n >= FT_NORM_FP16_W16_VEC && ((uintptr_t)y - (uintptr_t)x) % 16 == 0 &&
-            (residual == NULL || ((uintptr_t)residual - (uintptr_t)x) % 16 == 0)) {
+        if (n >= FT_NORM_FP16_W16_VEC && ft_same_phase(x, y, 16) && ft_same_phase(x, residual, 16)) {
             static ft_occupancy_memo memo[FT_OCC_MEMO];
             int fit;
             if ((st = ft_occupancy(fn, (const void *)ft_pointwise_shift_fp16, 256, 0, memo, &fit)) != FT_OK)
                 return st;
             const int64_t all = m * n;
-            const int head = (int)(((16u - ((unsigned)(uintptr_t)x & 15u)) & 15u) / 2u);
+            const int head = ft_head_to(x, 16u, 2u);
             const int h = all < head ? (int)all : head;
             int64_t blocks = ((all - h) / FT_NORM_FP16_W16_VEC + 255) / 256;
             if (blocks > (int64_t)sms * fit) /* one wave, then grid-stride */

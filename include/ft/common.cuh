@@ -28,6 +28,14 @@ static inline int ft_aligned(const void *p, size_t align)
     return ((uintptr_t)p & (uintptr_t)(align - 1)) == 0;
 }
 
+/* Non-zero when p and q (q may be NULL: then non-zero) lie at the same offset from a
+ * boundary of `align` bytes (a power of two): vectors of that size aligned in one are
+ * aligned in the other at the same element. */
+static inline int ft_same_phase(const void *p, const void *q, size_t align)
+{
+    return q == NULL || (((uintptr_t)q - (uintptr_t)p) & (uintptr_t)(align - 1)) == 0;
+}
+
 /* Greatest common divisor of two positive integers. */
 static inline int ft_gcd(int a, int b)
 {
@@ -700,11 +708,18 @@ static __device__ __forceinline__ float ft_from_float_fp32(float v) { return v; 
 static __device__ __forceinline__ __half ft_from_float_fp16(float v) { return __float2half_rn(v); }
 static __device__ __forceinline__ __nv_bfloat16 ft_from_float_bf16(float v) { return __float2bfloat16_rn(v); }
 
-/* Elements of esize bytes before the first 16-byte boundary at or after p (p aligned to
- * its element), at most n: a row read with 16-byte vectors reads these one by one first. */
+/* Elements of esize bytes before the first boundary of `bytes` (a power of two) at or after
+ * p (p aligned to its element): a row read with vectors of that size reads these one by
+ * one first (at most as many as it has). */
+static __host__ __device__ __forceinline__ int ft_head_to(const void *p, unsigned bytes, unsigned esize)
+{
+    return (int)(((bytes - ((unsigned)(uintptr_t)p & (bytes - 1u))) & (bytes - 1u)) / esize);
+}
+
+/* ft_head_to for 16-byte vectors, at most n. */
 static __device__ __forceinline__ int ft_head_to_16(const void *p, unsigned esize, int n)
 {
-    return min((int)(((16u - ((unsigned)(uintptr_t)p & 15u)) & 15u) / esize), n);
+    return min(ft_head_to(p, 16u, esize), n);
 }
 
 /* A beam index read from device data (parent ids, a cache indirection table), clamped to
