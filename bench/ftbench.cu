@@ -704,7 +704,8 @@ static double packed_bytes(const bench_opts *o)
 }
 static void packed_describe(const bench_opts *o, char *variant, char *shape, size_t len)
 {
-    snprintf(variant, len, "%s", o->causal ? "causal" : "bias");
+    snprintf(variant, len, "%s%s", o->causal ? "causal" : "bias",
+             o->impl == FT_ATTN_IMPL_REGISTER ? " register" : o->impl == FT_ATTN_IMPL_ASYNC ? " async" : "");
     snprintf(shape, len, "B=%d H=%d S=%d D=%d avg=%d", o->batch, o->heads, o->seq, o->head_size,
              o->avg_len > 0 && o->avg_len < o->seq ? o->avg_len : o->seq);
 }
@@ -721,6 +722,7 @@ static ft_status run_packed_attention(const bench_opts *o, void **b, cudaStream_
     a.qkv_bias = o->causal ? NULL : b[1];
     a.out = b[3];
     a.causal = o->causal;
+    a.impl = (ft_attn_impl)o->impl;
     return ft_packed_attention(o->dt, o->head_size, &a, s);
 }
 
@@ -1333,6 +1335,10 @@ static const char *suite[] = {
     "packed_attention --dtype fp16 --batch 32 --heads 12 --seq 128 --head-size 64",
     "packed_attention --dtype fp16 --batch 8 --heads 16 --seq 512 --head-size 64",
     "packed_attention --dtype bf16 --batch 4 --heads 32 --seq 1024 --head-size 128 --causal",
+    "packed_attention --dtype bf16 --batch 4 --heads 32 --seq 1024 --head-size 128 --causal --impl register",
+    "packed_attention --dtype fp16 --batch 4 --heads 32 --seq 1024 --head-size 128",
+    "packed_attention --dtype fp16 --batch 2 --heads 32 --seq 4096 --head-size 128 --causal",
+    "packed_attention --dtype fp16 --batch 8 --heads 16 --seq 512 --head-size 64 --impl register",
     "add_qkv_bias_transpose --dtype fp16 --batch 32 --seq 128 --heads 12 --head-size 64",
     "transpose_heads --dtype fp16 --batch 32 --seq 128 --heads 12 --head-size 64",
     "bert_layer --dtype fp16 --batch 32 --seq 128 --hidden 768 --heads 12 --ffn 3072",

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Builds programs for the GPU machine here (preset gpu: sm_90), so that a call there only
+# Builds programs for the GPU machine here (preset gpu: sm_90a), so that a call there only
 # runs them: the GPU machine is x86-64 with CUDA 13, like this one. Prints the `carry`
 # list for the device call (each program's path) and their total size (the call carries
 # at most 64 MiB with the working tree).

@@ -738,7 +738,10 @@ class AttentionFamily(Family):
             # the sm_90 kernels' forms per head count (the launcher's index of a kernel): one past
             # the highest form generated for CUDA-core blocks (4 ap where it exists)
             "AF": 1 + max(f["wide"] for plan in aplan.values() for f in plan["forms"]),
-            "packed": self.has_packed(params), "mplans": mplans, "APF": apf, "GQPAD": gqpad, "STAMP": tune.get("STAMP", 0),
+            "packed": self.has_packed(params),
+            # the sm_90a warpgroup form of packed attention: K, Q and V rows in 128-byte
+            # swizzled panels of 64 elements, whole panels only
+            "packed_wg": self.has_packed(params) and D in (64, 128), "mplans": mplans, "APF": apf, "GQPAD": gqpad, "STAMP": tune.get("STAMP", 0),
             "MTS": tune.get("MTS", 1 if row <= 256 else 0),
             # the tm forms' swizzle span: bytes of a box row (128, or 64 where rows are 64 bytes)
             "TMW": min(row, 128), "HAS_TM": has_tm,

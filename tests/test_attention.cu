@@ -728,6 +728,8 @@ static void attention_test(ft_test *t)
 typedef struct packed_case {
     int B, H, Hkv, causal, with_bias, max_seq; /* max_seq: the launcher's bound (0: unknown) */
     float scale;                               /* 0: 1/sqrt(D) */
+    int impl;                                  /* ft_attn_impl */
+    int unsupported;                           /* the call must return FT_ERR_UNSUPPORTED, write nothing */
     int lengths[16];
 } packed_case;
 
@@ -764,15 +766,25 @@ static void run_packed_case(ft_test *t, ft_dtype dt, int D, const packed_case *c
     a.out = dout;
     a.scale = c->scale;
     a.causal = c->causal;
+    a.impl = (ft_attn_impl)c->impl;
     const ft_status st = PACKED(D, &a, 0);
     FT_CHECK_CUDA(cudaDeviceSynchronize());
 
     char what[256];
-    snprintf(what, sizeof what, "packed h%d %s B=%d H=%d Hkv=%d causal=%d bias=%d max_seq=%d scale=%g len0=%d len_last=%d",
-             D, ft_dtype_name(dt), B, H, Hkv, c->causal, c->with_bias, c->max_seq, (double)c->scale, c->lengths[0],
-             c->lengths[B - 1]);
-    FT_EXPECT(t, st == FT_OK, "%s: status %s (%s)", what, ft_status_string(st), ft_last_error());
-    if (st == FT_OK) {
+    snprintf(what, sizeof what,
+             "packed h%d %s impl=%d B=%d H=%d Hkv=%d causal=%d bias=%d max_seq=%d scale=%g len0=%d len_last=%d", D,
+             ft_dtype_name(dt), c->impl, B, H, Hkv, c->causal, c->with_bias, c->max_seq, (double)c->scale,
+             c->lengths[0], c->lengths[B - 1]);
+    if (c->unsupported) {
+        FT_EXPECT(t, st == FT_ERR_UNSUPPORTED && strstr(ft_last_error(), "wgmma") != NULL,
+                  "%s: status %s (%s), want FT_ERR_UNSUPPORTED", what, ft_status_string(st), ft_last_error());
+        unsigned char head[16], want[16];
+        FT_CHECK_CUDA(cudaMemcpy(head, dout, 16, cudaMemcpyDeviceToHost));
+        memset(want, 0xff, sizeof want);
+        FT_EXPECT(t, memcmp(head, want, 16) == 0, "%s: wrote output though unsupported", what);
+    } else
+        FT_EXPECT(t, st == FT_OK, "%s: status %s (%s)", what, ft_status_string(st), ft_last_error());
+    if (st == FT_OK && !c->unsupported) {
         /* the poison past the last row must survive: nothing is written outside [M, H*D] */
         unsigned char tail[16], want[16];
         FT_CHECK_CUDA(cudaMemcpy(tail, (char *)dout + nout * es, 16, cudaMemcpyDeviceToHost));
@@ -825,15 +837,22 @@ static packed_case packed_fixed(int B, int H, int Hkv, int causal, int with_bias
 
 /* Tile edges (1, 63-65, 127-129 rows), empty sequences, GQA ratios 1, 4 and H, causal and
  * not, a grid smaller than the longest sequence (blocks loop over query tiles), a custom
- * scale, and random shapes. */
+ * scale, sequences of many key tiles (the stages' reuse), and random shapes; each through
+ * the automatic choice and the mma.sync kernel forced, and the wgmma kernel forced where
+ * this program has it (head sizes 64 and 128 built for sm_90a on an sm_90 device), or
+ * refused where it has not. */
 static void packed_attention_test(ft_test *t)
 {
     const int D = (int)(intptr_t)t->arg;
     const ft_dtype dt = FT_CAT(FT_, FT_ATTN_TEST_DT_UPPER, );
     FT_EXPECT(t, HAS_PACKED(D), "ft_has_packed_attention says no for h%d", D);
+    int sm90a = 0;
+    FT_EXPECT(t, ft_code_sm90a("test", &sm90a) == FT_OK, "ft_code_sm90a: %s", ft_last_error());
+    const int has_wg = sm90a && (D == 64 || D == 128);
+    printf("  packed h%d: the wgmma kernel %s\n", D, has_wg ? "exists here" : "does not exist here");
     ref_rng rng;
     ref_rng_seed(&rng, ref_test_seed() * 11 + (uint64_t)D * 17 + (uint64_t)dt);
-    packed_case cases[16];
+    packed_case cases[40];
     int n = 0;
     const int l1[] = {1, 64, 65};
     cases[n++] = packed_fixed(3, 4, 4, 0, 1, 65, l1);
@@ -863,6 +882,20 @@ static void packed_attention_test(ft_test *t)
         }
         c.max_seq = i % 3 == 2 ? 0 : mx;
         cases[n++] = c;
+    }
+    const int l6[] = {1100, 193};
+    cases[n++] = packed_fixed(2, 2, 1, 1, 1, 1100, l6);
+    cases[n++] = packed_fixed(2, 2, 2, 0, 0, 0, l6);
+    /* every case again through the mma.sync kernel, then the wgmma one forced */
+    const int base = n;
+    for (int i = 0; i < base; i++) {
+        cases[n] = cases[i];
+        cases[n++].impl = FT_ATTN_IMPL_REGISTER;
+    }
+    for (int i = 0; i < base; i += has_wg ? 1 : 4) {
+        cases[n] = cases[i];
+        cases[n].impl = FT_ATTN_IMPL_ASYNC;
+        cases[n++].unsupported = !has_wg;
     }
     for (int i = 0; i < n && t->failures == 0; i++)
         run_packed_case(t, dt, D, &cases[i], &rng);

@@ -196,6 +196,7 @@ FT_TEST(packed_attention_args)
     EXPECT_PACKED(t, FT_FP16, 64, a.scale = -1.0f, FT_ERR_INVALID_ARGUMENT, "scale");
     EXPECT_PACKED(t, FT_FP16, 64, a.scale = NAN, FT_ERR_INVALID_ARGUMENT, "scale");
     EXPECT_PACKED(t, FT_FP16, 64, a.num_heads = 70000, FT_ERR_INVALID_ARGUMENT, "at most 65535");
+    EXPECT_PACKED(t, FT_BF16, 128, a.impl = (ft_attn_impl)7, FT_ERR_INVALID_ARGUMENT, "impl must be");
     FT_EXPECT(t, ft_packed_attention(FT_FP16, 64, NULL, 0) == FT_ERR_INVALID_ARGUMENT &&
                      strstr(ft_last_error(), "args is NULL"),
               "NULL args: %s", ft_last_error());

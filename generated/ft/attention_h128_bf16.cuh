@@ -8434,6 +8434,59 @@ static __device__ __forceinline__ void ft_attn_packed_fetch_h128_bf16(__nv_bfloa
     }
 }
 
+/* The online softmax of one 64-key tile's scores, both kernels: s holds the m16n8
+ * accumulator fragments of 8 key n-tiles (s[4 j + e]: keys k0 + 8 j + 2 (lane % 4) + (e & 1)
+ * of rows qr + 8 (e >> 1)); the four lanes of a row hold its 64 keys between them. Masks
+ * (where `mask`) keys at or past kend and (causal) past the row, updates the running max m
+ * (raw scores: scale > 0) and the thread's part of the sum l, leaves the weights
+ * 2^(s*scale - max*scale) in s and the factor the output must be scaled by in alpha. */
+static __device__ __forceinline__ void ft_attn_pk_softmax_h128_bf16(float *s, float *m, float *l, float *alpha,
+                                                                int k0, int kend, int qr, int mask, int causal,
+                                                                float qk_scale, int lane)
+{
+    if (mask) {
+#pragma unroll
+        for (int j = 0; j < 8; j++)
+#pragma unroll
+            for (int e = 0; e < 4; e++) {
+                const int key = k0 + j * 8 + (lane & 3) * 2 + (e & 1), row = qr + (e >> 1) * 8;
+                if (key >= kend || (causal && key > row))
+                    s[4 * j + e] = -INFINITY;
+            }
+    }
+#pragma unroll
+    for (int r = 0; r < 2; r++) {
+        float m8[8];
+#pragma unroll
+        for (int j = 0; j < 8; j++)
+            m8[j] = fmaxf(s[4 * j + 2 * r], s[4 * j + 2 * r + 1]);
+#pragma unroll
+        for (int w = 4; w > 0; w >>= 1)
+#pragma unroll
+            for (int j = 0; j < w; j++)
+                m8[j] = fmaxf(m8[j], m8[j + w]);
+        float mx = m8[0];
+        mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
+        mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
+        const float mnew = fmaxf(m[r], mx);
+        const float ref = mnew == -INFINITY ? 0.0f : mnew * qk_scale; /* a row masked so far stays 0 */
+        alpha[r] = ft_exp2_approx(m[r] * qk_scale - ref);
+        m[r] = mnew;
+#pragma unroll
+        for (int j = 0; j < 8; j++) {
+            s[4 * j + 2 * r] = ft_exp2_approx(fmaf(s[4 * j + 2 * r], qk_scale, -ref));
+            s[4 * j + 2 * r + 1] = ft_exp2_approx(fmaf(s[4 * j + 2 * r + 1], qk_scale, -ref));
+            m8[j] = s[4 * j + 2 * r] + s[4 * j + 2 * r + 1];
+        }
+#pragma unroll
+        for (int w = 4; w > 0; w >>= 1)
+#pragma unroll
+            for (int j = 0; j < w; j++)
+                m8[j] += m8[j + w];
+        l[r] = l[r] * alpha[r] + m8[0];
+    }
+}
+
 static __global__ void __launch_bounds__(128, 2) ft_attn_packed_h128_bf16(ft_attn_packed_kargs_h128_bf16 a)
 {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
@@ -8526,55 +8579,17 @@ static __global__ void __launch_bounds__(128, 2) ft_attn_packed_h128_bf16(ft_att
                         }
                     }
                 }
-                /* mask keys past the sequence and (causal) past the row, where the tile has any */
-                if (nk < 64 || (a.causal && k0 + 63 > q0 + warp * 16)) {
+                /* mask where the tile has keys past the sequence or (causal) past one of the warp's rows */
+                float alpha[2];
+                ft_attn_pk_softmax_h128_bf16(&s[0][0], mrow, lrow, alpha, k0, kend, qrow,
+                                        nk < 64 || (a.causal && k0 + 63 > q0 + warp * 16), a.causal, a.qk_scale,
+                                        lane);
 #pragma unroll
-                    for (int t = 0; t < 8; t++) {
-#pragma unroll
-                        for (int e = 0; e < 4; e++) {
-                            const int key = k0 + t * 8 + (lane & 3) * 2 + (e & 1), row = qrow + (e >> 1) * 8;
-                            if (key >= kend || (a.causal && key > row))
-                                s[t][e] = -INFINITY;
-                        }
-                    }
-                }
-                /* online softmax on the raw scores (scale > 0): the four lanes of a row hold its
-                 * 64 keys between them; weights are 2^(s*scale - max*scale) */
-#pragma unroll
-                for (int r = 0; r < 2; r++) {
-                    float m8[8];
-#pragma unroll
-                    for (int t = 0; t < 8; t++)
-                        m8[t] = fmaxf(s[t][2 * r], s[t][2 * r + 1]);
-#pragma unroll
-                    for (int w = 4; w > 0; w >>= 1) /* a tree, not a chain of 16 */
-#pragma unroll
-                        for (int t = 0; t < w; t++)
-                            m8[t] = fmaxf(m8[t], m8[t + w]);
-                    float mx = m8[0];
-                    mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
-                    mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
-                    const float mnew = fmaxf(mrow[r], mx);
-                    const float ref = mnew == -INFINITY ? 0.0f : mnew * a.qk_scale; /* a row masked so far stays 0 */
-                    const float alpha = ft_exp2_approx(mrow[r] * a.qk_scale - ref);
-                    mrow[r] = mnew;
-#pragma unroll
-                    for (int t = 0; t < 8; t++) {
-                        s[t][2 * r] = ft_exp2_approx(fmaf(s[t][2 * r], a.qk_scale, -ref));
-                        s[t][2 * r + 1] = ft_exp2_approx(fmaf(s[t][2 * r + 1], a.qk_scale, -ref));
-                        m8[t] = s[t][2 * r] + s[t][2 * r + 1];
-                    }
-#pragma unroll
-                    for (int w = 4; w > 0; w >>= 1)
-#pragma unroll
-                        for (int t = 0; t < w; t++)
-                            m8[t] += m8[t + w];
-                    lrow[r] = lrow[r] * alpha + m8[0];
-#pragma unroll
-                    for (int i = 0; i < 16; i++) {
-                        o[i][2 * r] *= alpha;
-                        o[i][2 * r + 1] *= alpha;
-                    }
+                for (int i = 0; i < 16; i++) {
+                    o[i][0] *= alpha[0];
+                    o[i][1] *= alpha[0];
+                    o[i][2] *= alpha[1];
+                    o[i][3] *= alpha[1];
                 }
                 /* o += P V: the accumulators of key n-tiles 2kk, 2kk+1 are the A fragment of k-step kk */
 #pragma unroll
@@ -8640,6 +8655,191 @@ static __global__ void __launch_bounds__(128, 2) ft_attn_packed_h128_bf16(ft_att
 #endif
 }
 
+/* ft_attn_pw_h128_bf16: the sm_90a form (wgmma). A block is one warpgroup and a query tile
+ * of 64 rows (warp w: rows 16 w .. 16 w + 15). Q and three stages of 64-row key and value
+ * tiles sit in shared memory in 128-byte swizzled panels of 64 columns, copied by cp.async
+ * (tile j + 2 is on its way while tile j is used). S = Q K^T is wgmma m64n64k16 from
+ * shared memory; P stays in registers as the A operand of O += P V (m64n128k16, V
+ * read transposed from its row-major tile). A tile's scores are issued together with
+ * O += P V of the tile before. (ptxas places the wait for P V before the softmax of the
+ * new scores; a branch that kept the softmax ahead of it measured no faster: the other
+ * blocks on the SM fill the gap.) Causal grids start with the longest tiles (the last
+ * query tile of each sequence). Softmax, rounding of P and biases as in the mma.sync form. */
+#define FT_ATTN_H128_BF16_PW_TILE 16384
+#define FT_ATTN_H128_BF16_PW_SMEM (7 * FT_ATTN_H128_BF16_PW_TILE + 1024)
+
+/* Starts copying rows r0 .. r0+63 of one head's columns (g: the sequence's row 0 at the
+ * head's first column) into the swizzled tile s; rows at or past n are zero-filled. */
+static __device__ __forceinline__ void ft_attn_pw_fetch_h128_bf16(char *s, const __nv_bfloat16 *g, int ldq, int r0, int n,
+                                                              int tid)
+{
+#pragma unroll
+    for (int i = 0; i < 8; i++) {
+        const int e = tid + i * 128, r = e / 16, c = e % 16;
+        const int in = r0 + r < n;
+        ft_cp_async16(s + (c >> 3) * 8192 + r * 128 + (((c & 7) ^ (r & 7)) << 4),
+                      g + (in ? (int64_t)(r0 + r) * ldq + c * 8 : 0), in ? 16 : 0);
+    }
+}
+
+/* S = Q K^T over the tile at ks (both swizzled, K-major) */
+static __device__ __forceinline__ void ft_attn_pw_qk_h128_bf16(float *s, const char *qs, const char *ks)
+{
+#pragma unroll
+    for (int kk = 0; kk < 8; kk++) {
+        const int off = (kk >> 2) * 8192 + (kk & 3) * 32;
+        ft_wg_ss_m64n64k16_bf16(s, ft_wg_desc(qs + off, 16, 1024), ft_wg_desc(ks + off, 16, 1024), kk > 0);
+    }
+}
+
+/* O (+)= P V over the tile at vs (swizzled rows of keys: B MN-major, panels of 64 columns
+ * 8192 bytes apart); p: the weights as 4 A fragments of 16 keys; acc 0 starts O afresh */
+static __device__ __forceinline__ void ft_attn_pw_pv_h128_bf16(float *o, const unsigned *p, const char *vs, int acc)
+{
+#pragma unroll
+    for (int kk = 0; kk < 4; kk++)
+        ft_wg_rs_m64n128k16_bf16(o, p + 4 * kk, ft_wg_desc(vs + kk * 2048, 8192, 1024), acc || kk > 0);
+}
+
+static __global__ void __launch_bounds__(128, 2) ft_attn_pw_h128_bf16(ft_attn_packed_kargs_h128_bf16 a)
+{
+#if FT_WGMMA
+    extern __shared__ uint4 ft_attn_pw_smem_h128_bf16[];
+    /* Q, then stages 0..2 (K, V); the swizzle wants 1024-byte aligned tiles */
+    char *qs = (char *)(((uintptr_t)ft_attn_pw_smem_h128_bf16 + 1023) & ~(uintptr_t)1023);
+    const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
+    const int h = blockIdx.x, b = blockIdx.z, kvh = h / a.G;
+    const int row0 = a.offsets[b], len = a.offsets[b + 1] - row0;
+    const __nv_bfloat16 *base = a.qkv + (int64_t)row0 * a.ldq;
+    const __nv_bfloat16 *qg = base + h * 128, *kg = base + a.kcol + kvh * 128, *vg = base + a.vcol + kvh * 128;
+    const int rq = warp * 16 + (lane >> 2); /* this thread's rows of the tile: rq, rq + 8 */
+
+    for (int t = gridDim.y - 1 - blockIdx.y; t * 64 < len; t += gridDim.y) {
+        const int q0 = t * 64;
+        const int kend = a.causal ? min(len, q0 + 64) : len;
+        const int nt = (kend + 63) >> 6;
+        /* groups: Q and key/value tile 0, tile 1, tile 2 (or nothing) */
+        ft_attn_pw_fetch_h128_bf16(qs, qg, a.ldq, q0, len, tid);
+#pragma unroll
+        for (int j = 0; j < 3; j++) {
+            if (j < nt) {
+                ft_attn_pw_fetch_h128_bf16(qs + (1 + 2 * j) * FT_ATTN_H128_BF16_PW_TILE, kg, a.ldq, j * 64, kend, tid);
+                ft_attn_pw_fetch_h128_bf16(qs + (2 + 2 * j) * FT_ATTN_H128_BF16_PW_TILE, vg, a.ldq, j * 64, kend, tid);
+            }
+            ft_cp_async_commit();
+        }
+        ft_cp_async_wait2();
+        if (a.bias != NULL) { /* q bias on the vectors this thread copied */
+#pragma unroll
+            for (int i = 0; i < 8; i++) {
+                const int e = tid + i * 128, r = e / 16, c = e % 16;
+                if (q0 + r < len) {
+                    float f[8], fb[8];
+                    uint4 *q = (uint4 *)(qs + (c >> 3) * 8192 + r * 128 + (((c & 7) ^ (r & 7)) << 4));
+                    ft_unpack_bf16x8(*q, f);
+                    ft_unpack_bf16x8(__ldg((const uint4 *)(a.bias + h * 128 + c * 8)), fb);
+#pragma unroll
+                    for (int k = 0; k < 8; k++)
+                        f[k] += fb[k];
+                    *q = ft_pack_bf16x8(f);
+                }
+            }
+        }
+        ft_fence_async_smem();
+        __syncthreads(); /* Q and tile 0 have landed, whoever copied them */
+
+        float s[32], o[64], m[2] = {-INFINITY, -INFINITY}, l[2] = {0.0f, 0.0f}, alpha[2];
+        unsigned p[16];
+        /* mask where the tile has keys past the sequence or (causal) past one of the warp's rows */
+#define FT_ATTN_H128_BF16_PW_MASK(k0) (kend - (k0) < 64 || (a.causal && (k0) + 63 > q0 + warp * 16))
+        ft_wg_fence();
+        ft_attn_pw_qk_h128_bf16(s, qs, qs + FT_ATTN_H128_BF16_PW_TILE);
+        ft_wg_commit();
+        ft_wg_wait0();
+        ft_wg_keep(s, 32);
+        ft_attn_pk_softmax_h128_bf16(s, m, l, alpha, 0, kend, q0 + rq, FT_ATTN_H128_BF16_PW_MASK(0), a.causal, a.qk_scale, lane);
+#pragma unroll
+        for (int k = 0; k < 16; k++)
+            p[k] = ft_pack_bf16x2(&s[2 * k]);
+
+        for (int it = 1; it < nt; it++) {
+            ft_cp_async_wait1(); /* tile it has landed */
+            ft_fence_async_smem();
+            __syncthreads();
+            const char *ks = qs + (1 + 2 * (it % 3)) * FT_ATTN_H128_BF16_PW_TILE;
+            const char *vprev = qs + (2 + 2 * ((it - 1) % 3)) * FT_ATTN_H128_BF16_PW_TILE;
+            ft_wg_fence();
+            ft_attn_pw_qk_h128_bf16(s, qs, ks);
+            ft_wg_commit();
+            ft_attn_pw_pv_h128_bf16(o, p, vprev, it > 1);
+            ft_wg_commit();
+            ft_wg_wait1(); /* the scores; P V of the tile before may still run */
+            ft_wg_keep(s, 32);
+            ft_attn_pk_softmax_h128_bf16(s, m, l, alpha, it * 64, kend, q0 + rq, FT_ATTN_H128_BF16_PW_MASK(it * 64), a.causal,
+                                    a.qk_scale, lane);
+            ft_wg_wait0();
+            ft_wg_keep(o, 64);
+#pragma unroll
+            for (int j = 0; j < 16; j++) {
+                o[4 * j] *= alpha[0];
+                o[4 * j + 1] *= alpha[0];
+                o[4 * j + 2] *= alpha[1];
+                o[4 * j + 3] *= alpha[1];
+            }
+#pragma unroll
+            for (int k = 0; k < 16; k++)
+                p[k] = ft_pack_bf16x2(&s[2 * k]);
+            __syncthreads(); /* every warp is done with tile it - 1's stage */
+            if (it + 2 < nt) {
+                char *st = qs + (1 + 2 * ((it + 2) % 3)) * FT_ATTN_H128_BF16_PW_TILE;
+                ft_attn_pw_fetch_h128_bf16(st, kg, a.ldq, (it + 2) * 64, kend, tid);
+                ft_attn_pw_fetch_h128_bf16(st + FT_ATTN_H128_BF16_PW_TILE, vg, a.ldq, (it + 2) * 64, kend, tid);
+            }
+            ft_cp_async_commit(); /* possibly empty: one group per tile */
+        }
+#undef FT_ATTN_H128_BF16_PW_MASK
+        ft_wg_fence();
+        ft_attn_pw_pv_h128_bf16(o, p, qs + (2 + 2 * ((nt - 1) % 3)) * FT_ATTN_H128_BF16_PW_TILE, nt > 1);
+        ft_wg_commit();
+        ft_wg_wait0();
+        ft_wg_keep(o, 64);
+
+        /* normalise, add the v bias, stage the tile in Q's place (swizzled as Q was), write
+         * it with 16-byte stores */
+        float inv[2];
+#pragma unroll
+        for (int r = 0; r < 2; r++) {
+            float sum = l[r];
+            sum += __shfl_xor_sync(0xffffffffu, sum, 1);
+            sum += __shfl_xor_sync(0xffffffffu, sum, 2);
+            inv[r] = sum > 0.0f ? 1.0f / sum : 0.0f;
+        }
+        __syncthreads(); /* every warp's scores are done with Q */
+#pragma unroll
+        for (int j = 0; j < 16; j++) {
+            const int d = j * 8 + (lane & 3) * 2;
+            float vb[2] = {0.0f, 0.0f};
+            if (a.bias != NULL)
+                ft_unpack2_bf16(a.bias + a.vcol + kvh * 128 + d, vb);
+            const float lo[2] = {fmaf(o[4 * j], inv[0], vb[0]), fmaf(o[4 * j + 1], inv[0], vb[1])};
+            const float hi[2] = {fmaf(o[4 * j + 2], inv[1], vb[0]), fmaf(o[4 * j + 3], inv[1], vb[1])};
+            char *row_lo = qs + (j >> 3) * 8192 + rq * 128 + (lane & 3) * 4;
+            ft_store_bf16x2((__nv_bfloat16 *)(row_lo + (((j & 7) ^ (rq & 7)) << 4)), lo);
+            ft_store_bf16x2((__nv_bfloat16 *)(row_lo + 1024 + (((j & 7) ^ (rq & 7)) << 4)), hi);
+        }
+        __syncthreads();
+#pragma unroll
+        for (int i = tid; i < 64 * 16; i += 128) {
+            const int r = i / 16, c = i % 16;
+            if (q0 + r < len)
+                *(uint4 *)(a.out + (int64_t)(row0 + q0 + r) * a.ldo + h * 128 + c * 8) =
+                    *(const uint4 *)(qs + (c >> 3) * 8192 + r * 128 + (((c & 7) ^ (r & 7)) << 4));
+        }
+        __syncthreads(); /* the staged tile is read before the next query tile lands there */
+    }
+#endif
+}
+
 /* Self-attention over the packed sequences of a batch; see ft_packed_attention_args. */
 static inline ft_status ft_packed_attention_h128_bf16(const ft_packed_attention_args *args, cudaStream_t stream)
 {
@@ -8651,6 +8851,17 @@ static inline ft_status ft_packed_attention_h128_bf16(const ft_packed_attention_
         return st;
     static int smem_done[64];
     if ((st = ft_smem_limit(fn, (const void *)ft_attn_packed_h128_bf16, FT_ATTN_H128_BF16_PK_SMEM, smem_done)) != FT_OK)
+        return st;
+    int wg = 0; /* the warpgroup form */
+    if (args->impl != FT_ATTN_IMPL_REGISTER && (st = ft_code_sm90a(fn, &wg)) != FT_OK)
+        return st;
+    if (args->impl == FT_ATTN_IMPL_ASYNC && !wg)
+        return ft_fail(FT_ERR_UNSUPPORTED,
+                       "%s: the warpgroup (wgmma) kernel needs head size 64 or 128 (this variant: 128) and code "
+                       "built for sm_90a running on an sm_90 device",
+                       fn);
+    static int pw_smem_done[64];
+    if (wg && (st = ft_smem_limit(fn, (const void *)ft_attn_pw_h128_bf16, FT_ATTN_H128_BF16_PW_SMEM, pw_smem_done)) != FT_OK)
         return st;
     ft_attn_packed_kargs_h128_bf16 k;
     memset(&k, 0, sizeof k);
@@ -8665,8 +8876,12 @@ static inline ft_status ft_packed_attention_h128_bf16(const ft_packed_attention_
     k.vcol = (args->num_heads + args->num_kv_heads) * 128;
     k.qk_scale = qk_scale;
     k.causal = args->causal != 0;
-    ft_attn_packed_h128_bf16<<<dim3((unsigned)tiles, (unsigned)args->num_heads, (unsigned)args->batch), 128,
-                               FT_ATTN_H128_BF16_PK_SMEM, stream>>>(k);
+    if (wg)
+        ft_attn_pw_h128_bf16<<<dim3((unsigned)args->num_heads, (unsigned)tiles, (unsigned)args->batch), 128,
+                               FT_ATTN_H128_BF16_PW_SMEM, stream>>>(k);
+    else
+        ft_attn_packed_h128_bf16<<<dim3((unsigned)tiles, (unsigned)args->num_heads, (unsigned)args->batch), 128,
+                                   FT_ATTN_H128_BF16_PK_SMEM, stream>>>(k);
     return ft_launch_error(fn, cudaGetLastError());
 }
 

@@ -7902,6 +7902,59 @@ static __device__ __forceinline__ void ft_attn_packed_fetch_h32_fp16(__half *s, 
     }
 }
 
+/* The online softmax of one 64-key tile's scores, both kernels: s holds the m16n8
+ * accumulator fragments of 8 key n-tiles (s[4 j + e]: keys k0 + 8 j + 2 (lane % 4) + (e & 1)
+ * of rows qr + 8 (e >> 1)); the four lanes of a row hold its 64 keys between them. Masks
+ * (where `mask`) keys at or past kend and (causal) past the row, updates the running max m
+ * (raw scores: scale > 0) and the thread's part of the sum l, leaves the weights
+ * 2^(s*scale - max*scale) in s and the factor the output must be scaled by in alpha. */
+static __device__ __forceinline__ void ft_attn_pk_softmax_h32_fp16(float *s, float *m, float *l, float *alpha,
+                                                                int k0, int kend, int qr, int mask, int causal,
+                                                                float qk_scale, int lane)
+{
+    if (mask) {
+#pragma unroll
+        for (int j = 0; j < 8; j++)
+#pragma unroll
+            for (int e = 0; e < 4; e++) {
+                const int key = k0 + j * 8 + (lane & 3) * 2 + (e & 1), row = qr + (e >> 1) * 8;
+                if (key >= kend || (causal && key > row))
+                    s[4 * j + e] = -INFINITY;
+            }
+    }
+#pragma unroll
+    for (int r = 0; r < 2; r++) {
+        float m8[8];
+#pragma unroll
+        for (int j = 0; j < 8; j++)
+            m8[j] = fmaxf(s[4 * j + 2 * r], s[4 * j + 2 * r + 1]);
+#pragma unroll
+        for (int w = 4; w > 0; w >>= 1)
+#pragma unroll
+            for (int j = 0; j < w; j++)
+                m8[j] = fmaxf(m8[j], m8[j + w]);
+        float mx = m8[0];
+        mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
+        mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
+        const float mnew = fmaxf(m[r], mx);
+        const float ref = mnew == -INFINITY ? 0.0f : mnew * qk_scale; /* a row masked so far stays 0 */
+        alpha[r] = ft_exp2_approx(m[r] * qk_scale - ref);
+        m[r] = mnew;
+#pragma unroll
+        for (int j = 0; j < 8; j++) {
+            s[4 * j + 2 * r] = ft_exp2_approx(fmaf(s[4 * j + 2 * r], qk_scale, -ref));
+            s[4 * j + 2 * r + 1] = ft_exp2_approx(fmaf(s[4 * j + 2 * r + 1], qk_scale, -ref));
+            m8[j] = s[4 * j + 2 * r] + s[4 * j + 2 * r + 1];
+        }
+#pragma unroll
+        for (int w = 4; w > 0; w >>= 1)
+#pragma unroll
+            for (int j = 0; j < w; j++)
+                m8[j] += m8[j + w];
+        l[r] = l[r] * alpha[r] + m8[0];
+    }
+}
+
 static __global__ void __launch_bounds__(128, 4) ft_attn_packed_h32_fp16(ft_attn_packed_kargs_h32_fp16 a)
 {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
@@ -7997,55 +8050,17 @@ static __global__ void __launch_bounds__(128, 4) ft_attn_packed_h32_fp16(ft_attn
                         }
                     }
                 }
-                /* mask keys past the sequence and (causal) past the row, where the tile has any */
-                if (nk < 64 || (a.causal && k0 + 63 > q0 + warp * 16)) {
+                /* mask where the tile has keys past the sequence or (causal) past one of the warp's rows */
+                float alpha[2];
+                ft_attn_pk_softmax_h32_fp16(&s[0][0], mrow, lrow, alpha, k0, kend, qrow,
+                                        nk < 64 || (a.causal && k0 + 63 > q0 + warp * 16), a.causal, a.qk_scale,
+                                        lane);
 #pragma unroll
-                    for (int t = 0; t < 8; t++) {
-#pragma unroll
-                        for (int e = 0; e < 4; e++) {
-                            const int key = k0 + t * 8 + (lane & 3) * 2 + (e & 1), row = qrow + (e >> 1) * 8;
-                            if (key >= kend || (a.causal && key > row))
-                                s[t][e] = -INFINITY;
-                        }
-                    }
-                }
-                /* online softmax on the raw scores (scale > 0): the four lanes of a row hold its
-                 * 64 keys between them; weights are 2^(s*scale - max*scale) */
-#pragma unroll
-                for (int r = 0; r < 2; r++) {
-                    float m8[8];
-#pragma unroll
-                    for (int t = 0; t < 8; t++)
-                        m8[t] = fmaxf(s[t][2 * r], s[t][2 * r + 1]);
-#pragma unroll
-                    for (int w = 4; w > 0; w >>= 1) /* a tree, not a chain of 16 */
-#pragma unroll
-                        for (int t = 0; t < w; t++)
-                            m8[t] = fmaxf(m8[t], m8[t + w]);
-                    float mx = m8[0];
-                    mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
-                    mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
-                    const float mnew = fmaxf(mrow[r], mx);
-                    const float ref = mnew == -INFINITY ? 0.0f : mnew * a.qk_scale; /* a row masked so far stays 0 */
-                    const float alpha = ft_exp2_approx(mrow[r] * a.qk_scale - ref);
-                    mrow[r] = mnew;
-#pragma unroll
-                    for (int t = 0; t < 8; t++) {
-                        s[t][2 * r] = ft_exp2_approx(fmaf(s[t][2 * r], a.qk_scale, -ref));
-                        s[t][2 * r + 1] = ft_exp2_approx(fmaf(s[t][2 * r + 1], a.qk_scale, -ref));
-                        m8[t] = s[t][2 * r] + s[t][2 * r + 1];
-                    }
-#pragma unroll
-                    for (int w = 4; w > 0; w >>= 1)
-#pragma unroll
-                        for (int t = 0; t < w; t++)
-                            m8[t] += m8[t + w];
-                    lrow[r] = lrow[r] * alpha + m8[0];
-#pragma unroll
-                    for (int i = 0; i < 4; i++) {
-                        o[i][2 * r] *= alpha;
-                        o[i][2 * r + 1] *= alpha;
-                    }
+                for (int i = 0; i < 4; i++) {
+                    o[i][0] *= alpha[0];
+                    o[i][1] *= alpha[0];
+                    o[i][2] *= alpha[1];
+                    o[i][3] *= alpha[1];
                 }
                 /* o += P V: the accumulators of key n-tiles 2kk, 2kk+1 are the A fragment of k-step kk */
 #pragma unroll
@@ -8120,6 +8135,12 @@ static inline ft_status ft_packed_attention_h32_fp16(const ft_packed_attention_a
     ft_status st = ft_attn_check_packed(fn, args, 32, 64, &tiles, &qk_scale);
     if (st != FT_OK)
         return st;
+    int wg = 0; /* the warpgroup form */
+    if (args->impl == FT_ATTN_IMPL_ASYNC && !wg)
+        return ft_fail(FT_ERR_UNSUPPORTED,
+                       "%s: the warpgroup (wgmma) kernel needs head size 64 or 128 (this variant: 32) and code "
+                       "built for sm_90a running on an sm_90 device",
+                       fn);
     ft_attn_packed_kargs_h32_fp16 k;
     memset(&k, 0, sizeof k);
     k.qkv = (const __half *)args->qkv;
@@ -8133,8 +8154,8 @@ static inline ft_status ft_packed_attention_h32_fp16(const ft_packed_attention_a
     k.vcol = (args->num_heads + args->num_kv_heads) * 32;
     k.qk_scale = qk_scale;
     k.causal = args->causal != 0;
-    ft_attn_packed_h32_fp16<<<dim3((unsigned)tiles, (unsigned)args->num_heads, (unsigned)args->batch), 128,
-                               FT_ATTN_H32_FP16_PK_SMEM, stream>>>(k);
+        ft_attn_packed_h32_fp16<<<dim3((unsigned)tiles, (unsigned)args->num_heads, (unsigned)args->batch), 128,
+                                   FT_ATTN_H32_FP16_PK_SMEM, stream>>>(k);
     return ft_launch_error(fn, cudaGetLastError());
 }
 

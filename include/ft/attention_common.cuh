@@ -122,6 +122,11 @@ typedef struct ft_packed_attention_args {
     void *out;             /* [M, H * D]: each row the heads' contexts side by side */
     float scale;           /* softmax scale; 0 means 1/sqrt(D) */
     int causal;            /* nonzero: row i of a sequence attends to its rows 0..i only */
+    ft_attn_impl impl;     /* 0 (automatic) unless comparing the kernels: AUTO takes the
+                              warpgroup (wgmma) kernel where it exists (head sizes 64 and 128,
+                              code built for sm_90a on an sm_90 device), else the mma.sync one;
+                              REGISTER forces the mma.sync kernel, ASYNC the wgmma one
+                              (FT_ERR_UNSUPPORTED where it does not exist) */
 } ft_packed_attention_args;
 
 /* Device-memory bytes the split-KV partials need: per split, per (sequence, head), D
@@ -537,6 +542,146 @@ static __device__ __forceinline__ void ft_cp_async_wait1(void)
 #endif
 }
 
+static __device__ __forceinline__ void ft_cp_async_wait2(void)
+{
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+    asm volatile("cp.async.wait_group 2;" ::: "memory");
+#endif
+}
+
+/* ---------------------------------------------------------------- sm_90a warpgroup mma */
+
+/* wgmma, in code built for sm_90a only (FT_WGMMA; launchers ask ft_code_sm90a): one
+ * warpgroup (4 warps, 128 threads) multiplies a 64-row A by a B from shared memory into fp32
+ * accumulators held across its threads as the m16n8 fragments of mma.sync, repeated: thread
+ * t (warp w, lane l) holds rows 16 w + l / 4 and + 8, and in d[4 j .. 4 j + 3] columns
+ * 8 j + 2 (l % 4) and + 1 of them (d[4 j], d[4 j + 1] the first row, d[4 j + 2],
+ * d[4 j + 3] the second). An A from registers (the _rs forms) is that fragment of 16
+ * columns packed two elements a word: {d[0], d[1]}, {d[2], d[3]}, {d[4], d[5]},
+ * {d[6], d[7]} of an m64n16 accumulator. Shared-memory operands are described by
+ * ft_wg_desc. `acc` 0 overwrites d instead of adding to it. The calls are asynchronous:
+ * ft_wg_fence() before the first of a batch (and after any other write to their
+ * registers), ft_wg_commit() closes a group, ft_wg_wait0/1() wait until at most 0/1 groups
+ * are pending; only then may d (or an A's registers) be touched, after ft_wg_keep() tells
+ * the compiler so. Shared memory written by ordinary stores or cp.async reaches them after
+ * ft_fence_async_smem() by the writers and a barrier. */
+#if defined(__CUDA_ARCH__) && defined(__CUDA_ARCH_FEAT_SM90_ALL)
+#define FT_WGMMA 1
+#else
+#define FT_WGMMA 0
+#endif
+
+static __device__ __forceinline__ unsigned long long ft_wg_desc(const void *smem, unsigned lbo, unsigned sbo)
+{
+    /* 128-byte swizzle (rows of 128 bytes in atoms of 8 rows, 16-byte chunk c of row r at
+     * chunk c ^ (r % 8), atoms 1024-byte aligned); addresses and offsets in 16-byte units */
+    return (unsigned long long)((ft_smem_addr(smem) & 0x3FFFFu) >> 4) | ((unsigned long long)(lbo >> 4) << 16) |
+           ((unsigned long long)(sbo >> 4) << 32) | (1ull << 62);
+}
+
+static __device__ __forceinline__ void ft_wg_fence(void)
+{
+#if FT_WGMMA
+    asm volatile("wgmma.fence.sync.aligned;" ::: "memory");
+#endif
+}
+
+static __device__ __forceinline__ void ft_wg_commit(void)
+{
+#if FT_WGMMA
+    asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");
+#endif
+}
+
+static __device__ __forceinline__ void ft_wg_wait0(void)
+{
+#if FT_WGMMA
+    asm volatile("wgmma.wait_group.sync.aligned 0;" ::: "memory");
+#endif
+}
+
+static __device__ __forceinline__ void ft_wg_wait1(void)
+{
+#if FT_WGMMA
+    asm volatile("wgmma.wait_group.sync.aligned 1;" ::: "memory");
+#endif
+}
+
+/* n accumulators the compiler must not read or write across this point (after a wait) */
+static __device__ __forceinline__ void ft_wg_keep(float *d, int n)
+{
+#pragma unroll
+    for (int i = 0; i < n; i++)
+        asm volatile("" : "+f"(d[i])::"memory");
+}
+
+/* generic-proxy writes to shared memory (st.shared, cp.async) made visible to the async
+ * proxy that wgmma reads through */
+static __device__ __forceinline__ void ft_fence_async_smem(void)
+{
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
+#endif
+}
+
+#define FT_WG_D8(d, i)                                                                                   \
+    "+f"(d[i]), "+f"(d[i + 1]), "+f"(d[i + 2]), "+f"(d[i + 3]), "+f"(d[i + 4]), "+f"(d[i + 5]), "+f"(d[i + 6]), \
+        "+f"(d[i + 7])
+#define FT_WG_D32(d) FT_WG_D8(d, 0), FT_WG_D8(d, 8), FT_WG_D8(d, 16), FT_WG_D8(d, 24)
+#define FT_WG_D64(d) FT_WG_D32(d), FT_WG_D8(d, 32), FT_WG_D8(d, 40), FT_WG_D8(d, 48), FT_WG_D8(d, 56)
+
+/* The wgmma forms the kernels use, for each 16-bit type (DT fp16 or bf16, PTX its type in
+ * PTX), fp32 accumulators:
+ *   ft_wg_ss_m64n64k16_DT(d, da, db, acc)    d[64x64] (+)= A[64x16] B[64x16]^T, A and B
+ *                                             K-major in shared memory (descriptors da, db)
+ *   ft_wg_rs_m64n64k16_DT(d, a, db, acc)     d[64x64] (+)= A[64x16] B[16x64], A in
+ *                                             registers a[4], B MN-major in shared memory
+ *   ft_wg_rs_m64n128k16_DT(d, a, db, acc)    the same for d[64x128] */
+#define FT_WG_REGS32 \
+    "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, " \
+    "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31}"
+#define FT_WG_REGS64 \
+    "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, " \
+    "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, " \
+    "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, " \
+    "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63}"
+#if FT_WGMMA
+#define FT_WG_ASM(...) asm volatile(__VA_ARGS__)
+#else
+#define FT_WG_ASM(...) ((void)0)
+#endif
+#define FT_WG_DEFINE(DT, PTX)                                                                               \
+    static __device__ __forceinline__ void ft_wg_ss_m64n64k16_##DT(float *d, unsigned long long da,         \
+                                                                   unsigned long long db, int acc)          \
+    {                                                                                                       \
+        FT_WG_ASM("{\n.reg .pred p;\nsetp.ne.b32 p, %34, 0;\n"                                            \
+                  "wgmma.mma_async.sync.aligned.m64n64k16.f32." PTX "." PTX " " FT_WG_REGS32 ", "            \
+                  "%32, %33, p, 1, 1, 0, 0;\n}\n"                                                           \
+                  : FT_WG_D32(d)                                                                            \
+                  : "l"(da), "l"(db), "r"(acc));                                                            \
+    }                                                                                                       \
+    static __device__ __forceinline__ void ft_wg_rs_m64n64k16_##DT(float *d, const unsigned *a,              \
+                                                                   unsigned long long db, int acc)          \
+    {                                                                                                       \
+        FT_WG_ASM("{\n.reg .pred p;\nsetp.ne.b32 p, %37, 0;\n"                                            \
+                  "wgmma.mma_async.sync.aligned.m64n64k16.f32." PTX "." PTX " " FT_WG_REGS32 ", "            \
+                  "{%32, %33, %34, %35}, %36, p, 1, 1, 1;\n}\n"                                             \
+                  : FT_WG_D32(d)                                                                            \
+                  : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(db), "r"(acc));                         \
+    }                                                                                                       \
+    static __device__ __forceinline__ void ft_wg_rs_m64n128k16_##DT(float *d, const unsigned *a,             \
+                                                                    unsigned long long db, int acc)         \
+    {                                                                                                       \
+        FT_WG_ASM("{\n.reg .pred p;\nsetp.ne.b32 p, %69, 0;\n"                                            \
+                  "wgmma.mma_async.sync.aligned.m64n128k16.f32." PTX "." PTX " " FT_WG_REGS64 ", "           \
+                  "{%64, %65, %66, %67}, %68, p, 1, 1, 1;\n}\n"                                             \
+                  : FT_WG_D64(d)                                                                            \
+                  : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(db), "r"(acc));                         \
+    }
+
+FT_WG_DEFINE(fp16, "f16")
+FT_WG_DEFINE(bf16, "bf16")
+
 /* Host-side checks of ft_packed_attention_args shared by every variant; fills the grid's
  * query-tile count and the exp2-domain scale. */
 static inline ft_status ft_attn_check_packed(const char *fn, const ft_packed_attention_args *a, int D, int qtile,
@@ -559,6 +704,8 @@ static inline ft_status ft_attn_check_packed(const char *fn, const ft_packed_att
         return ft_fail(FT_ERR_INVALID_ARGUMENT, "%s: max_seq_len must be >= 0 (0: no bound known), got %d", fn,
                        a->max_seq_len);
     ft_status st;
+    if ((st = ft_attn_check_impl(fn, a->impl)) != FT_OK)
+        return st;
     if ((st = ft_check_ptr(fn, "seq_offsets", a->seq_offsets, 4)) != FT_OK ||
         (st = ft_check_ptr(fn, "qkv", a->qkv, 16)) != FT_OK || (st = ft_check_ptr(fn, "out", a->out, 16)) != FT_OK ||
         (st = ft_check_opt_ptr(fn, "qkv_bias", a->qkv_bias, 16)) != FT_OK)

@@ -197,6 +197,44 @@ static inline ft_status ft_code_arch(const char *fn, int *out)
     return ft_kernel_arch(fn, (const void *)ft_code_arch_probe, cache, out);
 }
 
+/* An empty kernel whose static shared memory tells code built for sm_90a (256 bytes) from
+ * other code (64 bytes): what ft_code_sm90a asks the runtime about. */
+static __global__ void ft_code_sm90a_probe(int never)
+{
+#if defined(__CUDA_ARCH__) && defined(__CUDA_ARCH_FEAT_SM90_ALL)
+    __shared__ volatile int mark[64];
+#else
+    __shared__ volatile int mark[16];
+#endif
+    if (never)
+        mark[threadIdx.x & 15] = never;
+}
+
+/* Whether this translation unit's kernels run as sm_90a code on the current device (built
+ * with -arch=sm_90a, CMAKE_CUDA_ARCHITECTURES 90a): the form that the sm_90a-only
+ * instructions (wgmma) need. Code built for sm_90 runs the sm_90 forms but not those. */
+static inline ft_status ft_code_sm90a(const char *fn, int *out)
+{
+    static int cache[64]; /* 0 unknown, 1 no, 2 yes */
+    int dev = 0;
+    cudaError_t e = cudaGetDevice(&dev);
+    if (e == cudaSuccess && dev >= 0 && dev < 64 && cache[dev] > 0) {
+        *out = cache[dev] == 2;
+        return FT_OK;
+    }
+    struct cudaFuncAttributes fa;
+    if (e == cudaSuccess)
+        e = cudaFuncGetAttributes(&fa, (const void *)ft_code_sm90a_probe);
+    if (e != cudaSuccess) {
+        cudaGetLastError();
+        return ft_fail(FT_ERR_CUDA, "%s: cannot query the kernel: %s", fn, cudaGetErrorString(e));
+    }
+    *out = fa.sharedSizeBytes >= 256;
+    if (dev >= 0 && dev < 64)
+        cache[dev] = *out ? 2 : 1;
+    return FT_OK;
+}
+
 /* How many blocks of `kernel` (`block` threads, `smem` bytes of dynamic shared memory, its
  * limit raised already) an SM holds, from the occupancy calculator; remembered in `memo`
  * (the caller's static ft_occupancy_memo[FT_OCC_MEMO], one per kernel) for the last shapes
