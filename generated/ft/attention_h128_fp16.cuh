@@ -8487,6 +8487,31 @@ static __device__ __forceinline__ void ft_attn_pk_softmax_h128_fp16(float *s, fl
     }
 }
 
+/* Adds 8 bias values (the 16-byte word b) to the 8 elements at q, rounded back to __half. */
+static __device__ __forceinline__ void ft_attn_pk_add8_h128_fp16(uint4 *q, uint4 b)
+{
+    float f[8], fb[8];
+    ft_unpack_fp16x8(*q, f);
+    ft_unpack_fp16x8(b, fb);
+#pragma unroll
+    for (int j = 0; j < 8; j++)
+        f[j] += fb[j];
+    *q = ft_pack_fp16x8(f);
+}
+
+/* Scales the thread's output accumulators (o[4 i + e]: row (e >> 1) of its two) by the
+ * softmax's alpha of that row. */
+static __device__ __forceinline__ void ft_attn_pk_rescale_h128_fp16(float *o, const float *alpha)
+{
+#pragma unroll
+    for (int i = 0; i < 16; i++) {
+        o[4 * i] *= alpha[0];
+        o[4 * i + 1] *= alpha[0];
+        o[4 * i + 2] *= alpha[1];
+        o[4 * i + 3] *= alpha[1];
+    }
+}
+
 static __global__ void __launch_bounds__(128, 2) ft_attn_packed_h128_fp16(ft_attn_packed_kargs_h128_fp16 a)
 {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
@@ -8528,16 +8553,9 @@ static __global__ void __launch_bounds__(128, 2) ft_attn_packed_h128_fp16(ft_att
 #pragma unroll
             for (int i = 0; i < 8; i++) {
                 const int e = tid + i * 128, r = e / 16, c = e % 16;
-                if (q0 + r < len) {
-                    float f[8], fb[8];
-                    uint4 *p = (uint4 *)(qs + r * FT_ATTN_H128_FP16_PK_LDS + c * 8);
-                    ft_unpack_fp16x8(*p, f);
-                    ft_unpack_fp16x8(*(const uint4 *)(bias_s + c * 8), fb);
-#pragma unroll
-                    for (int j = 0; j < 8; j++)
-                        f[j] += fb[j];
-                    *p = ft_pack_fp16x8(f);
-                }
+                if (q0 + r < len)
+                    ft_attn_pk_add8_h128_fp16((uint4 *)(qs + r * FT_ATTN_H128_FP16_PK_LDS + c * 8),
+                                         *(const uint4 *)(bias_s + c * 8));
             }
             __syncthreads();
         }
@@ -8584,13 +8602,7 @@ static __global__ void __launch_bounds__(128, 2) ft_attn_packed_h128_fp16(ft_att
                 ft_attn_pk_softmax_h128_fp16(&s[0][0], mrow, lrow, alpha, k0, kend, qrow,
                                         nk < 64 || (a.causal && k0 + 63 > q0 + warp * 16), a.causal, a.qk_scale,
                                         lane);
-#pragma unroll
-                for (int i = 0; i < 16; i++) {
-                    o[i][0] *= alpha[0];
-                    o[i][1] *= alpha[0];
-                    o[i][2] *= alpha[1];
-                    o[i][3] *= alpha[1];
-                }
+                ft_attn_pk_rescale_h128_fp16(&o[0][0], alpha);
                 /* o += P V: the accumulators of key n-tiles 2kk, 2kk+1 are the A fragment of k-step kk */
 #pragma unroll
                 for (int kk = 0; kk < 4; kk++) {
@@ -8733,16 +8745,9 @@ static __global__ void __launch_bounds__(128, 2) ft_attn_pw_h128_fp16(ft_attn_pa
 #pragma unroll
             for (int i = 0; i < 8; i++) {
                 const int e = tid + i * 128, r = e / 16, c = e % 16;
-                if (q0 + r < len) {
-                    float f[8], fb[8];
-                    uint4 *q = (uint4 *)(qs + (c >> 3) * 8192 + r * 128 + (((c & 7) ^ (r & 7)) << 4));
-                    ft_unpack_fp16x8(*q, f);
-                    ft_unpack_fp16x8(__ldg((const uint4 *)(a.bias + h * 128 + c * 8)), fb);
-#pragma unroll
-                    for (int k = 0; k < 8; k++)
-                        f[k] += fb[k];
-                    *q = ft_pack_fp16x8(f);
-                }
+                if (q0 + r < len)
+                    ft_attn_pk_add8_h128_fp16((uint4 *)(qs + (c >> 3) * 8192 + r * 128 + (((c & 7) ^ (r & 7)) << 4)),
+                                         __ldg((const uint4 *)(a.bias + h * 128 + c * 8)));
             }
         }
         ft_fence_async_smem();
@@ -8779,13 +8784,7 @@ static __global__ void __launch_bounds__(128, 2) ft_attn_pw_h128_fp16(ft_attn_pa
                                     a.qk_scale, lane);
             ft_wg_wait0();
             ft_wg_keep(o, 64);
-#pragma unroll
-            for (int j = 0; j < 16; j++) {
-                o[4 * j] *= alpha[0];
-                o[4 * j + 1] *= alpha[0];
-                o[4 * j + 2] *= alpha[1];
-                o[4 * j + 3] *= alpha[1];
-            }
+            ft_attn_pk_rescale_h128_fp16(o, alpha);
 #pragma unroll
             for (int k = 0; k < 16; k++)
                 p[k] = ft_pack_fp16x2(&s[2 * k]);
@@ -8849,9 +8848,6 @@ static inline ft_status ft_packed_attention_h128_fp16(const ft_packed_attention_
     ft_status st = ft_attn_check_packed(fn, args, 128, 64, &tiles, &qk_scale);
     if (st != FT_OK)
         return st;
-    static int smem_done[64];
-    if ((st = ft_smem_limit(fn, (const void *)ft_attn_packed_h128_fp16, FT_ATTN_H128_FP16_PK_SMEM, smem_done)) != FT_OK)
-        return st;
     int wg = 0; /* the warpgroup form */
     if (args->impl != FT_ATTN_IMPL_REGISTER && (st = ft_code_sm90a(fn, &wg)) != FT_OK)
         return st;
@@ -8862,6 +8858,9 @@ static inline ft_status ft_packed_attention_h128_fp16(const ft_packed_attention_
                        fn);
     static int pw_smem_done[64];
     if (wg && (st = ft_smem_limit(fn, (const void *)ft_attn_pw_h128_fp16, FT_ATTN_H128_FP16_PW_SMEM, pw_smem_done)) != FT_OK)
+        return st;
+    static int smem_done[64];
+    if (!wg && (st = ft_smem_limit(fn, (const void *)ft_attn_packed_h128_fp16, FT_ATTN_H128_FP16_PK_SMEM, smem_done)) != FT_OK)
         return st;
     ft_attn_packed_kargs_h128_fp16 k;
     memset(&k, 0, sizeof k);

@@ -7955,6 +7955,31 @@ static __device__ __forceinline__ void ft_attn_pk_softmax_h32_fp16(float *s, flo
     }
 }
 
+/* Adds 8 bias values (the 16-byte word b) to the 8 elements at q, rounded back to __half. */
+static __device__ __forceinline__ void ft_attn_pk_add8_h32_fp16(uint4 *q, uint4 b)
+{
+    float f[8], fb[8];
+    ft_unpack_fp16x8(*q, f);
+    ft_unpack_fp16x8(b, fb);
+#pragma unroll
+    for (int j = 0; j < 8; j++)
+        f[j] += fb[j];
+    *q = ft_pack_fp16x8(f);
+}
+
+/* Scales the thread's output accumulators (o[4 i + e]: row (e >> 1) of its two) by the
+ * softmax's alpha of that row. */
+static __device__ __forceinline__ void ft_attn_pk_rescale_h32_fp16(float *o, const float *alpha)
+{
+#pragma unroll
+    for (int i = 0; i < 4; i++) {
+        o[4 * i] *= alpha[0];
+        o[4 * i + 1] *= alpha[0];
+        o[4 * i + 2] *= alpha[1];
+        o[4 * i + 3] *= alpha[1];
+    }
+}
+
 static __global__ void __launch_bounds__(128, 4) ft_attn_packed_h32_fp16(ft_attn_packed_kargs_h32_fp16 a)
 {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
@@ -7996,16 +8021,9 @@ static __global__ void __launch_bounds__(128, 4) ft_attn_packed_h32_fp16(ft_attn
 #pragma unroll
             for (int i = 0; i < 2; i++) {
                 const int e = tid + i * 128, r = e / 4, c = e % 4;
-                if (q0 + r < len) {
-                    float f[8], fb[8];
-                    uint4 *p = (uint4 *)(qs + r * FT_ATTN_H32_FP16_PK_LDS + c * 8);
-                    ft_unpack_fp16x8(*p, f);
-                    ft_unpack_fp16x8(*(const uint4 *)(bias_s + c * 8), fb);
-#pragma unroll
-                    for (int j = 0; j < 8; j++)
-                        f[j] += fb[j];
-                    *p = ft_pack_fp16x8(f);
-                }
+                if (q0 + r < len)
+                    ft_attn_pk_add8_h32_fp16((uint4 *)(qs + r * FT_ATTN_H32_FP16_PK_LDS + c * 8),
+                                         *(const uint4 *)(bias_s + c * 8));
             }
             __syncthreads();
         }
@@ -8055,13 +8073,7 @@ static __global__ void __launch_bounds__(128, 4) ft_attn_packed_h32_fp16(ft_attn
                 ft_attn_pk_softmax_h32_fp16(&s[0][0], mrow, lrow, alpha, k0, kend, qrow,
                                         nk < 64 || (a.causal && k0 + 63 > q0 + warp * 16), a.causal, a.qk_scale,
                                         lane);
-#pragma unroll
-                for (int i = 0; i < 4; i++) {
-                    o[i][0] *= alpha[0];
-                    o[i][1] *= alpha[0];
-                    o[i][2] *= alpha[1];
-                    o[i][3] *= alpha[1];
-                }
+                ft_attn_pk_rescale_h32_fp16(&o[0][0], alpha);
                 /* o += P V: the accumulators of key n-tiles 2kk, 2kk+1 are the A fragment of k-step kk */
 #pragma unroll
                 for (int kk = 0; kk < 4; kk++) {

@@ -7987,6 +7987,31 @@ static __device__ __forceinline__ void ft_attn_pk_softmax_h64_bf16(float *s, flo
     }
 }
 
+/* Adds 8 bias values (the 16-byte word b) to the 8 elements at q, rounded back to __nv_bfloat16. */
+static __device__ __forceinline__ void ft_attn_pk_add8_h64_bf16(uint4 *q, uint4 b)
+{
+    float f[8], fb[8];
+    ft_unpack_bf16x8(*q, f);
+    ft_unpack_bf16x8(b, fb);
+#pragma unroll
+    for (int j = 0; j < 8; j++)
+        f[j] += fb[j];
+    *q = ft_pack_bf16x8(f);
+}
+
+/* Scales the thread's output accumulators (o[4 i + e]: row (e >> 1) of its two) by the
+ * softmax's alpha of that row. */
+static __device__ __forceinline__ void ft_attn_pk_rescale_h64_bf16(float *o, const float *alpha)
+{
+#pragma unroll
+    for (int i = 0; i < 8; i++) {
+        o[4 * i] *= alpha[0];
+        o[4 * i + 1] *= alpha[0];
+        o[4 * i + 2] *= alpha[1];
+        o[4 * i + 3] *= alpha[1];
+    }
+}
+
 static __global__ void __launch_bounds__(128, 4) ft_attn_packed_h64_bf16(ft_attn_packed_kargs_h64_bf16 a)
 {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
@@ -8028,16 +8053,9 @@ static __global__ void __launch_bounds__(128, 4) ft_attn_packed_h64_bf16(ft_attn
 #pragma unroll
             for (int i = 0; i < 4; i++) {
                 const int e = tid + i * 128, r = e / 8, c = e % 8;
-                if (q0 + r < len) {
-                    float f[8], fb[8];
-                    uint4 *p = (uint4 *)(qs + r * FT_ATTN_H64_BF16_PK_LDS + c * 8);
-                    ft_unpack_bf16x8(*p, f);
-                    ft_unpack_bf16x8(*(const uint4 *)(bias_s + c * 8), fb);
-#pragma unroll
-                    for (int j = 0; j < 8; j++)
-                        f[j] += fb[j];
-                    *p = ft_pack_bf16x8(f);
-                }
+                if (q0 + r < len)
+                    ft_attn_pk_add8_h64_bf16((uint4 *)(qs + r * FT_ATTN_H64_BF16_PK_LDS + c * 8),
+                                         *(const uint4 *)(bias_s + c * 8));
             }
             __syncthreads();
         }
@@ -8087,13 +8105,7 @@ static __global__ void __launch_bounds__(128, 4) ft_attn_packed_h64_bf16(ft_attn
                 ft_attn_pk_softmax_h64_bf16(&s[0][0], mrow, lrow, alpha, k0, kend, qrow,
                                         nk < 64 || (a.causal && k0 + 63 > q0 + warp * 16), a.causal, a.qk_scale,
                                         lane);
-#pragma unroll
-                for (int i = 0; i < 8; i++) {
-                    o[i][0] *= alpha[0];
-                    o[i][1] *= alpha[0];
-                    o[i][2] *= alpha[1];
-                    o[i][3] *= alpha[1];
-                }
+                ft_attn_pk_rescale_h64_bf16(&o[0][0], alpha);
                 /* o += P V: the accumulators of key n-tiles 2kk, 2kk+1 are the A fragment of k-step kk */
 #pragma unroll
                 for (int kk = 0; kk < 4; kk++) {
@@ -8236,16 +8248,9 @@ static __global__ void __launch_bounds__(128, 3) ft_attn_pw_h64_bf16(ft_attn_pac
 #pragma unroll
             for (int i = 0; i < 4; i++) {
                 const int e = tid + i * 128, r = e / 8, c = e % 8;
-                if (q0 + r < len) {
-                    float f[8], fb[8];
-                    uint4 *q = (uint4 *)(qs + (c >> 3) * 8192 + r * 128 + (((c & 7) ^ (r & 7)) << 4));
-                    ft_unpack_bf16x8(*q, f);
-                    ft_unpack_bf16x8(__ldg((const uint4 *)(a.bias + h * 64 + c * 8)), fb);
-#pragma unroll
-                    for (int k = 0; k < 8; k++)
-                        f[k] += fb[k];
-                    *q = ft_pack_bf16x8(f);
-                }
+                if (q0 + r < len)
+                    ft_attn_pk_add8_h64_bf16((uint4 *)(qs + (c >> 3) * 8192 + r * 128 + (((c & 7) ^ (r & 7)) << 4)),
+                                         __ldg((const uint4 *)(a.bias + h * 64 + c * 8)));
             }
         }
         ft_fence_async_smem();
@@ -8282,13 +8287,7 @@ static __global__ void __launch_bounds__(128, 3) ft_attn_pw_h64_bf16(ft_attn_pac
                                     a.qk_scale, lane);
             ft_wg_wait0();
             ft_wg_keep(o, 32);
-#pragma unroll
-            for (int j = 0; j < 8; j++) {
-                o[4 * j] *= alpha[0];
-                o[4 * j + 1] *= alpha[0];
-                o[4 * j + 2] *= alpha[1];
-                o[4 * j + 3] *= alpha[1];
-            }
+            ft_attn_pk_rescale_h64_bf16(o, alpha);
 #pragma unroll
             for (int k = 0; k < 16; k++)
                 p[k] = ft_pack_bf16x2(&s[2 * k]);
