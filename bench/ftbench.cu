@@ -1338,6 +1338,7 @@ static const char *suite[] = {
     "packed_attention --dtype bf16 --batch 4 --heads 32 --seq 1024 --head-size 128 --causal --impl register",
     "packed_attention --dtype fp16 --batch 4 --heads 32 --seq 1024 --head-size 128",
     "packed_attention --dtype fp16 --batch 2 --heads 32 --seq 4096 --head-size 128 --causal",
+    "packed_attention --dtype fp16 --batch 4 --heads 32 --seq 2048 --head-size 64 --causal",
     "packed_attention --dtype fp16 --batch 8 --heads 16 --seq 512 --head-size 64 --impl register",
     "add_qkv_bias_transpose --dtype fp16 --batch 32 --seq 128 --heads 12 --head-size 64",
     "transpose_heads --dtype fp16 --batch 32 --seq 128 --heads 12 --head-size 64",

@@ -7935,22 +7935,23 @@ static __device__ __forceinline__ void ft_attn_packed_fetch_h64_bf16(__nv_bfloat
 }
 
 /* The online softmax of one 64-key tile's scores, both kernels: s holds the m16n8
- * accumulator fragments of 8 key n-tiles (s[4 j + e]: keys k0 + 8 j + 2 (lane % 4) + (e & 1)
+ * accumulator fragments of 8 key n-tiles (s[4 j + e]: keys kb + 8 j + 2 (lane % 4) + (e & 1)
  * of rows qr + 8 (e >> 1)); the four lanes of a row hold its 64 keys between them. Masks
- * (where `mask`) keys at or past kend and (causal) past the row, updates the running max m
+ * (where `mask`) keys before k0 (a tile that starts before the keys not yet counted), at
+ * or past kend and (causal) past the row, updates the running max m
  * (raw scores: scale > 0) and the thread's part of the sum l, leaves the weights
  * 2^(s*scale - max*scale) in s and the factor the output must be scaled by in alpha. */
 static __device__ __forceinline__ void ft_attn_pk_softmax_h64_bf16(float *s, float *m, float *l, float *alpha,
-                                                                int k0, int kend, int qr, int mask, int causal,
-                                                                float qk_scale, int lane)
+                                                                int kb, int k0, int kend, int qr, int mask,
+                                                                int causal, float qk_scale, int lane)
 {
     if (mask) {
 #pragma unroll
         for (int j = 0; j < 8; j++)
 #pragma unroll
             for (int e = 0; e < 4; e++) {
-                const int key = k0 + j * 8 + (lane & 3) * 2 + (e & 1), row = qr + (e >> 1) * 8;
-                if (key >= kend || (causal && key > row))
+                const int key = kb + j * 8 + (lane & 3) * 2 + (e & 1), row = qr + (e >> 1) * 8;
+                if (key < k0 || key >= kend || (causal && key > row))
                     s[4 * j + e] = -INFINITY;
             }
     }
@@ -8102,7 +8103,7 @@ static __global__ void __launch_bounds__(128, 4) ft_attn_packed_h64_bf16(ft_attn
                 }
                 /* mask where the tile has keys past the sequence or (causal) past one of the warp's rows */
                 float alpha[2];
-                ft_attn_pk_softmax_h64_bf16(&s[0][0], mrow, lrow, alpha, k0, kend, qrow,
+                ft_attn_pk_softmax_h64_bf16(&s[0][0], mrow, lrow, alpha, k0, k0, kend, qrow,
                                         nk < 64 || (a.causal && k0 + 63 > q0 + warp * 16), a.causal, a.qk_scale,
                                         lane);
                 ft_attn_pk_rescale_h64_bf16(&o[0][0], alpha);
@@ -8171,40 +8172,47 @@ static __global__ void __launch_bounds__(128, 4) ft_attn_packed_h64_bf16(ft_attn
 }
 
 /* ft_attn_pw_h64_bf16: the sm_90a form (wgmma). A block is one warpgroup and a query tile
- * of 64 rows (warp w: rows 16 w .. 16 w + 15). Q and three stages of 64-row key and value
- * tiles sit in shared memory in 128-byte swizzled panels of 64 columns, copied by cp.async
- * (tile j + 2 is on its way while tile j is used). S = Q K^T is wgmma m64n64k16 from
- * shared memory; P stays in registers as the A operand of O += P V (m64n64k16, V
- * read transposed from its row-major tile). A tile's scores are issued together with
- * O += P V of the tile before. (ptxas places the wait for P V before the softmax of the
- * new scores; a branch that kept the softmax ahead of it measured no faster: the other
- * blocks on the SM fill the gap.) Causal grids start with the longest tiles (the last
- * query tile of each sequence). Softmax, rounding of P and biases as in the mma.sync form. */
+ * of 64 rows (warp w: rows 16 w .. 16 w + 15). The warps' rows of Q are loaded once into
+ * registers, as the A fragments of S = Q K^T (wgmma m64n64k16, K from shared memory).
+ * Key and value tiles of 64 rows stream through three shared-memory stages in 128-byte
+ * swizzled panels of 64 columns: tile j + 2 is on its way while tile j is used. Thread 0
+ * copies each tile as tensor-map boxes (TMA), one per panel, counted on the stage's
+ * mbarrier: no other thread spends an instruction or a block barrier on the copies. A last
+ * tile that would reach past the sequence's end is moved back to end with it
+ * (ft_attn_pw_kb), its keys counted before masked. P stays in registers as the A operand
+ * of O += P V (m64n64k16, V read transposed from its row-major tile). A tile's scores are
+ * issued together with O += P V of the tile before; the wait for P V completes the
+ * warpgroup's reads of that tile's stage, so thread 0 refills it right there. Causal grids
+ * start with the longest tiles (the last query tile of each sequence). Softmax, rounding of
+ * P and biases as in the mma.sync form. */
 #define FT_ATTN_H64_BF16_PW_TILE 8192
-#define FT_ATTN_H64_BF16_PW_SMEM (7 * FT_ATTN_H64_BF16_PW_TILE + 1024)
+#define FT_ATTN_H64_BF16_PW_SMEM (6 * FT_ATTN_H64_BF16_PW_TILE + 1024 + 32)
 
-/* Starts copying rows r0 .. r0+63 of one head's columns (g: the sequence's row 0 at the
- * head's first column) into the swizzled tile s; rows at or past n are zero-filled. */
-static __device__ __forceinline__ void ft_attn_pw_fetch_h64_bf16(char *s, const __nv_bfloat16 *g, int ldq, int r0, int n,
-                                                              int tid)
+/* Thread 0 starts key/value tile j into stage st (K, then V FT_ATTN_H64_BF16_PW_TILE bytes on): one
+ * tensor-map box a 64-column panel, counted on the stage's mbarrier. y0: the sequence's
+ * row 0 in the map, kx/vx: the head's first key/value column. */
+static __device__ __forceinline__ void ft_attn_pw_issue_h64_bf16(char *st, unsigned long long *bar,
+                                                              const CUtensorMap *tm, int y0, int kx, int vx,
+                                                              int j, int len)
 {
+    const int y = y0 + ft_attn_pw_kb(j, len);
+    ft_mbar_expect_tx(bar, 2 * FT_ATTN_H64_BF16_PW_TILE);
 #pragma unroll
-    for (int i = 0; i < 4; i++) {
-        const int e = tid + i * 128, r = e / 8, c = e % 8;
-        const int in = r0 + r < n;
-        ft_cp_async16(s + (c >> 3) * 8192 + r * 128 + (((c & 7) ^ (r & 7)) << 4),
-                      g + (in ? (int64_t)(r0 + r) * ldq + c * 8 : 0), in ? 16 : 0);
+    for (int p = 0; p < 1; p++) {
+        ft_tensor_load_2d(st + p * 8192, tm, kx + p * 64, y, bar, 0);
+        ft_tensor_load_2d(st + FT_ATTN_H64_BF16_PW_TILE + p * 8192, tm, vx + p * 64, y, bar, 0);
     }
 }
 
-/* S = Q K^T over the tile at ks (both swizzled, K-major) */
-static __device__ __forceinline__ void ft_attn_pw_qk_h64_bf16(float *s, const char *qs, const char *ks)
+/* S = Q K^T over the tile at ks (swizzled, K-major); q: the warp's A fragments of Q, 16
+ * columns (4 registers) a k-step. Q from registers leaves the shared memory's bandwidth to
+ * K, V and their copies: from shared memory, m64n64k16 reads as many bytes of Q as of K. */
+static __device__ __forceinline__ void ft_attn_pw_qk_h64_bf16(float *s, const unsigned *q, const char *ks)
 {
 #pragma unroll
-    for (int kk = 0; kk < 4; kk++) {
-        const int off = (kk >> 2) * 8192 + (kk & 3) * 32;
-        ft_wg_ss_m64n64k16_bf16(s, ft_wg_desc(qs + off, 16, 1024), ft_wg_desc(ks + off, 16, 1024), kk > 0);
-    }
+    for (int kk = 0; kk < 4; kk++)
+        ft_wg_rsk_m64n64k16_bf16(s, q + 4 * kk, ft_wg_desc(ks + (kk >> 2) * 8192 + (kk & 3) * 32, 16, 1024),
+                                kk > 0);
 }
 
 /* O (+)= P V over the tile at vs (swizzled rows of keys: B MN-major, panels of 64 columns
@@ -8216,98 +8224,124 @@ static __device__ __forceinline__ void ft_attn_pw_pv_h64_bf16(float *o, const un
         ft_wg_rs_m64n64k16_bf16(o, p + 4 * kk, ft_wg_desc(vs + kk * 2048, 8192, 1024), acc || kk > 0);
 }
 
-static __global__ void __launch_bounds__(128, 3) ft_attn_pw_h64_bf16(ft_attn_packed_kargs_h64_bf16 a)
+static __global__ void __launch_bounds__(128, 4)
+    ft_attn_pw_h64_bf16(ft_attn_packed_kargs_h64_bf16 a, const __grid_constant__ CUtensorMap tm)
 {
 #if FT_WGMMA
     extern __shared__ uint4 ft_attn_pw_smem_h64_bf16[];
-    /* Q, then stages 0..2 (K, V); the swizzle wants 1024-byte aligned tiles */
-    char *qs = (char *)(((uintptr_t)ft_attn_pw_smem_h64_bf16 + 1023) & ~(uintptr_t)1023);
+    /* stages 0..2 (K, V), then their mbarriers; the swizzle wants 1024-byte aligned tiles */
+    char *kv = (char *)(((uintptr_t)ft_attn_pw_smem_h64_bf16 + 1023) & ~(uintptr_t)1023);
+    unsigned long long *bar = (unsigned long long *)(kv + 6 * FT_ATTN_H64_BF16_PW_TILE);
     const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
     const int h = blockIdx.x, b = blockIdx.z, kvh = h / a.G;
     const int row0 = a.offsets[b], len = a.offsets[b + 1] - row0;
-    const __nv_bfloat16 *base = a.qkv + (int64_t)row0 * a.ldq;
-    const __nv_bfloat16 *qg = base + h * 64, *kg = base + a.kcol + kvh * 64, *vg = base + a.vcol + kvh * 64;
+    const int kx = a.kcol + kvh * 64, vx = a.vcol + kvh * 64;
     const int rq = warp * 16 + (lane >> 2); /* this thread's rows of the tile: rq, rq + 8 */
+    if (tid == 0) {
+        ft_tensor_map_prefetch(&tm);
+#pragma unroll
+        for (int st = 0; st < 3; st++)
+            ft_mbar_init(bar + st, 1);
+        ft_mbar_init_fence();
+    }
+    __syncthreads();
+    unsigned ph = 0; /* the stages' mbarrier phases */
 
     for (int t = gridDim.y - 1 - blockIdx.y; t * 64 < len; t += gridDim.y) {
         const int q0 = t * 64;
         const int kend = a.causal ? min(len, q0 + 64) : len;
         const int nt = (kend + 63) >> 6;
-        /* groups: Q and key/value tile 0, tile 1, tile 2 (or nothing) */
-        ft_attn_pw_fetch_h64_bf16(qs, qg, a.ldq, q0, len, tid);
+        /* Q's tile into stage 2's key tile, moved back like a last key tile when it reaches
+         * past the sequence (row q0 + i of the tile at row q0 - qb + i), and tiles 0, 1 */
+        const int qb = ft_attn_pw_kb(t, len);
+        if (tid == 0) {
+            ft_mbar_expect_tx(bar + 2, FT_ATTN_H64_BF16_PW_TILE);
 #pragma unroll
-        for (int j = 0; j < 3; j++) {
-            if (j < nt) {
-                ft_attn_pw_fetch_h64_bf16(qs + (1 + 2 * j) * FT_ATTN_H64_BF16_PW_TILE, kg, a.ldq, j * 64, kend, tid);
-                ft_attn_pw_fetch_h64_bf16(qs + (2 + 2 * j) * FT_ATTN_H64_BF16_PW_TILE, vg, a.ldq, j * 64, kend, tid);
-            }
-            ft_cp_async_commit();
+            for (int p = 0; p < 1; p++)
+                ft_tensor_load_2d(kv + 4 * FT_ATTN_H64_BF16_PW_TILE + p * 8192, &tm, h * 64 + p * 64, row0 + qb, bar + 2, 0);
+            for (int j = 0; j < 2 && j < nt; j++)
+                ft_attn_pw_issue_h64_bf16(kv + 2 * j * FT_ATTN_H64_BF16_PW_TILE, bar + j, &tm, row0, kx, vx, j, len);
         }
-        ft_cp_async_wait2();
-        if (a.bias != NULL) { /* q bias on the vectors this thread copied */
+        /* the warp's 16 rows of Q as A fragments (ldmatrix: lanes 0-15 name rows 0-15 of a
+         * k-step, 16-31 its upper 8 columns; rows past the sequence read the tile's last);
+         * q[4 kk + 2 c + r] holds row rq + 8 r, columns 16 kk + 8 c + 2 (lane % 4) and + 1;
+         * the q bias is added in fp32 and rounded, as in the mma.sync form */
+        ft_attn_pw_landed(bar, &ph, 2);
+        unsigned q[16];
+        {
+            const int r = min(q0 - qb + warp * 16 + (lane & 15), 63);
 #pragma unroll
-            for (int i = 0; i < 4; i++) {
-                const int e = tid + i * 128, r = e / 8, c = e % 8;
-                if (q0 + r < len)
-                    ft_attn_pk_add8_h64_bf16((uint4 *)(qs + (c >> 3) * 8192 + r * 128 + (((c & 7) ^ (r & 7)) << 4)),
-                                         __ldg((const uint4 *)(a.bias + h * 64 + c * 8)));
+            for (int kk = 0; kk < 4; kk++) {
+                const int c = 2 * kk + (lane >> 4);
+                ft_ldsm_x4(q + 4 * kk, kv + 4 * FT_ATTN_H64_BF16_PW_TILE + (c >> 3) * 8192 + r * 128 + (((c & 7) ^ (r & 7)) << 4));
             }
         }
-        ft_fence_async_smem();
-        __syncthreads(); /* Q and tile 0 have landed, whoever copied them */
+        if (a.bias != NULL) {
+#pragma unroll
+            for (int kk = 0; kk < 4; kk++)
+#pragma unroll
+                for (int e = 0; e < 4; e++) {
+                    float f[2], fb[2];
+                    ft_unpack2_bf16((const __nv_bfloat16 *)&q[4 * kk + e], f);
+                    ft_unpack2_bf16(a.bias + h * 64 + kk * 16 + (e >> 1) * 8 + (lane & 3) * 2, fb);
+                    f[0] += fb[0];
+                    f[1] += fb[1];
+                    q[4 * kk + e] = ft_pack_bf16x2(f);
+                }
+        }
+        ft_fence_proxy_async();
+        __syncthreads(); /* every warp has its Q: stage 2 takes tile 2 */
+        if (tid == 0 && nt > 2)
+            ft_attn_pw_issue_h64_bf16(kv + 4 * FT_ATTN_H64_BF16_PW_TILE, bar + 2, &tm, row0, kx, vx, 2, len);
 
         float s[32], o[32], m[2] = {-INFINITY, -INFINITY}, l[2] = {0.0f, 0.0f}, alpha[2];
         unsigned p[16];
         /* mask where the tile has keys past the sequence or (causal) past one of the warp's rows */
 #define FT_ATTN_H64_BF16_PW_MASK(k0) (kend - (k0) < 64 || (a.causal && (k0) + 63 > q0 + warp * 16))
+        ft_attn_pw_landed(bar, &ph, 0);
         ft_wg_fence();
-        ft_attn_pw_qk_h64_bf16(s, qs, qs + FT_ATTN_H64_BF16_PW_TILE);
+        ft_attn_pw_qk_h64_bf16(s, q, kv);
         ft_wg_commit();
         ft_wg_wait0();
         ft_wg_keep(s, 32);
-        ft_attn_pk_softmax_h64_bf16(s, m, l, alpha, 0, kend, q0 + rq, FT_ATTN_H64_BF16_PW_MASK(0), a.causal, a.qk_scale, lane);
+        ft_attn_pk_softmax_h64_bf16(s, m, l, alpha, ft_attn_pw_kb(0, len), 0, kend, q0 + rq, FT_ATTN_H64_BF16_PW_MASK(0),
+                                a.causal, a.qk_scale, lane);
 #pragma unroll
         for (int k = 0; k < 16; k++)
             p[k] = ft_pack_bf16x2(&s[2 * k]);
 
         for (int it = 1; it < nt; it++) {
-            ft_cp_async_wait1(); /* tile it has landed */
-            ft_fence_async_smem();
-            __syncthreads();
-            const char *ks = qs + (1 + 2 * (it % 3)) * FT_ATTN_H64_BF16_PW_TILE;
-            const char *vprev = qs + (2 + 2 * ((it - 1) % 3)) * FT_ATTN_H64_BF16_PW_TILE;
+            ft_attn_pw_landed(bar, &ph, it);
+            const char *ks = kv + 2 * (it % 3) * FT_ATTN_H64_BF16_PW_TILE;
+            const char *vprev = kv + (2 * ((it - 1) % 3) + 1) * FT_ATTN_H64_BF16_PW_TILE;
             ft_wg_fence();
-            ft_attn_pw_qk_h64_bf16(s, qs, ks);
+            ft_attn_pw_qk_h64_bf16(s, q, ks);
             ft_wg_commit();
             ft_attn_pw_pv_h64_bf16(o, p, vprev, it > 1);
             ft_wg_commit();
             ft_wg_wait1(); /* the scores; P V of the tile before may still run */
             ft_wg_keep(s, 32);
-            ft_attn_pk_softmax_h64_bf16(s, m, l, alpha, it * 64, kend, q0 + rq, FT_ATTN_H64_BF16_PW_MASK(it * 64), a.causal,
-                                    a.qk_scale, lane);
-            ft_wg_wait0();
+            ft_attn_pk_softmax_h64_bf16(s, m, l, alpha, ft_attn_pw_kb(it, len), it * 64, kend, q0 + rq,
+                                    FT_ATTN_H64_BF16_PW_MASK(it * 64), a.causal, a.qk_scale, lane);
+            ft_wg_wait0(); /* the warpgroup's reads of tile it - 1's stage are done */
             ft_wg_keep(o, 32);
             ft_attn_pk_rescale_h64_bf16(o, alpha);
 #pragma unroll
             for (int k = 0; k < 16; k++)
                 p[k] = ft_pack_bf16x2(&s[2 * k]);
-            __syncthreads(); /* every warp is done with tile it - 1's stage */
-            if (it + 2 < nt) {
-                char *st = qs + (1 + 2 * ((it + 2) % 3)) * FT_ATTN_H64_BF16_PW_TILE;
-                ft_attn_pw_fetch_h64_bf16(st, kg, a.ldq, (it + 2) * 64, kend, tid);
-                ft_attn_pw_fetch_h64_bf16(st + FT_ATTN_H64_BF16_PW_TILE, vg, a.ldq, (it + 2) * 64, kend, tid);
-            }
-            ft_cp_async_commit(); /* possibly empty: one group per tile */
+            if (tid == 0 && it + 2 < nt)
+                ft_attn_pw_issue_h64_bf16(kv + 2 * ((it + 2) % 3) * FT_ATTN_H64_BF16_PW_TILE, bar + (it + 2) % 3, &tm, row0,
+                                      kx, vx, it + 2, len);
         }
 #undef FT_ATTN_H64_BF16_PW_MASK
         ft_wg_fence();
-        ft_attn_pw_pv_h64_bf16(o, p, qs + (2 + 2 * ((nt - 1) % 3)) * FT_ATTN_H64_BF16_PW_TILE, nt > 1);
+        ft_attn_pw_pv_h64_bf16(o, p, kv + (2 * ((nt - 1) % 3) + 1) * FT_ATTN_H64_BF16_PW_TILE, nt > 1);
         ft_wg_commit();
         ft_wg_wait0();
         ft_wg_keep(o, 32);
 
-        /* normalise, add the v bias, stage the tile in Q's place (swizzled as Q was), write
-         * it with 16-byte stores */
+        /* normalise, add the v bias, stage the tile in stage 0's key tile (swizzled as the
+         * tiles are; every read of the stages is done), write it with 16-byte stores */
         float inv[2];
 #pragma unroll
         for (int r = 0; r < 2; r++) {
@@ -8316,7 +8350,6 @@ static __global__ void __launch_bounds__(128, 3) ft_attn_pw_h64_bf16(ft_attn_pac
             sum += __shfl_xor_sync(0xffffffffu, sum, 2);
             inv[r] = sum > 0.0f ? 1.0f / sum : 0.0f;
         }
-        __syncthreads(); /* every warp's scores are done with Q */
 #pragma unroll
         for (int j = 0; j < 8; j++) {
             const int d = j * 8 + (lane & 3) * 2;
@@ -8325,7 +8358,7 @@ static __global__ void __launch_bounds__(128, 3) ft_attn_pw_h64_bf16(ft_attn_pac
                 ft_unpack2_bf16(a.bias + a.vcol + kvh * 64 + d, vb);
             const float lo[2] = {fmaf(o[4 * j], inv[0], vb[0]), fmaf(o[4 * j + 1], inv[0], vb[1])};
             const float hi[2] = {fmaf(o[4 * j + 2], inv[1], vb[0]), fmaf(o[4 * j + 3], inv[1], vb[1])};
-            char *row_lo = qs + (j >> 3) * 8192 + rq * 128 + (lane & 3) * 4;
+            char *row_lo = kv + (j >> 3) * 8192 + rq * 128 + (lane & 3) * 4;
             ft_store_bf16x2((__nv_bfloat16 *)(row_lo + (((j & 7) ^ (rq & 7)) << 4)), lo);
             ft_store_bf16x2((__nv_bfloat16 *)(row_lo + 1024 + (((j & 7) ^ (rq & 7)) << 4)), hi);
         }
@@ -8335,9 +8368,10 @@ static __global__ void __launch_bounds__(128, 3) ft_attn_pw_h64_bf16(ft_attn_pac
             const int r = i / 8, c = i % 8;
             if (q0 + r < len)
                 *(uint4 *)(a.out + (int64_t)(row0 + q0 + r) * a.ldo + h * 64 + c * 8) =
-                    *(const uint4 *)(qs + (c >> 3) * 8192 + r * 128 + (((c & 7) ^ (r & 7)) << 4));
+                    *(const uint4 *)(kv + (c >> 3) * 8192 + r * 128 + (((c & 7) ^ (r & 7)) << 4));
         }
-        __syncthreads(); /* the staged tile is read before the next query tile lands there */
+        ft_fence_proxy_async();
+        __syncthreads(); /* the staged tile is read before the next query tile's copies land there */
     }
 #endif
 }
@@ -8375,10 +8409,18 @@ static inline ft_status ft_packed_attention_h64_bf16(const ft_packed_attention_a
     k.vcol = (args->num_heads + args->num_kv_heads) * 64;
     k.qk_scale = qk_scale;
     k.causal = args->causal != 0;
-    if (wg)
+    if (wg) {
+        /* qkv as rows of (H + 2 Hkv) D elements, read in boxes of 64 rows x 64 columns in the
+         * 128-byte swizzle. The kernel asks only for boxes inside a sequence, so the row count
+         * (not known here) is set past any row it names. */
+        CUtensorMap tm;
+        if ((st = ft_tensor_map_2d(fn, &tm, args->qkv,
+                                   CU_TENSOR_MAP_DATA_TYPE_BFLOAT16,
+                                   (uint64_t)k.ldq, (uint64_t)1 << 31, (uint64_t)k.ldq * 2, 64, 64, 128)) != FT_OK)
+            return st;
         ft_attn_pw_h64_bf16<<<dim3((unsigned)args->num_heads, (unsigned)tiles, (unsigned)args->batch), 128,
-                               FT_ATTN_H64_BF16_PW_SMEM, stream>>>(k);
-    else
+                               FT_ATTN_H64_BF16_PW_SMEM, stream>>>(k, tm);
+    } else
         ft_attn_packed_h64_bf16<<<dim3((unsigned)tiles, (unsigned)args->num_heads, (unsigned)args->batch), 128,
                                    FT_ATTN_H64_BF16_PK_SMEM, stream>>>(k);
     return ft_launch_error(fn, cudaGetLastError());

@@ -5776,22 +5776,23 @@ static __device__ __forceinline__ void ft_attn_packed_fetch_h96_bf16(__nv_bfloat
 }
 
 /* The online softmax of one 64-key tile's scores, both kernels: s holds the m16n8
- * accumulator fragments of 8 key n-tiles (s[4 j + e]: keys k0 + 8 j + 2 (lane % 4) + (e & 1)
+ * accumulator fragments of 8 key n-tiles (s[4 j + e]: keys kb + 8 j + 2 (lane % 4) + (e & 1)
  * of rows qr + 8 (e >> 1)); the four lanes of a row hold its 64 keys between them. Masks
- * (where `mask`) keys at or past kend and (causal) past the row, updates the running max m
+ * (where `mask`) keys before k0 (a tile that starts before the keys not yet counted), at
+ * or past kend and (causal) past the row, updates the running max m
  * (raw scores: scale > 0) and the thread's part of the sum l, leaves the weights
  * 2^(s*scale - max*scale) in s and the factor the output must be scaled by in alpha. */
 static __device__ __forceinline__ void ft_attn_pk_softmax_h96_bf16(float *s, float *m, float *l, float *alpha,
-                                                                int k0, int kend, int qr, int mask, int causal,
-                                                                float qk_scale, int lane)
+                                                                int kb, int k0, int kend, int qr, int mask,
+                                                                int causal, float qk_scale, int lane)
 {
     if (mask) {
 #pragma unroll
         for (int j = 0; j < 8; j++)
 #pragma unroll
             for (int e = 0; e < 4; e++) {
-                const int key = k0 + j * 8 + (lane & 3) * 2 + (e & 1), row = qr + (e >> 1) * 8;
-                if (key >= kend || (causal && key > row))
+                const int key = kb + j * 8 + (lane & 3) * 2 + (e & 1), row = qr + (e >> 1) * 8;
+                if (key < k0 || key >= kend || (causal && key > row))
                     s[4 * j + e] = -INFINITY;
             }
     }
@@ -5940,7 +5941,7 @@ static __global__ void __launch_bounds__(128, 2) ft_attn_packed_h96_bf16(ft_attn
                 }
                 /* mask where the tile has keys past the sequence or (causal) past one of the warp's rows */
                 float alpha[2];
-                ft_attn_pk_softmax_h96_bf16(&s[0][0], mrow, lrow, alpha, k0, kend, qrow,
+                ft_attn_pk_softmax_h96_bf16(&s[0][0], mrow, lrow, alpha, k0, k0, kend, qrow,
                                         nk < 64 || (a.causal && k0 + 63 > q0 + warp * 16), a.causal, a.qk_scale,
                                         lane);
                 ft_attn_pk_rescale_h96_bf16(&o[0][0], alpha);

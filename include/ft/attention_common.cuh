@@ -542,13 +542,6 @@ static __device__ __forceinline__ void ft_cp_async_wait1(void)
 #endif
 }
 
-static __device__ __forceinline__ void ft_cp_async_wait2(void)
-{
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
-    asm volatile("cp.async.wait_group 2;" ::: "memory");
-#endif
-}
-
 /* ---------------------------------------------------------------- sm_90a warpgroup mma */
 
 /* wgmma, in code built for sm_90a only (FT_WGMMA; launchers ask ft_code_sm90a): one
@@ -632,11 +625,11 @@ static __device__ __forceinline__ void ft_fence_async_smem(void)
 
 /* The wgmma forms the kernels use, for each 16-bit type (DT fp16 or bf16, PTX its type in
  * PTX), fp32 accumulators:
- *   ft_wg_ss_m64n64k16_DT(d, da, db, acc)    d[64x64] (+)= A[64x16] B[64x16]^T, A and B
- *                                             K-major in shared memory (descriptors da, db)
  *   ft_wg_rs_m64n64k16_DT(d, a, db, acc)     d[64x64] (+)= A[64x16] B[16x64], A in
  *                                             registers a[4], B MN-major in shared memory
- *   ft_wg_rs_m64n128k16_DT(d, a, db, acc)    the same for d[64x128] */
+ *   ft_wg_rs_m64n128k16_DT(d, a, db, acc)    the same for d[64x128]
+ *   ft_wg_rsk_m64n64k16_DT(d, a, db, acc)    d[64x64] (+)= A[64x16] B[64x16]^T, A in
+ *                                             registers a[4], B K-major in shared memory */
 #define FT_WG_REGS32 \
     "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, " \
     "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31}"
@@ -650,37 +643,49 @@ static __device__ __forceinline__ void ft_fence_async_smem(void)
 #else
 #define FT_WG_ASM(...) ((void)0)
 #endif
-#define FT_WG_DEFINE(DT, PTX)                                                                               \
-    static __device__ __forceinline__ void ft_wg_ss_m64n64k16_##DT(float *d, unsigned long long da,         \
-                                                                   unsigned long long db, int acc)          \
-    {                                                                                                       \
-        FT_WG_ASM("{\n.reg .pred p;\nsetp.ne.b32 p, %34, 0;\n"                                            \
-                  "wgmma.mma_async.sync.aligned.m64n64k16.f32." PTX "." PTX " " FT_WG_REGS32 ", "            \
-                  "%32, %33, p, 1, 1, 0, 0;\n}\n"                                                           \
-                  : FT_WG_D32(d)                                                                            \
-                  : "l"(da), "l"(db), "r"(acc));                                                            \
-    }                                                                                                       \
-    static __device__ __forceinline__ void ft_wg_rs_m64n64k16_##DT(float *d, const unsigned *a,              \
-                                                                   unsigned long long db, int acc)          \
-    {                                                                                                       \
-        FT_WG_ASM("{\n.reg .pred p;\nsetp.ne.b32 p, %37, 0;\n"                                            \
-                  "wgmma.mma_async.sync.aligned.m64n64k16.f32." PTX "." PTX " " FT_WG_REGS32 ", "            \
-                  "{%32, %33, %34, %35}, %36, p, 1, 1, 1;\n}\n"                                             \
-                  : FT_WG_D32(d)                                                                            \
-                  : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(db), "r"(acc));                         \
-    }                                                                                                       \
-    static __device__ __forceinline__ void ft_wg_rs_m64n128k16_##DT(float *d, const unsigned *a,             \
-                                                                    unsigned long long db, int acc)         \
-    {                                                                                                       \
-        FT_WG_ASM("{\n.reg .pred p;\nsetp.ne.b32 p, %69, 0;\n"                                            \
-                  "wgmma.mma_async.sync.aligned.m64n128k16.f32." PTX "." PTX " " FT_WG_REGS64 ", "           \
-                  "{%64, %65, %66, %67}, %68, p, 1, 1, 1;\n}\n"                                             \
-                  : FT_WG_D64(d)                                                                            \
-                  : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(db), "r"(acc));                         \
+/* one register-A form: NAME_DT, SHAPE m64nNk16 with REGS / DOUT its N/2 accumulators, A the
+ * operand list of a and db after them, P the number of acc's operand, TB 1 for an MN-major B */
+#define FT_WG_RS_FORM(NAME, DT, PTX, SHAPE, REGS, DOUT, A, P, TB)                                      \
+    static __device__ __forceinline__ void NAME##_##DT(float *d, const unsigned *a, unsigned long long db, \
+                                                       int acc)                                          \
+    {                                                                                                    \
+        FT_WG_ASM("{\n.reg .pred p;\nsetp.ne.b32 p, %" P ", 0;\n"                                       \
+                  "wgmma.mma_async.sync.aligned." SHAPE ".f32." PTX "." PTX " " REGS ", " A ", p, 1, 1, " TB \
+                  ";\n}\n"                                                                               \
+                  : DOUT(d)                                                                              \
+                  : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(db), "r"(acc));                      \
     }
+#define FT_WG_DEFINE(DT, PTX)                                                                                 \
+    FT_WG_RS_FORM(ft_wg_rs_m64n64k16, DT, PTX, "m64n64k16", FT_WG_REGS32, FT_WG_D32, "{%32, %33, %34, %35}, %36", \
+                  "37", "1")                                                                                  \
+    FT_WG_RS_FORM(ft_wg_rsk_m64n64k16, DT, PTX, "m64n64k16", FT_WG_REGS32, FT_WG_D32,                        \
+                  "{%32, %33, %34, %35}, %36", "37", "0")                                                     \
+    FT_WG_RS_FORM(ft_wg_rs_m64n128k16, DT, PTX, "m64n128k16", FT_WG_REGS64, FT_WG_D64,                       \
+                  "{%64, %65, %66, %67}, %68", "69", "1")
 
 FT_WG_DEFINE(fp16, "f16")
 FT_WG_DEFINE(bf16, "bf16")
+
+/* Packed attention's wgmma kernels (ft_attn_pw_*), every variant alike.
+ * ft_attn_pw_kb: the first row of tile j (64 rows) of a sequence of len rows, as the tile
+ * is copied: 64 j, or for a tile that would reach past the sequence's end (its last),
+ * len - 64, so that its rows end with the sequence's (negative when len < 64: rows before
+ * the tensor's first arrive as zeros). A key tile moved back has its keys before 64 j
+ * counted with the tile before, and masks them. A copy thus never names a row past the
+ * sequence's end, whatever the tensor holds there. */
+static __device__ __forceinline__ int ft_attn_pw_kb(int j, int len)
+{
+    return min(j * 64, len - 64);
+}
+
+/* ft_attn_pw_landed: waits for the copy into stage j % 3 (of three), on that stage's
+ * mbarrier at the phase in bit j % 3 of *ph, and flips the bit. */
+static __device__ __forceinline__ void ft_attn_pw_landed(unsigned long long *bar, unsigned *ph, int j)
+{
+    const int st = j % 3;
+    ft_mbar_wait(bar + st, (*ph >> st) & 1u);
+    *ph ^= 1u << st;
+}
 
 /* Host-side checks of ft_packed_attention_args shared by every variant; fills the grid's
  * query-tile count and the exp2-domain scale. */

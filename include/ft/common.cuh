@@ -449,6 +449,15 @@ static __device__ __forceinline__ void ft_tensor_prefetch_l2_2d(const CUtensorMa
 #endif
 }
 
+/* Fetches a tensor map (a `__grid_constant__` kernel parameter) into the descriptor cache
+ * ahead of its first copy (sm_90): a block's first copy then skips that round trip. */
+static __device__ __forceinline__ void ft_tensor_map_prefetch(const CUtensorMap *map)
+{
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    asm volatile("prefetch.tensormap [%0];" ::"l"(map) : "memory");
+#endif
+}
+
 /* Tensor-map copies (sm_90): the box of a two-dimensional tensor map (a kernel parameter
  * declared `const __grid_constant__ CUtensorMap`) whose first element is at (x, y) (x the
  * inner coordinate, in elements) into shared memory at dst, counted on bar with the box's
