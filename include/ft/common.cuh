@@ -156,12 +156,14 @@ static inline ft_status ft_smem_limit(const char *fn, const void *kernel, int sm
     return FT_OK;
 }
 
-/* The virtual architecture `kernel` was compiled for on this device (cudaFuncAttributes'
- * ptxVersion: 90 for sm_90 code), remembered per device in `cache` (the caller's static
- * int[64], one per kernel). Launchers ask it through ft_code_arch below rather than ask the
- * device: code built for an older architecture only and run on an sm_90 device has the
- * device's compute capability but not the sm_90 instructions. */
-static inline ft_status ft_kernel_arch(const char *fn, const void *kernel, int *cache, int *out)
+/* One attribute of `kernel` on this device, from cudaFuncGetAttributes: `smem` 0 its
+ * ptxVersion (the virtual architecture it was compiled for: 90 for sm_90 code), 1 its
+ * static shared memory in bytes. Remembered per device in `cache` (the caller's static
+ * int[64], one per kernel and attribute; the values asked for are positive). Launchers ask
+ * through ft_code_arch and ft_code_sm90a below rather than ask the device: code built for
+ * an older architecture only and run on an sm_90 device has the device's compute
+ * capability but not the sm_90 instructions. */
+static inline ft_status ft_kernel_attr(const char *fn, const void *kernel, int smem, int *cache, int *out)
 {
     int dev = 0;
     cudaError_t e = cudaGetDevice(&dev);
@@ -176,9 +178,9 @@ static inline ft_status ft_kernel_arch(const char *fn, const void *kernel, int *
         cudaGetLastError();
         return ft_fail(FT_ERR_CUDA, "%s: cannot query the kernel: %s", fn, cudaGetErrorString(e));
     }
+    *out = smem ? (int)fa.sharedSizeBytes : fa.ptxVersion;
     if (dev >= 0 && dev < 64)
-        cache[dev] = fa.ptxVersion;
-    *out = fa.ptxVersion;
+        cache[dev] = *out;
     return FT_OK;
 }
 
@@ -186,7 +188,7 @@ static inline ft_status ft_kernel_arch(const char *fn, const void *kernel, int *
 static __global__ void ft_code_arch_probe(void) {}
 
 /* The virtual architecture that this translation unit's kernels run as on the current
- * device (ft_kernel_arch of a kernel of the same unit: every kernel of a unit is compiled
+ * device (ft_kernel_attr of a kernel of the same unit: every kernel of a unit is compiled
  * for the same architectures). 90 or more where the sm_90 kernels have their code. Below
  * that, for code built only for older architectures (CMAKE_CUDA_ARCHITECTURES 80, -arch
  * sm_86, ...) whose PTX the driver compiles for an sm_90 device, the sm_90 kernels are
@@ -194,7 +196,7 @@ static __global__ void ft_code_arch_probe(void) {}
 static inline ft_status ft_code_arch(const char *fn, int *out)
 {
     static int cache[64];
-    return ft_kernel_arch(fn, (const void *)ft_code_arch_probe, cache, out);
+    return ft_kernel_attr(fn, (const void *)ft_code_arch_probe, 0, cache, out);
 }
 
 /* An empty kernel whose static shared memory tells code built for sm_90a (256 bytes) from
@@ -215,24 +217,12 @@ static __global__ void ft_code_sm90a_probe(int never)
  * instructions (wgmma) need. Code built for sm_90 runs the sm_90 forms but not those. */
 static inline ft_status ft_code_sm90a(const char *fn, int *out)
 {
-    static int cache[64]; /* 0 unknown, 1 no, 2 yes */
-    int dev = 0;
-    cudaError_t e = cudaGetDevice(&dev);
-    if (e == cudaSuccess && dev >= 0 && dev < 64 && cache[dev] > 0) {
-        *out = cache[dev] == 2;
-        return FT_OK;
-    }
-    struct cudaFuncAttributes fa;
-    if (e == cudaSuccess)
-        e = cudaFuncGetAttributes(&fa, (const void *)ft_code_sm90a_probe);
-    if (e != cudaSuccess) {
-        cudaGetLastError();
-        return ft_fail(FT_ERR_CUDA, "%s: cannot query the kernel: %s", fn, cudaGetErrorString(e));
-    }
-    *out = fa.sharedSizeBytes >= 256;
-    if (dev >= 0 && dev < 64)
-        cache[dev] = *out ? 2 : 1;
-    return FT_OK;
+    static int cache[64];
+    int smem = 0;
+    const ft_status st = ft_kernel_attr(fn, (const void *)ft_code_sm90a_probe, 1, cache, &smem);
+    if (st == FT_OK)
+        *out = smem >= 256;
+    return st;
 }
 
 /* How many blocks of `kernel` (`block` threads, `smem` bytes of dynamic shared memory, its
