@@ -608,6 +608,18 @@ static __device__ __forceinline__ void ft_wg_keep(float *d, int n)
         asm volatile("" : "+f"(d[i])::"memory");
 }
 
+/* ft_wg_after(x): a branch on x (>= 0 or NaN: never taken) that ends the basic block, so
+ * that an ft_wg_wait* after it stays after the code computing x. ptxas places a wgmma
+ * wait first in its basic block, wherever the source has it: the softmax that should run
+ * while a P V product is in flight would otherwise run after that product's wait. */
+static __device__ __forceinline__ void ft_wg_after(float x)
+{
+#if FT_WGMMA
+    if (x < 0.0f)
+        asm volatile("nanosleep.u32 1;");
+#endif
+}
+
 /* generic-proxy writes to shared memory (st.shared, cp.async) made visible to the async
  * proxy that wgmma reads through */
 static __device__ __forceinline__ void ft_fence_async_smem(void)
