@@ -48,28 +48,18 @@ typedef struct norm_test_arg {
 } norm_test_arg;
 
 /* A device buffer of `count` elements, starting `misalign` elements past a 16-byte boundary.
- * dbuf_alloc_tight ends it with its allocation, so that compute-sanitizer's memcheck sees a
- * read past it (the weights: their rows off the 16-byte grid are read as whole 16-byte
- * words inside the array). */
+ * `tight`: it ends with its allocation, so that compute-sanitizer's memcheck sees a read past
+ * it (the weights); otherwise 16 elements of slack follow. */
 typedef struct dbuf {
     void *base;
     void *p;
 } dbuf;
 
-static dbuf dbuf_alloc(size_t count, ft_dtype dt, int misalign)
+static dbuf dbuf_alloc(size_t count, ft_dtype dt, int misalign, int tight)
 {
     const size_t es = ft_dtype_size(dt);
     dbuf b;
-    b.base = dev_alloc((count + 16) * es);
-    b.p = (char *)b.base + (size_t)misalign * es;
-    return b;
-}
-
-static dbuf dbuf_alloc_tight(size_t count, ft_dtype dt, int misalign)
-{
-    const size_t es = ft_dtype_size(dt);
-    dbuf b;
-    b.base = dev_alloc((count + (size_t)misalign) * es);
+    b.base = dev_alloc((count + (tight ? (size_t)misalign : 16)) * es);
     b.p = (char *)b.base + (size_t)misalign * es;
     return b;
 }
@@ -141,10 +131,10 @@ static void run_case(ft_test *t, norm_op op, ft_dtype dt, norm_case c, ref_rng *
     const int in_off = c.misalign == 1 ? 1 : c.misalign == 3 ? 3 : 0;   /* x, residual */
     const int out_off = c.misalign == 2 ? 1 : in_off;                     /* y, sum_out */
     const int vec_off = c.misalign == 1 ? 1 : 0;                          /* bias, gamma, beta */
-    dbuf x = dbuf_alloc(mn, dt, in_off), r = dbuf_alloc(mn, dt, in_off);
-    dbuf b = dbuf_alloc_tight(n, dt, vec_off), g = dbuf_alloc_tight(n, dt, vec_off);
-    dbuf beta = dbuf_alloc_tight(n, dt, vec_off), yb = dbuf_alloc(mn, dt, out_off);
-    dbuf sb = dbuf_alloc(mn, dt, out_off);
+    dbuf x = dbuf_alloc(mn, dt, in_off, 0), r = dbuf_alloc(mn, dt, in_off, 0);
+    dbuf b = dbuf_alloc(n, dt, vec_off, 1), g = dbuf_alloc(n, dt, vec_off, 1);
+    dbuf beta = dbuf_alloc(n, dt, vec_off, 1), yb = dbuf_alloc(mn, dt, out_off, 0);
+    dbuf sb = dbuf_alloc(mn, dt, out_off, 0);
     dev_upload(x.p, hx, mn, dt);
     dev_upload(r.p, hr, mn, dt);
     dev_upload(b.p, hb, n, dt);
