@@ -7906,9 +7906,10 @@ static __device__ __forceinline__ void ft_attn_packed_fetch_h32_fp16(__half *s, 
  * accumulator fragments of 8 key n-tiles (s[4 j + e]: keys kb + 8 j + 2 (lane % 4) + (e & 1)
  * of rows qr + 8 (e >> 1)); the four lanes of a row hold its 64 keys between them. Masks
  * (where `mask`) keys before k0 (a tile that starts before the keys not yet counted), at
- * or past kend and (causal) past the row, updates the running max m
- * (raw scores: scale > 0) and the thread's part of the sum l, leaves the weights
- * 2^(s*scale - max*scale) in s and the factor the output must be scaled by in alpha. */
+ * or past kend and (causal) past the row, updates the row's reference m (raw scores:
+ * scale > 0; it follows the running max lazily, FT_ATTN_PK_SLACK) and the thread's part of
+ * the sum l, leaves the weights 2^(s*scale - m*scale) in s and the factor the output must
+ * be scaled by in alpha (1 where m did not move). */
 static __device__ __forceinline__ void ft_attn_pk_softmax_h32_fp16(float *s, float *m, float *l, float *alpha,
                                                                 int kb, int k0, int kend, int qr, int mask,
                                                                 int causal, float qk_scale, int lane)
@@ -7937,9 +7938,11 @@ static __device__ __forceinline__ void ft_attn_pk_softmax_h32_fp16(float *s, flo
         float mx = m8[0];
         mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
         mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
-        const float mnew = fmaxf(m[r], mx);
+        /* the reference moves only when the tile's max passes it by more than 2^8 (or it is
+         * still -inf): weights stay <= 256, and most tiles leave alpha 1 */
+        const float mnew = mx * qk_scale > m[r] * qk_scale + FT_ATTN_PK_SLACK ? mx : m[r];
         const float ref = mnew == -INFINITY ? 0.0f : mnew * qk_scale; /* a row masked so far stays 0 */
-        alpha[r] = ft_exp2_approx(m[r] * qk_scale - ref);
+        alpha[r] = mnew == m[r] ? 1.0f : ft_exp2_approx(m[r] * qk_scale - ref);
         m[r] = mnew;
 #pragma unroll
         for (int j = 0; j < 8; j++) {
@@ -7969,9 +7972,11 @@ static __device__ __forceinline__ void ft_attn_pk_add8_h32_fp16(uint4 *q, uint4 
 }
 
 /* Scales the thread's output accumulators (o[4 i + e]: row (e >> 1) of its two) by the
- * softmax's alpha of that row. */
+ * softmax's alpha of that row, unless every alpha of the warp is 1. */
 static __device__ __forceinline__ void ft_attn_pk_rescale_h32_fp16(float *o, const float *alpha)
 {
+    if (!__any_sync(0xffffffffu, alpha[0] != 1.0f || alpha[1] != 1.0f))
+        return;
 #pragma unroll
     for (int i = 0; i < 4; i++) {
         o[4 * i] *= alpha[0];

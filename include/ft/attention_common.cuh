@@ -129,6 +129,13 @@ typedef struct ft_packed_attention_args {
                               (FT_ERR_UNSUPPORTED where it does not exist) */
 } ft_packed_attention_args;
 
+/* The packed kernels' online softmax keeps a row's reference (the max it subtracts) until a
+ * key tile's max passes it by more than this, in the exp2 domain: weights stay <= 2^8 (P
+ * in fp16 and the fp32 sums have room), and the output's rescale, otherwise due at every
+ * tile that raises a row's max, is skipped wherever a warp's rows all keep theirs. The
+ * result does not depend on the reference (the sums divide it out). */
+#define FT_ATTN_PK_SLACK 8.0f
+
 /* Device-memory bytes the split-KV partials need: per split, per (sequence, head), D
  * floats of unnormalised output plus the running max and sum. */
 static inline size_t ft_attention_workspace_bytes(int batch, int num_heads, int head_size, int splits)
