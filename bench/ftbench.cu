@@ -41,7 +41,8 @@ typedef struct bench_opts {
     /* attention */
     int batch, heads, kv_heads, head_size, len, layout, splits, impl;
     int indir; /* self_attention: beam width of a random cache indirection table (0: none) */
-    int counters; /* self_ and cross_attention: split counters (FT_ATTN_SPLIT_COUNTERS), zeroed once */
+    int counters; /* self_ and cross_attention: split counters (FT_ATTN_SPLIT_COUNTERS); packed_attention:
+                     tile counters (the persistent kernel at head size 128); zeroed once */
     int host;     /* also print the host's time inside each call (the launcher's own cost) */
     /* encoder pieces and layers */
     int seq, hidden, ffn, avg_len, mem_len, use_mask, remove_padding, causal;
@@ -677,7 +678,7 @@ static ft_status run_masked_softmax(const bench_opts *o, void **b, cudaStream_t 
 }
 
 /* packed_attention: 0 qkv [rows, 3N] (room for B*S rows), 1 bias [3N], 2 offsets [B+1],
- * 3 out [rows, N] */
+ * 3 out [rows, N], then (--counters) 4 the tile counters, zeroed once */
 static int packed_rows(const bench_opts *o)
 {
     int rows = 0;
@@ -695,7 +696,13 @@ static int packed_buffers(const bench_opts *o, buf_spec *sp)
         sp[i].rotate = i == 0 || i == 3;
         sp[i].fill = i == 2 ? FILL_OFFSETS : i == 3 ? FILL_NONE : FILL_RANDOM;
     }
-    return 4;
+    if (!o->counters)
+        return 4;
+    sp[4].count = 2;
+    sp[4].is_int = 1;
+    sp[4].rotate = 0;
+    sp[4].fill = FILL_ZERO;
+    return 5;
 }
 static double packed_bytes(const bench_opts *o)
 {
@@ -704,8 +711,9 @@ static double packed_bytes(const bench_opts *o)
 }
 static void packed_describe(const bench_opts *o, char *variant, char *shape, size_t len)
 {
-    snprintf(variant, len, "%s%s", o->causal ? "causal" : "bias",
-             o->impl == FT_ATTN_IMPL_REGISTER ? " register" : o->impl == FT_ATTN_IMPL_ASYNC ? " async" : "");
+    snprintf(variant, len, "%s%s%s", o->causal ? "causal" : "bias",
+             o->impl == FT_ATTN_IMPL_REGISTER ? " register" : o->impl == FT_ATTN_IMPL_ASYNC ? " async" : "",
+             o->counters ? " counters" : "");
     snprintf(shape, len, "B=%d H=%d S=%d D=%d avg=%d", o->batch, o->heads, o->seq, o->head_size,
              o->avg_len > 0 && o->avg_len < o->seq ? o->avg_len : o->seq);
 }
@@ -723,6 +731,7 @@ static ft_status run_packed_attention(const bench_opts *o, void **b, cudaStream_
     a.out = b[3];
     a.causal = o->causal;
     a.impl = (ft_attn_impl)o->impl;
+    a.tile_counters = o->counters ? (unsigned int *)b[4] : NULL;
     return ft_packed_attention(o->dt, o->head_size, &a, s);
 }
 
@@ -1074,7 +1083,7 @@ static const kernel_desc kernels[] = {
      run_cross_attention, attn_bytes, attn_describe},
     {"masked_softmax", "in place over [B,H,S,S], --batch --heads --seq [--mask] [--avg-len]", softmax_buffers,
      run_masked_softmax, softmax_bytes, enc_describe},
-    {"packed_attention", "attention over packed rows [M,3N] -> [M,N], --batch --heads --seq --head-size [--avg-len] [--causal]",
+    {"packed_attention", "attention over packed rows [M,3N] -> [M,N], --batch --heads --seq --head-size [--avg-len] [--causal] [--counters]",
      packed_buffers, run_packed_attention, packed_bytes, packed_describe},
     {"add_qkv_bias_transpose", "fused [B*S,3N] + bias -> Q,K,V [B,H,S,D], --batch --seq --heads --head-size",
      heads_buffers, run_qkv_transpose, heads_bytes, enc_describe},
@@ -1335,9 +1344,14 @@ static const char *suite[] = {
     "packed_attention --dtype fp16 --batch 32 --heads 12 --seq 128 --head-size 64",
     "packed_attention --dtype fp16 --batch 8 --heads 16 --seq 512 --head-size 64",
     "packed_attention --dtype bf16 --batch 4 --heads 32 --seq 1024 --head-size 128 --causal",
+    "packed_attention --dtype bf16 --batch 4 --heads 32 --seq 1024 --head-size 128 --causal --counters",
     "packed_attention --dtype bf16 --batch 4 --heads 32 --seq 1024 --head-size 128 --causal --impl register",
     "packed_attention --dtype fp16 --batch 4 --heads 32 --seq 1024 --head-size 128",
+    "packed_attention --dtype fp16 --batch 4 --heads 32 --seq 1024 --head-size 128 --counters",
     "packed_attention --dtype fp16 --batch 2 --heads 32 --seq 4096 --head-size 128 --causal",
+    "packed_attention --dtype fp16 --batch 2 --heads 32 --seq 4096 --head-size 128 --causal --counters",
+    "packed_attention --dtype fp16 --batch 8 --heads 16 --seq 512 --head-size 128 --avg-len 384",
+    "packed_attention --dtype fp16 --batch 8 --heads 16 --seq 512 --head-size 128 --avg-len 384 --counters",
     "packed_attention --dtype fp16 --batch 4 --heads 32 --seq 2048 --head-size 64 --causal",
     "packed_attention --dtype fp16 --batch 8 --heads 16 --seq 512 --head-size 64 --impl register",
     "add_qkv_bias_transpose --dtype fp16 --batch 32 --seq 128 --heads 12 --head-size 64",
@@ -1396,7 +1410,8 @@ static void usage(FILE *f)
                "  attention:   --batch B --heads H [--kv-heads Hkv] --head-size D --len L\n"
                "               [--layout bhld|lbhd|blhd] [--splits S (0 automatic)] [--impl register|async]\n"
                "               [--indirection W: read the cache through a random beam table of width W]\n"
-               "               [--counters: split counters, the last block merges the splits]\n"
+               "               [--counters: split counters, the last block merges the splits; packed_attention:\n"
+               "                tile counters, the persistent kernel at head size 128]\n"
                "  encoder:     --batch B --heads H --seq S [--head-size D] [--mask] [--avg-len A] [--causal]\n"
                "  layers:      --batch B --seq S --hidden N --heads H --ffn F [--remove-padding]\n"
                "               decoder_layer: --len L (cached steps) --mem-len Lmem\n"

@@ -730,6 +730,7 @@ typedef struct packed_case {
     float scale;                               /* 0: 1/sqrt(D) */
     int impl;                                  /* ft_attn_impl */
     int unsupported;                           /* the call must return FT_ERR_UNSUPPORTED, write nothing */
+    int counters;                              /* pass tile counters (twice the call, the same counters) */
     int lengths[16];
 } packed_case;
 
@@ -767,13 +768,30 @@ static void run_packed_case(ft_test *t, ft_dtype dt, int D, const packed_case *c
     a.scale = c->scale;
     a.causal = c->causal;
     a.impl = (ft_attn_impl)c->impl;
-    const ft_status st = PACKED(D, &a, 0);
+    unsigned *dctr = NULL;
+    if (c->counters) {
+        dctr = (unsigned *)dev_alloc(2 * sizeof(unsigned));
+        FT_CHECK_CUDA(cudaMemset(dctr, 0, 2 * sizeof(unsigned)));
+        a.tile_counters = dctr;
+    }
+    ft_status st = PACKED(D, &a, 0);
+    /* with counters, a second call must find them zeroed again and write the same output */
+    for (int call = 0; call < 2 && c->counters && st == FT_OK; call++) {
+        unsigned hc[2] = {1u, 1u};
+        FT_CHECK_CUDA(cudaDeviceSynchronize());
+        FT_CHECK_CUDA(cudaMemcpy(hc, dctr, sizeof hc, cudaMemcpyDeviceToHost));
+        FT_EXPECT(t, hc[0] == 0 && hc[1] == 0, "packed h%d call %d left the tile counters at %u, %u", D, call, hc[0],
+                  hc[1]);
+        if (call == 0)
+            st = PACKED(D, &a, 0);
+    }
     FT_CHECK_CUDA(cudaDeviceSynchronize());
 
     char what[256];
     snprintf(what, sizeof what,
-             "packed h%d %s impl=%d B=%d H=%d Hkv=%d causal=%d bias=%d max_seq=%d scale=%g len0=%d len_last=%d", D,
-             ft_dtype_name(dt), c->impl, B, H, Hkv, c->causal, c->with_bias, c->max_seq, (double)c->scale,
+             "packed h%d %s impl=%d counters=%d B=%d H=%d Hkv=%d causal=%d bias=%d max_seq=%d scale=%g len0=%d "
+             "len_last=%d",
+             D, ft_dtype_name(dt), c->impl, c->counters, B, H, Hkv, c->causal, c->with_bias, c->max_seq, (double)c->scale,
              c->lengths[0], c->lengths[B - 1]);
     if (c->unsupported) {
         FT_EXPECT(t, st == FT_ERR_UNSUPPORTED && strstr(ft_last_error(), "wgmma") != NULL,
@@ -814,6 +832,8 @@ static void run_packed_case(ft_test *t, ft_dtype dt, int D, const packed_case *c
     FT_CHECK_CUDA(cudaFree(dbias));
     FT_CHECK_CUDA(cudaFree(dout));
     FT_CHECK_CUDA(cudaFree(doff));
+    if (dctr != NULL)
+        FT_CHECK_CUDA(cudaFree(dctr));
     free(qkv);
     free(bias);
     free(got);
@@ -838,9 +858,10 @@ static packed_case packed_fixed(int B, int H, int Hkv, int causal, int with_bias
 /* Tile edges (1, 63-65, 127-129 rows), empty sequences, GQA ratios 1, 4 and H, causal and
  * not, a grid smaller than the longest sequence (blocks loop over query tiles), a custom
  * scale, sequences of many key tiles (the stages' reuse), and random shapes; each through
- * the automatic choice and the mma.sync kernel forced, and the wgmma kernel forced where
+ * the automatic choice and the mma.sync kernel forced, the wgmma kernel forced where
  * this program has it (head sizes 64 and 128 built for sm_90a on an sm_90 device), or
- * refused where it has not. */
+ * refused where it has not, and with tile counters (the persistent kernel at head size
+ * 128). */
 static void packed_attention_test(ft_test *t)
 {
     const int D = (int)(intptr_t)t->arg;
@@ -852,7 +873,7 @@ static void packed_attention_test(ft_test *t)
     printf("  packed h%d: the wgmma kernel %s\n", D, has_wg ? "exists here" : "does not exist here");
     ref_rng rng;
     ref_rng_seed(&rng, ref_test_seed() * 11 + (uint64_t)D * 17 + (uint64_t)dt);
-    packed_case cases[48];
+    packed_case cases[64];
     int n = 0;
     const int l1[] = {1, 64, 65};
     cases[n++] = packed_fixed(3, 4, 4, 0, 1, 65, l1);
@@ -904,6 +925,17 @@ static void packed_attention_test(ft_test *t)
         cases[n].impl = FT_ATTN_IMPL_ASYNC;
         cases[n++].unsupported = !has_wg;
     }
+    /* and with tile counters: at head size 128 the persistent wgmma kernel (the automatic
+     * choice), elsewhere the same kernels as without; either way the counters end zeroed */
+    for (int i = 0; i < base; i += has_wg && D == 128 ? 1 : 4) {
+        cases[n] = cases[i];
+        cases[n++].counters = 1;
+    }
+    /* more units (query tiles x heads) than an H100's or H200's SMs: blocks take several, the
+     * stages' phases run on across units */
+    const int l7[] = {1100, 600, 900};
+    cases[n] = packed_fixed(3, 16, 4, 1, 1, 1100, l7);
+    cases[n++].counters = 1;
     for (int i = 0; i < n && t->failures == 0; i++)
         run_packed_case(t, dt, D, &cases[i], &rng);
 }

@@ -193,6 +193,8 @@ FT_TEST(packed_attention_args)
     EXPECT_PACKED(t, FT_FP16, 64, a.out = NULL, FT_ERR_INVALID_ARGUMENT, "out is NULL");
     EXPECT_PACKED(t, FT_FP16, 64, a.qkv = P(0x10008), FT_ERR_MISALIGNED, "qkv");
     EXPECT_PACKED(t, FT_BF16, 32, a.qkv_bias = P(0x8004), FT_ERR_MISALIGNED, "qkv_bias");
+    EXPECT_PACKED(t, FT_FP16, 128, a.tile_counters = (unsigned *)P(0x6002), FT_ERR_MISALIGNED, "tile_counters");
+    EXPECT_PACKED(t, FT_BF16, 64, a.tile_counters = (unsigned *)P(0x6001), FT_ERR_MISALIGNED, "tile_counters");
     EXPECT_PACKED(t, FT_FP16, 64, a.scale = -1.0f, FT_ERR_INVALID_ARGUMENT, "scale");
     EXPECT_PACKED(t, FT_FP16, 64, a.scale = NAN, FT_ERR_INVALID_ARGUMENT, "scale");
     EXPECT_PACKED(t, FT_FP16, 64, a.num_heads = 70000, FT_ERR_INVALID_ARGUMENT, "at most 65535");

@@ -8729,6 +8729,134 @@ static __device__ __forceinline__ void ft_attn_pw_pv_h128_bf16(float *o, const u
         ft_wg_rs_m64n128k16_bf16(o, p + 4 * kk, ft_wg_desc(vs + kk * 2048, 8192, 1024), acc || kk > 0);
 }
 
+/* The warp's 16 rows of Q as A fragments (ldmatrix: lanes 0-15 name rows 0-15 of a k-step,
+ * 16-31 its upper 8 columns) from the swizzled 64-row tile at qt, the lane's row r there
+ * (rows past the sequence name the tile's last); q[4 kk + 2 c + r] holds row rq + 8 r,
+ * columns 16 kk + 8 c + 2 (lane % 4) and + 1. The q bias (qb: the head's, or NULL) is added
+ * in fp32 and rounded, as in the mma.sync form. */
+static __device__ __forceinline__ void ft_attn_pw_load_q_h128_bf16(unsigned *q, const char *qt, int r, int lane,
+                                                               const __nv_bfloat16 *qb)
+{
+#pragma unroll
+    for (int kk = 0; kk < 8; kk++) {
+        const int c = 2 * kk + (lane >> 4);
+        ft_ldsm_x4(q + 4 * kk, qt + (c >> 3) * 8192 + r * 128 + (((c & 7) ^ (r & 7)) << 4));
+    }
+    if (qb == NULL)
+        return;
+#pragma unroll
+    for (int kk = 0; kk < 8; kk++)
+#pragma unroll
+        for (int e = 0; e < 4; e++) {
+            float f[2], fb[2];
+            ft_unpack2_bf16((const __nv_bfloat16 *)&q[4 * kk + e], f);
+            ft_unpack2_bf16(qb + kk * 16 + (e >> 1) * 8 + (lane & 3) * 2, fb);
+            f[0] += fb[0];
+            f[1] += fb[1];
+            q[4 * kk + e] = ft_pack_bf16x2(f);
+        }
+}
+
+/* A query tile's first key tile (at ks): its scores, softmax and weights p; kb, mask and
+ * the rest as for ft_attn_pk_softmax. */
+static __device__ __forceinline__ void ft_attn_pw_first_h128_bf16(float *s, unsigned *p, const unsigned *q, const char *ks,
+                                                              float *m, float *l, float *alpha, int kb, int kend,
+                                                              int qr, int mask, int causal, float qk_scale, int lane)
+{
+    ft_wg_fence();
+    ft_attn_pw_qk_h128_bf16(s, q, ks);
+    ft_wg_commit();
+    ft_wg_wait0();
+    ft_wg_keep(s, 32);
+    ft_attn_pk_softmax_h128_bf16(s, m, l, alpha, kb, 0, kend, qr, mask, causal, qk_scale, lane);
+#pragma unroll
+    for (int k = 0; k < 16; k++)
+        p[k] = ft_pack_bf16x2(&s[2 * k]);
+}
+
+/* One later key tile: its scores (K at ks) issued with O (+)= P V of the tile before (its V
+ * at vprev; acc 0 starts O), the softmax while P V runs, then the wait for both: on return
+ * the warpgroup's reads of the tile before are done (its stage may be refilled), and
+ * ft_attn_pw_next must follow. */
+static __device__ __forceinline__ void ft_attn_pw_step_h128_bf16(float *s, float *o, const unsigned *p,
+                                                             const unsigned *q, const char *ks, const char *vprev,
+                                                             int acc, float *m, float *l, float *alpha, int kb,
+                                                             int k0, int kend, int qr, int mask, int causal,
+                                                             float qk_scale, int lane)
+{
+    ft_wg_fence();
+    ft_attn_pw_qk_h128_bf16(s, q, ks);
+    ft_wg_commit();
+    ft_attn_pw_pv_h128_bf16(o, p, vprev, acc);
+    ft_wg_commit();
+    ft_wg_wait1(); /* the scores; P V of the tile before may still run */
+    ft_wg_keep(s, 32);
+    ft_attn_pk_softmax_h128_bf16(s, m, l, alpha, kb, k0, kend, qr, mask, causal, qk_scale, lane);
+    ft_wg_after(l[0]); /* keeps the wait below the softmax */
+    ft_wg_wait0();
+    ft_wg_keep(o, 64);
+}
+
+/* After ft_attn_pw_step: O rescaled by the softmax's alpha, the tile's weights packed */
+static __device__ __forceinline__ void ft_attn_pw_next_h128_bf16(float *o, unsigned *p, const float *s,
+                                                             const float *alpha)
+{
+    ft_attn_pk_rescale_h128_bf16(o, alpha);
+#pragma unroll
+    for (int k = 0; k < 16; k++)
+        p[k] = ft_pack_bf16x2(&s[2 * k]);
+}
+
+/* The last tile's O += P V (V at vs; acc 0 when it is the only tile), waited for */
+static __device__ __forceinline__ void ft_attn_pw_last_h128_bf16(float *o, const unsigned *p, const char *vs, int acc)
+{
+    ft_wg_fence();
+    ft_attn_pw_pv_h128_bf16(o, p, vs, acc);
+    ft_wg_commit();
+    ft_wg_wait0();
+    ft_wg_keep(o, 64);
+}
+
+/* Normalises the warp's rows (l: the thread's parts of their sums), adds the v bias (vb:
+ * the head's, or NULL) and stages them in the swizzled 64-row tile at ot (rows rq, rq + 8). */
+static __device__ __forceinline__ void ft_attn_pw_stage_h128_bf16(char *ot, const float *o, const float *l, int rq,
+                                                              int lane, const __nv_bfloat16 *vb)
+{
+    float inv[2];
+#pragma unroll
+    for (int r = 0; r < 2; r++) {
+        float sum = l[r];
+        sum += __shfl_xor_sync(0xffffffffu, sum, 1);
+        sum += __shfl_xor_sync(0xffffffffu, sum, 2);
+        inv[r] = sum > 0.0f ? 1.0f / sum : 0.0f;
+    }
+#pragma unroll
+    for (int j = 0; j < 16; j++) {
+        const int d = j * 8 + (lane & 3) * 2;
+        float b[2] = {0.0f, 0.0f};
+        if (vb != NULL)
+            ft_unpack2_bf16(vb + d, b);
+        const float lo[2] = {fmaf(o[4 * j], inv[0], b[0]), fmaf(o[4 * j + 1], inv[0], b[1])};
+        const float hi[2] = {fmaf(o[4 * j + 2], inv[1], b[0]), fmaf(o[4 * j + 3], inv[1], b[1])};
+        char *row_lo = ot + (j >> 3) * 8192 + rq * 128 + (lane & 3) * 4;
+        ft_store_bf16x2((__nv_bfloat16 *)(row_lo + (((j & 7) ^ (rq & 7)) << 4)), lo);
+        ft_store_bf16x2((__nv_bfloat16 *)(row_lo + 1024 + (((j & 7) ^ (rq & 7)) << 4)), hi);
+    }
+}
+
+/* Writes the first `rows` rows of the staged tile at ot to out (row 0, rows ldo elements
+ * apart) in 16-byte stores, thread t of 128 */
+static __device__ __forceinline__ void ft_attn_pw_write_h128_bf16(__nv_bfloat16 *out, int64_t ldo, const char *ot, int rows,
+                                                              int t)
+{
+#pragma unroll
+    for (int i = t; i < 64 * 16; i += 128) {
+        const int r = i / 16, c = i % 16;
+        if (r < rows)
+            *(uint4 *)(out + r * ldo + c * 8) = *(const uint4 *)(ot + (c >> 3) * 8192 + r * 128 + (((c & 7) ^ (r & 7)) << 4));
+    }
+}
+
 static __global__ void __launch_bounds__(128, 2)
     ft_attn_pw_h128_bf16(ft_attn_packed_kargs_h128_bf16 a, const __grid_constant__ CUtensorMap tm)
 {
@@ -8767,33 +8895,10 @@ static __global__ void __launch_bounds__(128, 2)
             for (int j = 0; j < 2 && j < nt; j++)
                 ft_attn_pw_issue_h128_bf16(kv + 2 * j * FT_ATTN_H128_BF16_PW_TILE, bar + j, &tm, row0, kx, vx, j, len);
         }
-        /* the warp's 16 rows of Q as A fragments (ldmatrix: lanes 0-15 name rows 0-15 of a
-         * k-step, 16-31 its upper 8 columns; rows past the sequence read the tile's last);
-         * q[4 kk + 2 c + r] holds row rq + 8 r, columns 16 kk + 8 c + 2 (lane % 4) and + 1;
-         * the q bias is added in fp32 and rounded, as in the mma.sync form */
         ft_attn_pw_landed(bar, &ph, 2);
         unsigned q[32];
-        {
-            const int r = min(q0 - qb + warp * 16 + (lane & 15), 63);
-#pragma unroll
-            for (int kk = 0; kk < 8; kk++) {
-                const int c = 2 * kk + (lane >> 4);
-                ft_ldsm_x4(q + 4 * kk, kv + 4 * FT_ATTN_H128_BF16_PW_TILE + (c >> 3) * 8192 + r * 128 + (((c & 7) ^ (r & 7)) << 4));
-            }
-        }
-        if (a.bias != NULL) {
-#pragma unroll
-            for (int kk = 0; kk < 8; kk++)
-#pragma unroll
-                for (int e = 0; e < 4; e++) {
-                    float f[2], fb[2];
-                    ft_unpack2_bf16((const __nv_bfloat16 *)&q[4 * kk + e], f);
-                    ft_unpack2_bf16(a.bias + h * 128 + kk * 16 + (e >> 1) * 8 + (lane & 3) * 2, fb);
-                    f[0] += fb[0];
-                    f[1] += fb[1];
-                    q[4 * kk + e] = ft_pack_bf16x2(f);
-                }
-        }
+        ft_attn_pw_load_q_h128_bf16(q, kv + 4 * FT_ATTN_H128_BF16_PW_TILE, min(q0 - qb + warp * 16 + (lane & 15), 63), lane,
+                               a.bias != NULL ? a.bias + h * 128 : NULL);
         ft_fence_proxy_async();
         __syncthreads(); /* every warp has its Q: stage 2 takes tile 2 */
         if (tid == 0 && nt > 2)
@@ -8804,80 +8909,207 @@ static __global__ void __launch_bounds__(128, 2)
         /* mask where the tile has keys past the sequence or (causal) past one of the warp's rows */
 #define FT_ATTN_H128_BF16_PW_MASK(k0) (kend - (k0) < 64 || (a.causal && (k0) + 63 > q0 + warp * 16))
         ft_attn_pw_landed(bar, &ph, 0);
-        ft_wg_fence();
-        ft_attn_pw_qk_h128_bf16(s, q, kv);
-        ft_wg_commit();
-        ft_wg_wait0();
-        ft_wg_keep(s, 32);
-        ft_attn_pk_softmax_h128_bf16(s, m, l, alpha, ft_attn_pw_kb(0, len), 0, kend, q0 + rq, FT_ATTN_H128_BF16_PW_MASK(0),
-                                a.causal, a.qk_scale, lane);
-#pragma unroll
-        for (int k = 0; k < 16; k++)
-            p[k] = ft_pack_bf16x2(&s[2 * k]);
-
+        ft_attn_pw_first_h128_bf16(s, p, q, kv, m, l, alpha, ft_attn_pw_kb(0, len), kend, q0 + rq, FT_ATTN_H128_BF16_PW_MASK(0),
+                              a.causal, a.qk_scale, lane);
         for (int it = 1; it < nt; it++) {
             ft_attn_pw_landed(bar, &ph, it);
-            const char *ks = kv + 2 * (it % 3) * FT_ATTN_H128_BF16_PW_TILE;
-            const char *vprev = kv + (2 * ((it - 1) % 3) + 1) * FT_ATTN_H128_BF16_PW_TILE;
-            ft_wg_fence();
-            ft_attn_pw_qk_h128_bf16(s, q, ks);
-            ft_wg_commit();
-            ft_attn_pw_pv_h128_bf16(o, p, vprev, it > 1);
-            ft_wg_commit();
-            ft_wg_wait1(); /* the scores; P V of the tile before may still run */
-            ft_wg_keep(s, 32);
-            ft_attn_pk_softmax_h128_bf16(s, m, l, alpha, ft_attn_pw_kb(it, len), it * 64, kend, q0 + rq,
-                                    FT_ATTN_H128_BF16_PW_MASK(it * 64), a.causal, a.qk_scale, lane);
-            ft_wg_after(l[0]); /* keeps the wait below the softmax */
-            ft_wg_wait0(); /* the warpgroup's reads of tile it - 1's stage are done */
-            ft_wg_keep(o, 64);
-            ft_attn_pk_rescale_h128_bf16(o, alpha);
-#pragma unroll
-            for (int k = 0; k < 16; k++)
-                p[k] = ft_pack_bf16x2(&s[2 * k]);
+            ft_attn_pw_step_h128_bf16(s, o, p, q, kv + 2 * (it % 3) * FT_ATTN_H128_BF16_PW_TILE,
+                                 kv + (2 * ((it - 1) % 3) + 1) * FT_ATTN_H128_BF16_PW_TILE, it > 1, m, l, alpha,
+                                 ft_attn_pw_kb(it, len), it * 64, kend, q0 + rq, FT_ATTN_H128_BF16_PW_MASK(it * 64), a.causal,
+                                 a.qk_scale, lane);
+            /* the warpgroup's reads of tile it - 1's stage are done: refill it */
             if (tid == 0 && it + 2 < nt)
                 ft_attn_pw_issue_h128_bf16(kv + 2 * ((it + 2) % 3) * FT_ATTN_H128_BF16_PW_TILE, bar + (it + 2) % 3, &tm, row0,
                                       kx, vx, it + 2, len);
+            ft_attn_pw_next_h128_bf16(o, p, s, alpha);
         }
 #undef FT_ATTN_H128_BF16_PW_MASK
-        ft_wg_fence();
-        ft_attn_pw_pv_h128_bf16(o, p, kv + (2 * ((nt - 1) % 3) + 1) * FT_ATTN_H128_BF16_PW_TILE, nt > 1);
-        ft_wg_commit();
-        ft_wg_wait0();
-        ft_wg_keep(o, 64);
+        ft_attn_pw_last_h128_bf16(o, p, kv + (2 * ((nt - 1) % 3) + 1) * FT_ATTN_H128_BF16_PW_TILE, nt > 1);
 
         /* normalise, add the v bias, stage the tile in stage 0's key tile (swizzled as the
          * tiles are; every read of the stages is done), write it with 16-byte stores */
-        float inv[2];
-#pragma unroll
-        for (int r = 0; r < 2; r++) {
-            float sum = l[r];
-            sum += __shfl_xor_sync(0xffffffffu, sum, 1);
-            sum += __shfl_xor_sync(0xffffffffu, sum, 2);
-            inv[r] = sum > 0.0f ? 1.0f / sum : 0.0f;
-        }
-#pragma unroll
-        for (int j = 0; j < 16; j++) {
-            const int d = j * 8 + (lane & 3) * 2;
-            float vb[2] = {0.0f, 0.0f};
-            if (a.bias != NULL)
-                ft_unpack2_bf16(a.bias + a.vcol + kvh * 128 + d, vb);
-            const float lo[2] = {fmaf(o[4 * j], inv[0], vb[0]), fmaf(o[4 * j + 1], inv[0], vb[1])};
-            const float hi[2] = {fmaf(o[4 * j + 2], inv[1], vb[0]), fmaf(o[4 * j + 3], inv[1], vb[1])};
-            char *row_lo = kv + (j >> 3) * 8192 + rq * 128 + (lane & 3) * 4;
-            ft_store_bf16x2((__nv_bfloat16 *)(row_lo + (((j & 7) ^ (rq & 7)) << 4)), lo);
-            ft_store_bf16x2((__nv_bfloat16 *)(row_lo + 1024 + (((j & 7) ^ (rq & 7)) << 4)), hi);
-        }
+        ft_attn_pw_stage_h128_bf16(kv, o, l, rq, lane, a.bias != NULL ? a.bias + a.vcol + kvh * 128 : NULL);
         __syncthreads();
-#pragma unroll
-        for (int i = tid; i < 64 * 16; i += 128) {
-            const int r = i / 16, c = i % 16;
-            if (q0 + r < len)
-                *(uint4 *)(a.out + (int64_t)(row0 + q0 + r) * a.ldo + h * 128 + c * 8) =
-                    *(const uint4 *)(kv + (c >> 3) * 8192 + r * 128 + (((c & 7) ^ (r & 7)) << 4));
-        }
+        ft_attn_pw_write_h128_bf16(a.out + (int64_t)(row0 + q0) * a.ldo + h * 128, a.ldo, kv, len - q0, tid);
         ft_fence_proxy_async();
         __syncthreads(); /* the staged tile is read before the next query tile's copies land there */
+    }
+#endif
+}
+/* ft_attn_pf_h128_bf16: the persistent, warp-specialised sm_90a form (with tile counters).
+ * One block an SM of three warpgroups takes units (sequence, query tile of 128 rows, head)
+ * off a counter in device memory, each sequence's longest tiles first, heads fastest, the
+ * sequences in turn. Thread 0 (the producer; its warpgroup gives back its registers) copies
+ * each unit's Q and then its key/value tiles of 64 rows into 5 stages by TMA, each
+ * stage refilled as soon as both consumers have released it (an mbarrier of 8 warp
+ * arrivals). Once a unit's last tile is on its way it draws the next unit, whose Q and
+ * first tiles then land while the consumers finish this one. The two consumer
+ * warpgroups take 64 query rows each and share every key/value tile (half the L2 traffic
+ * of two blocks of 64 rows); each runs the loop of ft_attn_pw_h128_bf16 (Q in registers,
+ * scores with P V of the tile before in flight). A consumer whose rows need fewer tiles
+ * (the causal diagonal) or that has no rows (a sequence's last tile) waits for and
+ * releases the tiles it does not use, so the stages' phases stay in step. The output is
+ * staged per warpgroup and written with 16-byte stores. The block whose producer draws
+ * last sets both counters back to zero. Tried, not kept (fifty-sixth session): the two
+ * consumers taking turns to issue their products (FlashAttention-3's ping-pong, 3-7%
+ * slower), and the next unit drawn 1-3 tiles or a whole unit early (2-16% slower). */
+#define FT_ATTN_H128_BF16_PF_SMEM (14 * FT_ATTN_H128_BF16_PW_TILE + 1024 + 256)
+
+/* The producer hands a unit to the consumers: its (b, t, h) in shared memory and its Q
+ * (128 rows from row t * 128, moved back like a last key tile when they reach past the
+ * sequence) copied, counted on qfull; or, if not `valid`, the end (b = -1, qfull
+ * completed). */
+static __device__ __forceinline__ void ft_attn_pf_q_h128_bf16(int valid, ft_attn_pf_unit x, int *unit, char *qs,
+                                                          unsigned long long *qfull, const CUtensorMap *tm)
+{
+    if (!valid) {
+        unit[0] = -1;
+        ft_mbar_arrive(qfull);
+        return;
+    }
+    unit[0] = x.b;
+    unit[1] = x.t;
+    unit[2] = x.h;
+    const int y = x.row0 + min(x.t * 128, x.len - 128);
+    ft_mbar_expect_tx(qfull, 2 * FT_ATTN_H128_BF16_PW_TILE);
+#pragma unroll
+    for (int half = 0; half < 2; half++)
+#pragma unroll
+        for (int p = 0; p < 2; p++)
+            ft_tensor_load_2d(qs + half * FT_ATTN_H128_BF16_PW_TILE + p * 8192, tm, x.h * 128 + p * 64, y + 64 * half, qfull, 0);
+}
+
+static __global__ void __launch_bounds__(384, 1)
+    ft_attn_pf_h128_bf16(ft_attn_packed_kargs_h128_bf16 a, const __grid_constant__ CUtensorMap tm, unsigned *ctr,
+                        int B, int H)
+{
+#if FT_WGMMA
+    extern __shared__ uint4 ft_attn_pf_smem_h128_bf16[];
+    /* stages (K, V), Q (two halves of 64 rows), the consumers' output tiles, mbarriers: full
+     * and empty a stage, Q's full and empty, then the unit (b, t, h) */
+    char *kv = (char *)(((uintptr_t)ft_attn_pf_smem_h128_bf16 + 1023) & ~(uintptr_t)1023);
+    char *qs = kv + 10 * FT_ATTN_H128_BF16_PW_TILE, *os = qs + 2 * FT_ATTN_H128_BF16_PW_TILE;
+    unsigned long long *full = (unsigned long long *)(os + 2 * FT_ATTN_H128_BF16_PW_TILE), *empty = full + 5;
+    unsigned long long *qfull = empty + 5, *qempty = qfull + 1;
+    int *unit = (int *)(qempty + 1);
+    const int tid = threadIdx.x;
+    if (tid == 0) {
+        ft_tensor_map_prefetch(&tm);
+        for (int st = 0; st < 5; st++) {
+            ft_mbar_init(full + st, 1);
+            ft_mbar_init(empty + st, 8);
+        }
+        ft_mbar_init(qfull, 1);
+        ft_mbar_init(qempty, 8);
+        ft_mbar_init_fence();
+    }
+    __syncthreads();
+
+    if (tid < 128) { /* the producer */
+        ft_wg_regs_dec(40);
+        if (tid != 0)
+            return;
+        int b = 0, base = 0; /* the draws' scan: sequence b's units start at base */
+        unsigned st = 0, ph = 0, qph = 0;
+        for (;;) {
+            /* drawn once this block's last unit is all on its way, not before: a unit drawn
+             * early leaves the grid's last units less evenly spread (2-6% slower) */
+            ft_attn_pf_unit x = {0, 0, 0, 0, 0};
+            const int have = ft_attn_pf_draw(ctr, a.offsets, B, H, &b, &base, &x);
+            ft_mbar_wait(qempty, qph ^ 1u); /* both consumers have the last unit's Q */
+            ft_attn_pf_q_h128_bf16(have, x, unit, qs, qfull, &tm);
+            qph ^= 1u;
+            if (!have)
+                break;
+            const int nt = ((a.causal ? min(x.len, x.t * 128 + 128) : x.len) + 63) >> 6;
+            const int kx = a.kcol + (x.h / a.G) * 128, vx = a.vcol + (x.h / a.G) * 128;
+            for (int j = 0; j < nt; j++) {
+                ft_mbar_wait(empty + st, ph ^ 1u);
+                ft_attn_pw_issue_h128_bf16(kv + 2 * st * FT_ATTN_H128_BF16_PW_TILE, full + st, &tm, x.row0, kx, vx, j, x.len);
+                ft_attn_pf_advance(&st, &ph, 5);
+            }
+        }
+        /* every block draws past the end once; the last to do so zeroes the counters */
+        __threadfence();
+        if (ft_atomic_add_acq_rel(ctr + 1, 1u) == gridDim.x - 1) {
+            atomicExch(ctr, 0u);
+            atomicExch(ctr + 1, 0u);
+        }
+        return;
+    }
+
+    ft_wg_regs_inc(232);
+    const int c = __shfl_sync(0xffffffffu, tid >> 7, 0) - 1; /* the consumer: uniform in a warp */
+    const int warp = (tid >> 5) & 3, lane = tid & 31;
+    const int rq = warp * 16 + (lane >> 2); /* this thread's rows of the consumer's 64: rq, rq + 8 */
+    char *ot = os + c * FT_ATTN_H128_BF16_PW_TILE;
+    unsigned cs = 0, cph = 0, qph = 0;
+    for (;;) {
+        ft_mbar_wait(qfull, qph);
+        qph ^= 1u;
+        const int b = __shfl_sync(0xffffffffu, unit[0], 0);
+        if (b < 0)
+            break;
+        const int t = __shfl_sync(0xffffffffu, unit[1], 0), h = __shfl_sync(0xffffffffu, unit[2], 0);
+        const int row0 = a.offsets[b], len = a.offsets[b + 1] - row0, kvh = h / a.G;
+        const int q0 = t * 128, qb = min(q0, len - 128), r0 = q0 + 64 * c;
+        const int ntp = ((a.causal ? min(len, q0 + 128) : len) + 63) >> 6; /* the tiles copied */
+        const int kend = a.causal ? min(len, r0 + 64) : len;
+        const int nt = r0 < len ? (kend + 63) >> 6 : 0; /* the tiles this consumer uses */
+
+        unsigned q[32];
+        {
+            const int r = min(r0 - qb + warp * 16 + (lane & 15), 127);
+            ft_attn_pw_load_q_h128_bf16(q, qs + (r >> 6) * FT_ATTN_H128_BF16_PW_TILE, r & 63, lane,
+                                   a.bias != NULL ? a.bias + h * 128 : NULL);
+        }
+        ft_fence_proxy_async(); /* the reads of Q before its next copy */
+        __syncwarp();
+        if (lane == 0)
+            ft_mbar_arrive(qempty);
+
+        if (nt > 0) {
+            float s[32], o[64], m[2] = {-INFINITY, -INFINITY}, l[2] = {0.0f, 0.0f}, alpha[2];
+            unsigned p[16];
+#define FT_ATTN_H128_BF16_PF_MASK(k0) (kend - (k0) < 64 || (a.causal && (k0) + 63 > r0 + warp * 16))
+            ft_mbar_wait(full + cs, cph);
+            /* stage numbers through a shuffle: known uniform, the descriptors stay in uniform
+             * registers (a loop-carried cs after the waits' loops is not) */
+            unsigned prev = __shfl_sync(0xffffffffu, cs, 0);
+            ft_attn_pf_advance(&cs, &cph, 5);
+            ft_attn_pw_first_h128_bf16(s, p, q, kv + 2 * prev * FT_ATTN_H128_BF16_PW_TILE, m, l, alpha, ft_attn_pw_kb(0, len), kend,
+                                  r0 + rq, FT_ATTN_H128_BF16_PF_MASK(0), a.causal, a.qk_scale, lane);
+            for (int it = 1; it < nt; it++) {
+                ft_mbar_wait(full + cs, cph);
+                const unsigned cur = __shfl_sync(0xffffffffu, cs, 0);
+                ft_attn_pf_advance(&cs, &cph, 5);
+                ft_attn_pw_step_h128_bf16(s, o, p, q, kv + 2 * cur * FT_ATTN_H128_BF16_PW_TILE, kv + (2 * prev + 1) * FT_ATTN_H128_BF16_PW_TILE,
+                                     it > 1, m, l, alpha, ft_attn_pw_kb(it, len), it * 64, kend, r0 + rq,
+                                     FT_ATTN_H128_BF16_PF_MASK(it * 64), a.causal, a.qk_scale, lane);
+                if (lane == 0) /* this warp's reads of the tile before are done: release its stage */
+                    ft_mbar_arrive(empty + prev);
+                ft_attn_pw_next_h128_bf16(o, p, s, alpha);
+                prev = cur;
+            }
+#undef FT_ATTN_H128_BF16_PF_MASK
+            ft_attn_pw_last_h128_bf16(o, p, kv + (2 * prev + 1) * FT_ATTN_H128_BF16_PW_TILE, nt > 1);
+            if (lane == 0)
+                ft_mbar_arrive(empty + prev);
+            /* normalise, add the v bias, stage the consumer's rows in its output tile, write
+             * them with 16-byte stores */
+            ft_named_sync(1 + c, 128); /* the consumer's reads of its last output tile are done */
+            ft_attn_pw_stage_h128_bf16(ot, o, l, rq, lane, a.bias != NULL ? a.bias + a.vcol + kvh * 128 : NULL);
+            ft_named_sync(1 + c, 128);
+            ft_attn_pw_write_h128_bf16(a.out + (int64_t)(row0 + r0) * a.ldo + h * 128, a.ldo, ot, len - r0, tid & 127);
+        }
+        /* the tiles copied for the other consumer's rows only */
+        for (int j = nt; j < ntp; j++) {
+            ft_mbar_wait(full + cs, cph);
+            __syncwarp();
+            if (lane == 0)
+                ft_mbar_arrive(empty + cs);
+            ft_attn_pf_advance(&cs, &cph, 5);
+        }
     }
 #endif
 }
@@ -8899,8 +9131,20 @@ static inline ft_status ft_packed_attention_h128_bf16(const ft_packed_attention_
                        "%s: the warpgroup (wgmma) kernel needs head size 64 or 128 (this variant: 128) and code "
                        "built for sm_90a running on an sm_90 device",
                        fn);
+    const int pf = wg && args->tile_counters != NULL; /* the persistent form */
+    int pf_grid = 0;
+    if (pf) {
+        static int pf_smem_done[64];
+        if ((st = ft_smem_limit(fn, (const void *)ft_attn_pf_h128_bf16, FT_ATTN_H128_BF16_PF_SMEM, pf_smem_done)) != FT_OK ||
+            (st = ft_sm_count(fn, &pf_grid)) != FT_OK)
+            return st;
+        if (args->max_seq_len > 0) { /* no more blocks than units */
+            const int64_t units = (int64_t)args->batch * args->num_heads * ((args->max_seq_len + 127) / 128);
+            pf_grid = units < pf_grid ? (int)units : pf_grid;
+        }
+    }
     static int pw_smem_done[64];
-    if (wg && (st = ft_smem_limit(fn, (const void *)ft_attn_pw_h128_bf16, FT_ATTN_H128_BF16_PW_SMEM, pw_smem_done)) != FT_OK)
+    if (wg && !pf && (st = ft_smem_limit(fn, (const void *)ft_attn_pw_h128_bf16, FT_ATTN_H128_BF16_PW_SMEM, pw_smem_done)) != FT_OK)
         return st;
     static int smem_done[64];
     if (!wg && (st = ft_smem_limit(fn, (const void *)ft_attn_packed_h128_bf16, FT_ATTN_H128_BF16_PK_SMEM, smem_done)) != FT_OK)
@@ -8927,6 +9171,10 @@ static inline ft_status ft_packed_attention_h128_bf16(const ft_packed_attention_
                                    CU_TENSOR_MAP_DATA_TYPE_BFLOAT16,
                                    (uint64_t)k.ldq, (uint64_t)1 << 31, (uint64_t)k.ldq * 2, 64, 64, 128)) != FT_OK)
             return st;
+        if (pf)
+            ft_attn_pf_h128_bf16<<<(unsigned)pf_grid, 384, FT_ATTN_H128_BF16_PF_SMEM, stream>>>(k, tm, args->tile_counters,
+                                                                                 args->batch, args->num_heads);
+        else
         ft_attn_pw_h128_bf16<<<dim3((unsigned)args->num_heads, (unsigned)tiles, (unsigned)args->batch), 128,
                                FT_ATTN_H128_BF16_PW_SMEM, stream>>>(k, tm);
     } else

@@ -8232,6 +8232,133 @@ static __device__ __forceinline__ void ft_attn_pw_pv_h64_fp16(float *o, const un
         ft_wg_rs_m64n64k16_fp16(o, p + 4 * kk, ft_wg_desc(vs + kk * 2048, 8192, 1024), acc || kk > 0);
 }
 
+/* The warp's 16 rows of Q as A fragments (ldmatrix: lanes 0-15 name rows 0-15 of a k-step,
+ * 16-31 its upper 8 columns) from the swizzled 64-row tile at qt, the lane's row r there
+ * (rows past the sequence name the tile's last); q[4 kk + 2 c + r] holds row rq + 8 r,
+ * columns 16 kk + 8 c + 2 (lane % 4) and + 1. The q bias (qb: the head's, or NULL) is added
+ * in fp32 and rounded, as in the mma.sync form. */
+static __device__ __forceinline__ void ft_attn_pw_load_q_h64_fp16(unsigned *q, const char *qt, int r, int lane,
+                                                               const __half *qb)
+{
+#pragma unroll
+    for (int kk = 0; kk < 4; kk++) {
+        const int c = 2 * kk + (lane >> 4);
+        ft_ldsm_x4(q + 4 * kk, qt + (c >> 3) * 8192 + r * 128 + (((c & 7) ^ (r & 7)) << 4));
+    }
+    if (qb == NULL)
+        return;
+#pragma unroll
+    for (int kk = 0; kk < 4; kk++)
+#pragma unroll
+        for (int e = 0; e < 4; e++) {
+            float f[2], fb[2];
+            ft_unpack2_fp16((const __half *)&q[4 * kk + e], f);
+            ft_unpack2_fp16(qb + kk * 16 + (e >> 1) * 8 + (lane & 3) * 2, fb);
+            f[0] += fb[0];
+            f[1] += fb[1];
+            q[4 * kk + e] = ft_pack_fp16x2(f);
+        }
+}
+
+/* A query tile's first key tile (at ks): its scores, softmax and weights p; kb, mask and
+ * the rest as for ft_attn_pk_softmax. */
+static __device__ __forceinline__ void ft_attn_pw_first_h64_fp16(float *s, unsigned *p, const unsigned *q, const char *ks,
+                                                              float *m, float *l, float *alpha, int kb, int kend,
+                                                              int qr, int mask, int causal, float qk_scale, int lane)
+{
+    ft_wg_fence();
+    ft_attn_pw_qk_h64_fp16(s, q, ks);
+    ft_wg_commit();
+    ft_wg_wait0();
+    ft_wg_keep(s, 32);
+    ft_attn_pk_softmax_h64_fp16(s, m, l, alpha, kb, 0, kend, qr, mask, causal, qk_scale, lane);
+#pragma unroll
+    for (int k = 0; k < 16; k++)
+        p[k] = ft_pack_fp16x2(&s[2 * k]);
+}
+
+/* One later key tile: its scores (K at ks) issued with O (+)= P V of the tile before (its V
+ * at vprev; acc 0 starts O), the softmax while P V runs, then the wait for both: on return
+ * the warpgroup's reads of the tile before are done (its stage may be refilled), and
+ * ft_attn_pw_next must follow. */
+static __device__ __forceinline__ void ft_attn_pw_step_h64_fp16(float *s, float *o, const unsigned *p,
+                                                             const unsigned *q, const char *ks, const char *vprev,
+                                                             int acc, float *m, float *l, float *alpha, int kb,
+                                                             int k0, int kend, int qr, int mask, int causal,
+                                                             float qk_scale, int lane)
+{
+    ft_wg_fence();
+    ft_attn_pw_qk_h64_fp16(s, q, ks);
+    ft_wg_commit();
+    ft_attn_pw_pv_h64_fp16(o, p, vprev, acc);
+    ft_wg_commit();
+    ft_wg_wait1(); /* the scores; P V of the tile before may still run */
+    ft_wg_keep(s, 32);
+    ft_attn_pk_softmax_h64_fp16(s, m, l, alpha, kb, k0, kend, qr, mask, causal, qk_scale, lane);
+    ft_wg_wait0();
+    ft_wg_keep(o, 32);
+}
+
+/* After ft_attn_pw_step: O rescaled by the softmax's alpha, the tile's weights packed */
+static __device__ __forceinline__ void ft_attn_pw_next_h64_fp16(float *o, unsigned *p, const float *s,
+                                                             const float *alpha)
+{
+    ft_attn_pk_rescale_h64_fp16(o, alpha);
+#pragma unroll
+    for (int k = 0; k < 16; k++)
+        p[k] = ft_pack_fp16x2(&s[2 * k]);
+}
+
+/* The last tile's O += P V (V at vs; acc 0 when it is the only tile), waited for */
+static __device__ __forceinline__ void ft_attn_pw_last_h64_fp16(float *o, const unsigned *p, const char *vs, int acc)
+{
+    ft_wg_fence();
+    ft_attn_pw_pv_h64_fp16(o, p, vs, acc);
+    ft_wg_commit();
+    ft_wg_wait0();
+    ft_wg_keep(o, 32);
+}
+
+/* Normalises the warp's rows (l: the thread's parts of their sums), adds the v bias (vb:
+ * the head's, or NULL) and stages them in the swizzled 64-row tile at ot (rows rq, rq + 8). */
+static __device__ __forceinline__ void ft_attn_pw_stage_h64_fp16(char *ot, const float *o, const float *l, int rq,
+                                                              int lane, const __half *vb)
+{
+    float inv[2];
+#pragma unroll
+    for (int r = 0; r < 2; r++) {
+        float sum = l[r];
+        sum += __shfl_xor_sync(0xffffffffu, sum, 1);
+        sum += __shfl_xor_sync(0xffffffffu, sum, 2);
+        inv[r] = sum > 0.0f ? 1.0f / sum : 0.0f;
+    }
+#pragma unroll
+    for (int j = 0; j < 8; j++) {
+        const int d = j * 8 + (lane & 3) * 2;
+        float b[2] = {0.0f, 0.0f};
+        if (vb != NULL)
+            ft_unpack2_fp16(vb + d, b);
+        const float lo[2] = {fmaf(o[4 * j], inv[0], b[0]), fmaf(o[4 * j + 1], inv[0], b[1])};
+        const float hi[2] = {fmaf(o[4 * j + 2], inv[1], b[0]), fmaf(o[4 * j + 3], inv[1], b[1])};
+        char *row_lo = ot + (j >> 3) * 8192 + rq * 128 + (lane & 3) * 4;
+        ft_store_fp16x2((__half *)(row_lo + (((j & 7) ^ (rq & 7)) << 4)), lo);
+        ft_store_fp16x2((__half *)(row_lo + 1024 + (((j & 7) ^ (rq & 7)) << 4)), hi);
+    }
+}
+
+/* Writes the first `rows` rows of the staged tile at ot to out (row 0, rows ldo elements
+ * apart) in 16-byte stores, thread t of 128 */
+static __device__ __forceinline__ void ft_attn_pw_write_h64_fp16(__half *out, int64_t ldo, const char *ot, int rows,
+                                                              int t)
+{
+#pragma unroll
+    for (int i = t; i < 64 * 8; i += 128) {
+        const int r = i / 8, c = i % 8;
+        if (r < rows)
+            *(uint4 *)(out + r * ldo + c * 8) = *(const uint4 *)(ot + (c >> 3) * 8192 + r * 128 + (((c & 7) ^ (r & 7)) << 4));
+    }
+}
+
 static __global__ void __launch_bounds__(128, 4)
     ft_attn_pw_h64_fp16(ft_attn_packed_kargs_h64_fp16 a, const __grid_constant__ CUtensorMap tm)
 {
@@ -8270,33 +8397,10 @@ static __global__ void __launch_bounds__(128, 4)
             for (int j = 0; j < 2 && j < nt; j++)
                 ft_attn_pw_issue_h64_fp16(kv + 2 * j * FT_ATTN_H64_FP16_PW_TILE, bar + j, &tm, row0, kx, vx, j, len);
         }
-        /* the warp's 16 rows of Q as A fragments (ldmatrix: lanes 0-15 name rows 0-15 of a
-         * k-step, 16-31 its upper 8 columns; rows past the sequence read the tile's last);
-         * q[4 kk + 2 c + r] holds row rq + 8 r, columns 16 kk + 8 c + 2 (lane % 4) and + 1;
-         * the q bias is added in fp32 and rounded, as in the mma.sync form */
         ft_attn_pw_landed(bar, &ph, 2);
         unsigned q[16];
-        {
-            const int r = min(q0 - qb + warp * 16 + (lane & 15), 63);
-#pragma unroll
-            for (int kk = 0; kk < 4; kk++) {
-                const int c = 2 * kk + (lane >> 4);
-                ft_ldsm_x4(q + 4 * kk, kv + 4 * FT_ATTN_H64_FP16_PW_TILE + (c >> 3) * 8192 + r * 128 + (((c & 7) ^ (r & 7)) << 4));
-            }
-        }
-        if (a.bias != NULL) {
-#pragma unroll
-            for (int kk = 0; kk < 4; kk++)
-#pragma unroll
-                for (int e = 0; e < 4; e++) {
-                    float f[2], fb[2];
-                    ft_unpack2_fp16((const __half *)&q[4 * kk + e], f);
-                    ft_unpack2_fp16(a.bias + h * 64 + kk * 16 + (e >> 1) * 8 + (lane & 3) * 2, fb);
-                    f[0] += fb[0];
-                    f[1] += fb[1];
-                    q[4 * kk + e] = ft_pack_fp16x2(f);
-                }
-        }
+        ft_attn_pw_load_q_h64_fp16(q, kv + 4 * FT_ATTN_H64_FP16_PW_TILE, min(q0 - qb + warp * 16 + (lane & 15), 63), lane,
+                               a.bias != NULL ? a.bias + h * 64 : NULL);
         ft_fence_proxy_async();
         __syncthreads(); /* every warp has its Q: stage 2 takes tile 2 */
         if (tid == 0 && nt > 2)
@@ -8307,77 +8411,28 @@ static __global__ void __launch_bounds__(128, 4)
         /* mask where the tile has keys past the sequence or (causal) past one of the warp's rows */
 #define FT_ATTN_H64_FP16_PW_MASK(k0) (kend - (k0) < 64 || (a.causal && (k0) + 63 > q0 + warp * 16))
         ft_attn_pw_landed(bar, &ph, 0);
-        ft_wg_fence();
-        ft_attn_pw_qk_h64_fp16(s, q, kv);
-        ft_wg_commit();
-        ft_wg_wait0();
-        ft_wg_keep(s, 32);
-        ft_attn_pk_softmax_h64_fp16(s, m, l, alpha, ft_attn_pw_kb(0, len), 0, kend, q0 + rq, FT_ATTN_H64_FP16_PW_MASK(0),
-                                a.causal, a.qk_scale, lane);
-#pragma unroll
-        for (int k = 0; k < 16; k++)
-            p[k] = ft_pack_fp16x2(&s[2 * k]);
-
+        ft_attn_pw_first_h64_fp16(s, p, q, kv, m, l, alpha, ft_attn_pw_kb(0, len), kend, q0 + rq, FT_ATTN_H64_FP16_PW_MASK(0),
+                              a.causal, a.qk_scale, lane);
         for (int it = 1; it < nt; it++) {
             ft_attn_pw_landed(bar, &ph, it);
-            const char *ks = kv + 2 * (it % 3) * FT_ATTN_H64_FP16_PW_TILE;
-            const char *vprev = kv + (2 * ((it - 1) % 3) + 1) * FT_ATTN_H64_FP16_PW_TILE;
-            ft_wg_fence();
-            ft_attn_pw_qk_h64_fp16(s, q, ks);
-            ft_wg_commit();
-            ft_attn_pw_pv_h64_fp16(o, p, vprev, it > 1);
-            ft_wg_commit();
-            ft_wg_wait1(); /* the scores; P V of the tile before may still run */
-            ft_wg_keep(s, 32);
-            ft_attn_pk_softmax_h64_fp16(s, m, l, alpha, ft_attn_pw_kb(it, len), it * 64, kend, q0 + rq,
-                                    FT_ATTN_H64_FP16_PW_MASK(it * 64), a.causal, a.qk_scale, lane);
-            ft_wg_wait0(); /* the warpgroup's reads of tile it - 1's stage are done */
-            ft_wg_keep(o, 32);
-            ft_attn_pk_rescale_h64_fp16(o, alpha);
-#pragma unroll
-            for (int k = 0; k < 16; k++)
-                p[k] = ft_pack_fp16x2(&s[2 * k]);
+            ft_attn_pw_step_h64_fp16(s, o, p, q, kv + 2 * (it % 3) * FT_ATTN_H64_FP16_PW_TILE,
+                                 kv + (2 * ((it - 1) % 3) + 1) * FT_ATTN_H64_FP16_PW_TILE, it > 1, m, l, alpha,
+                                 ft_attn_pw_kb(it, len), it * 64, kend, q0 + rq, FT_ATTN_H64_FP16_PW_MASK(it * 64), a.causal,
+                                 a.qk_scale, lane);
+            /* the warpgroup's reads of tile it - 1's stage are done: refill it */
             if (tid == 0 && it + 2 < nt)
                 ft_attn_pw_issue_h64_fp16(kv + 2 * ((it + 2) % 3) * FT_ATTN_H64_FP16_PW_TILE, bar + (it + 2) % 3, &tm, row0,
                                       kx, vx, it + 2, len);
+            ft_attn_pw_next_h64_fp16(o, p, s, alpha);
         }
 #undef FT_ATTN_H64_FP16_PW_MASK
-        ft_wg_fence();
-        ft_attn_pw_pv_h64_fp16(o, p, kv + (2 * ((nt - 1) % 3) + 1) * FT_ATTN_H64_FP16_PW_TILE, nt > 1);
-        ft_wg_commit();
-        ft_wg_wait0();
-        ft_wg_keep(o, 32);
+        ft_attn_pw_last_h64_fp16(o, p, kv + (2 * ((nt - 1) % 3) + 1) * FT_ATTN_H64_FP16_PW_TILE, nt > 1);
 
         /* normalise, add the v bias, stage the tile in stage 0's key tile (swizzled as the
          * tiles are; every read of the stages is done), write it with 16-byte stores */
-        float inv[2];
-#pragma unroll
-        for (int r = 0; r < 2; r++) {
-            float sum = l[r];
-            sum += __shfl_xor_sync(0xffffffffu, sum, 1);
-            sum += __shfl_xor_sync(0xffffffffu, sum, 2);
-            inv[r] = sum > 0.0f ? 1.0f / sum : 0.0f;
-        }
-#pragma unroll
-        for (int j = 0; j < 8; j++) {
-            const int d = j * 8 + (lane & 3) * 2;
-            float vb[2] = {0.0f, 0.0f};
-            if (a.bias != NULL)
-                ft_unpack2_fp16(a.bias + a.vcol + kvh * 64 + d, vb);
-            const float lo[2] = {fmaf(o[4 * j], inv[0], vb[0]), fmaf(o[4 * j + 1], inv[0], vb[1])};
-            const float hi[2] = {fmaf(o[4 * j + 2], inv[1], vb[0]), fmaf(o[4 * j + 3], inv[1], vb[1])};
-            char *row_lo = kv + (j >> 3) * 8192 + rq * 128 + (lane & 3) * 4;
-            ft_store_fp16x2((__half *)(row_lo + (((j & 7) ^ (rq & 7)) << 4)), lo);
-            ft_store_fp16x2((__half *)(row_lo + 1024 + (((j & 7) ^ (rq & 7)) << 4)), hi);
-        }
+        ft_attn_pw_stage_h64_fp16(kv, o, l, rq, lane, a.bias != NULL ? a.bias + a.vcol + kvh * 64 : NULL);
         __syncthreads();
-#pragma unroll
-        for (int i = tid; i < 64 * 8; i += 128) {
-            const int r = i / 8, c = i % 8;
-            if (q0 + r < len)
-                *(uint4 *)(a.out + (int64_t)(row0 + q0 + r) * a.ldo + h * 64 + c * 8) =
-                    *(const uint4 *)(kv + (c >> 3) * 8192 + r * 128 + (((c & 7) ^ (r & 7)) << 4));
-        }
+        ft_attn_pw_write_h64_fp16(a.out + (int64_t)(row0 + q0) * a.ldo + h * 64, a.ldo, kv, len - q0, tid);
         ft_fence_proxy_async();
         __syncthreads(); /* the staged tile is read before the next query tile's copies land there */
     }
@@ -8401,8 +8456,9 @@ static inline ft_status ft_packed_attention_h64_fp16(const ft_packed_attention_a
                        "%s: the warpgroup (wgmma) kernel needs head size 64 or 128 (this variant: 64) and code "
                        "built for sm_90a running on an sm_90 device",
                        fn);
+    const int pf = 0;
     static int pw_smem_done[64];
-    if (wg && (st = ft_smem_limit(fn, (const void *)ft_attn_pw_h64_fp16, FT_ATTN_H64_FP16_PW_SMEM, pw_smem_done)) != FT_OK)
+    if (wg && !pf && (st = ft_smem_limit(fn, (const void *)ft_attn_pw_h64_fp16, FT_ATTN_H64_FP16_PW_SMEM, pw_smem_done)) != FT_OK)
         return st;
     ft_attn_packed_kargs_h64_fp16 k;
     memset(&k, 0, sizeof k);

@@ -127,6 +127,13 @@ typedef struct ft_packed_attention_args {
                               code built for sm_90a on an sm_90 device), else the mma.sync one;
                               REGISTER forces the mma.sync kernel, ASYNC the wgmma one
                               (FT_ERR_UNSUPPORTED where it does not exist) */
+    unsigned int *tile_counters; /* NULL, or 2 unsigned ints of device memory the caller zeroed
+                              once (cudaMemset after allocating them): the warpgroup kernel at
+                              head size 128 then runs as a persistent grid whose blocks take
+                              query tiles off the first counter, and every call leaves both
+                              zeroed again. Calls that may run at the same time (other streams)
+                              need counters of their own. Without them that head size runs
+                              the grid of one block a tile. */
 } ft_packed_attention_args;
 
 /* The packed kernels' online softmax keeps a row's reference (the max it subtracts) until a
@@ -627,6 +634,18 @@ static __device__ __forceinline__ void ft_wg_after(float x)
 #endif
 }
 
+/* setmaxnreg (sm_90a): a warpgroup gives back registers to the block's pool (DEC) or takes
+ * them (INC) up to N a thread, N a multiple of 8 in [24, 256]; every thread of the
+ * warpgroup executes it. Warp-specialised kernels launch at the count their launch bounds
+ * allow, then let the producer's warpgroup drop to few and the consumers' rise. */
+#if FT_WGMMA
+#define ft_wg_regs_dec(N) asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;" ::"n"(N))
+#define ft_wg_regs_inc(N) asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;" ::"n"(N))
+#else
+#define ft_wg_regs_dec(N) ((void)0)
+#define ft_wg_regs_inc(N) ((void)0)
+#endif
+
 /* generic-proxy writes to shared memory (st.shared, cp.async) made visible to the async
  * proxy that wgmma reads through */
 static __device__ __forceinline__ void ft_fence_async_smem(void)
@@ -706,6 +725,47 @@ static __device__ __forceinline__ void ft_attn_pw_landed(unsigned long long *bar
     *ph ^= 1u << st;
 }
 
+/* ft_attn_pf_advance: the next of n stages in a ring, and the phase bit that flips when the
+ * ring wraps (the persistent kernels ft_attn_pf_*). */
+static __device__ __forceinline__ void ft_attn_pf_advance(unsigned *st, unsigned *ph, unsigned n)
+{
+    if (++*st == n) {
+        *st = 0;
+        *ph ^= 1u;
+    }
+}
+
+/* A unit of the persistent kernels: query tile t (128 rows) of head h of sequence b, which
+ * is rows row0 .. row0 + len - 1. */
+typedef struct ft_attn_pf_unit {
+    int b, t, h, row0, len;
+} ft_attn_pf_unit;
+
+/* Draws the next unit off the counter into x (0: none left). Units run through the
+ * sequences in turn, each sequence's longest query tiles first, heads fastest; *b and
+ * *base (sequence *b's first unit) carry the scan from one draw to the next of a thread,
+ * whose draws only grow. */
+static __device__ __forceinline__ int ft_attn_pf_draw(unsigned *ctr, const int *offsets, int B, int H, int *b,
+                                                      int *base, ft_attn_pf_unit *x)
+{
+    const int u = (int)atomicAdd(ctr, 1u);
+    while (*b < B) {
+        const int row0 = offsets[*b], len = offsets[*b + 1] - row0, nq = (len + 127) >> 7;
+        if (u < *base + H * nq) {
+            const int r = u - *base;
+            x->b = *b;
+            x->t = nq - 1 - r / H;
+            x->h = r % H;
+            x->row0 = row0;
+            x->len = len;
+            return 1;
+        }
+        *base += H * nq;
+        ++*b;
+    }
+    return 0;
+}
+
 /* Host-side checks of ft_packed_attention_args shared by every variant; fills the grid's
  * query-tile count and the exp2-domain scale. */
 static inline ft_status ft_attn_check_packed(const char *fn, const ft_packed_attention_args *a, int D, int qtile,
@@ -732,7 +792,8 @@ static inline ft_status ft_attn_check_packed(const char *fn, const ft_packed_att
         return st;
     if ((st = ft_check_ptr(fn, "seq_offsets", a->seq_offsets, 4)) != FT_OK ||
         (st = ft_check_ptr(fn, "qkv", a->qkv, 16)) != FT_OK || (st = ft_check_ptr(fn, "out", a->out, 16)) != FT_OK ||
-        (st = ft_check_opt_ptr(fn, "qkv_bias", a->qkv_bias, 16)) != FT_OK)
+        (st = ft_check_opt_ptr(fn, "qkv_bias", a->qkv_bias, 16)) != FT_OK ||
+        (st = ft_check_opt_ptr(fn, "tile_counters", a->tile_counters, 4)) != FT_OK)
         return st;
     ft_attn_plan p;
     if ((st = ft_attn_check_scale(fn, a->scale, D, &p)) != FT_OK)
