@@ -8950,7 +8950,13 @@ static __global__ void __launch_bounds__(128, 2)
  * (the causal diagonal) or that has no rows (a sequence's last tile) waits for and
  * releases the tiles it does not use, so the stages' phases stay in step. The output is
  * staged per warpgroup and written with 16-byte stores. The block whose producer draws
- * last sets both counters back to zero. Tried, not kept (fifty-sixth session): the two
+ * last sets both counters back to zero. The unit's (b, t, h) pass through shared memory
+ * behind Q's mbarrier (the arrival releases the producer's stores, the consumers' wait
+ * acquires them; their arrivals on qempty order their reads before the next stores).
+ * compute-sanitizer's racecheck does not see that ordering for plain stores and reports
+ * hazards between those stores and reads (38 on the h128 tests); a form that posts the
+ * unit behind a barrier of all 288 threads is written but not yet run on a GPU
+ * (RESULTS, fifty-sixth session). Tried, not kept (fifty-sixth session): the two
  * consumers taking turns to issue their products (FlashAttention-3's ping-pong, 3-7%
  * slower), and the next unit drawn 1-3 tiles or a whole unit early (2-16% slower). */
 #define FT_ATTN_H128_BF16_PF_SMEM (14 * FT_ATTN_H128_BF16_PW_TILE + 1024 + 256)
