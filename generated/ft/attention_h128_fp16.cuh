@@ -8952,30 +8952,36 @@ static __global__ void __launch_bounds__(128, 2)
  * staged per warpgroup and written with 16-byte stores. The block whose producer draws
  * last sets both counters back to zero. The unit's (b, t, h) pass through shared memory
  * behind Q's mbarrier (the arrival releases the producer's stores, the consumers' wait
- * acquires them; their arrivals on qempty order their reads before the next stores).
- * compute-sanitizer's racecheck does not see that ordering for plain stores and reports
- * hazards between those stores and reads (38 on the h128 tests); a form that posts the
- * unit behind a barrier of all 288 threads is written but not yet run on a GPU
- * (RESULTS, fifty-sixth session). Tried, not kept (fifty-sixth session): the two
+ * acquires them; their arrivals on qempty order their reads before the next stores), as
+ * shared-memory atomics: compute-sanitizer's racecheck does not see an mbarrier's
+ * ordering and reported 38 hazards on the h128 tests with plain stores and loads there
+ * (fifty-sixth session), none with atomics (fifty-seventh). Tried, not kept: the two
  * consumers taking turns to issue their products (FlashAttention-3's ping-pong, 3-7%
- * slower), and the next unit drawn 1-3 tiles or a whole unit early (2-16% slower). */
+ * slower), the next unit drawn 1-3 tiles or a whole unit early (2-16% slower; fifty-sixth
+ * session); the unit handed over through block barriers, one of the producer's warp and
+ * both consumers (1-5% slower: the consumer done first waits for the other) or two
+ * levels through the producer warpgroup's idle warps (within 1%), where racecheck still
+ * reported hazards; a shared-to-shared bulk copy of the unit counted on Q's mbarrier
+ * (needs a cluster launch and stops under compute-sanitizer's memcheck); and the same
+ * form at D64 with three consumers of 64 rows (6-36% slower than the grid there with
+ * constant inputs; fifty-seventh session). */
 #define FT_ATTN_H128_FP16_PF_SMEM (14 * FT_ATTN_H128_FP16_PW_TILE + 1024 + 256)
 
-/* The producer hands a unit to the consumers: its (b, t, h) in shared memory and its Q
- * (128 rows from row t * 128, moved back like a last key tile when they reach past the
- * sequence) copied, counted on qfull; or, if not `valid`, the end (b = -1, qfull
- * completed). */
+/* The producer hands a unit to the consumers: its (b, t, h) in shared memory (atomics, so
+ * that racecheck sees no plain store another thread reads) and its Q (128 rows from row
+ * t * 128, moved back like a last key tile when they reach past the sequence) copied,
+ * counted on qfull; or, if not `valid`, the end (b = -1, qfull completed). */
 static __device__ __forceinline__ void ft_attn_pf_q_h128_fp16(int valid, ft_attn_pf_unit x, int *unit, char *qs,
                                                           unsigned long long *qfull, const CUtensorMap *tm)
 {
     if (!valid) {
-        unit[0] = -1;
+        atomicExch(unit, -1);
         ft_mbar_arrive(qfull);
         return;
     }
-    unit[0] = x.b;
-    unit[1] = x.t;
-    unit[2] = x.h;
+    atomicExch(unit, x.b);
+    atomicExch(unit + 1, x.t);
+    atomicExch(unit + 2, x.h);
     const int y = x.row0 + min(x.t * 128, x.len - 128);
     ft_mbar_expect_tx(qfull, 2 * FT_ATTN_H128_FP16_PW_TILE);
 #pragma unroll
@@ -9053,10 +9059,17 @@ static __global__ void __launch_bounds__(384, 1)
     for (;;) {
         ft_mbar_wait(qfull, qph);
         qph ^= 1u;
-        const int b = __shfl_sync(0xffffffffu, unit[0], 0);
+        int b = 0, t = 0, h = 0;
+        if (lane == 0) {
+            b = atomicOr(unit, 0);
+            t = atomicOr(unit + 1, 0);
+            h = atomicOr(unit + 2, 0);
+        }
+        b = __shfl_sync(0xffffffffu, b, 0);
         if (b < 0)
             break;
-        const int t = __shfl_sync(0xffffffffu, unit[1], 0), h = __shfl_sync(0xffffffffu, unit[2], 0);
+        t = __shfl_sync(0xffffffffu, t, 0);
+        h = __shfl_sync(0xffffffffu, h, 0);
         const int row0 = a.offsets[b], len = a.offsets[b + 1] - row0, kvh = h / a.G;
         const int q0 = t * 128, qb = min(q0, len - 128), r0 = q0 + 64 * c;
         const int ntp = ((a.causal ? min(len, q0 + 128) : len) + 63) >> 6; /* the tiles copied */
