@@ -1264,7 +1264,8 @@ static const char *suite[] = {
     "add_bias_act --dtype fp16 --m 4096 --n 4096 --act relu",
     "add_bias_residual --dtype fp16 --m 16384 --n 4096",
     /* other dtypes and the other code paths: short rows, streaming rows, rows off the 16-byte
-     * grid (vectors between a head and a tail), past 32768 elements the element-wise form */
+     * grid (vectors between a head and a tail: through the pipeline for the plain norms' long
+     * rows, short rows several a block), past 32768 elements the element-wise form */
     "layernorm --dtype fp32 --m 16384 --n 4096",
     "layernorm --dtype bf16 --m 16384 --n 4096",
     "rmsnorm --dtype bf16 --m 16384 --n 4096",
@@ -1272,8 +1273,12 @@ static const char *suite[] = {
     "layernorm --dtype fp16 --m 262144 --n 256",
     "layernorm --dtype fp16 --m 1024 --n 65536",
     "layernorm --dtype fp16 --m 16384 --n 4095",
+    "rmsnorm --dtype fp16 --m 16384 --n 4095",
+    "layernorm --dtype bf16 --m 8192 --n 8191",
     "layernorm --dtype fp32 --m 16384 --n 4095",
     "add_bias_residual_layernorm --dtype fp16 --m 16384 --n 4095 --sum",
+    "layernorm --dtype fp16 --m 65536 --n 127",
+    "add_bias_residual_layernorm --dtype fp16 --m 16384 --n 1001 --sum",
     "layernorm --dtype fp16 --m 1024 --n 40001",
     "add_bias_act --dtype fp16 --m 16384 --n 4095 --act gelu",
     "add_bias_act --dtype bf16 --m 16384 --n 4096 --act silu",

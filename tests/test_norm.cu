@@ -70,8 +70,9 @@ static int op_has_residual(norm_op op)
 }
 
 /* layernorm (beta set) or rmsnorm through the shared-memory pipeline itself, whatever the
- * launcher would choose: the first generated variant of dt; FT_ERR_UNSUPPORTED where the
- * call does not fit it. */
+ * launcher would choose: the first generated variant of dt; ft_norm_pipe, or ft_norm_pipe_shift
+ * where rows are off the 16-byte grid (fp32 too, which the launcher does not send there);
+ * FT_ERR_UNSUPPORTED where the call fits neither. */
 static ft_status pipe_norm(ft_dtype dt, const void *x, const void *gamma, const void *beta, void *y, int64_t m,
                            int64_t n, float eps, int rms, int stages, int per_sm)
 {
@@ -93,12 +94,17 @@ static ft_status pipe_norm(ft_dtype dt, const void *x, const void *gamma, const 
         int fits = 0;                                                                                            \
         done = 1;                                                                                                \
         st = ft_norm_pipe_config_##suffix("pipe_norm", &a, &cfg, &fits);                                         \
-        if (st == FT_OK && !fits)                                                                                \
-            st = ft_fail(FT_ERR_UNSUPPORTED, "pipe_norm: m=%lld n=%lld does not fit ft_norm_pipe", (long long)m, \
-                         (long long)n);                                                                          \
-        if (st == FT_OK)                                                                                         \
+        if (st == FT_OK && fits) {                                                                               \
             st = ft_norm_pipe_launch_##suffix("pipe_norm", a, cfg.group, (int)cfg.block, stages, per_sm, 0,      \
                                               NULL, 0);                                                          \
+        } else if (st == FT_OK) { /* rows off the 16-byte grid */                                                \
+            st = ft_norm_pipe_shift_config_##suffix("pipe_norm", &a, stages, &cfg, &fits);                       \
+            if (st == FT_OK && !fits)                                                                            \
+                st = ft_fail(FT_ERR_UNSUPPORTED, "pipe_norm: m=%lld n=%lld fits neither pipeline", (long long)m, \
+                             (long long)n);                                                                      \
+            if (st == FT_OK)                                                                                     \
+                st = ft_norm_pipe_shift_launch_##suffix("pipe_norm", a, cfg.group, stages, per_sm, 0, NULL, 0);  \
+        }                                                                                                        \
     }
     FT_NORM_VARIANTS(FT_X)
 #undef FT_X
@@ -247,7 +253,10 @@ static void norm_test(ft_test *t)
      * pipeline on sm_90, the pointwise ops' many rows a thread), then the pipeline itself at
      * its edges: fewer chunks than blocks, a block's many chunks (few blocks an SM), a
      * partial last chunk of rows, one thread a row, rows past 16 KB, in place; last, rows
-     * off the 16-byte grid through the launcher */
+     * off the 16-byte grid through the launcher (ft_norm_rows_staged's blocks walking many
+     * rows, 4 and 16 rows a block; on sm_90 ft_norm_pipe_shift for the plain fp16 and bf16
+     * norms at 4095, 8999 and 2049, elsewhere ft_norm_rows_shift) and ft_norm_pipe_shift
+     * itself: few blocks an SM (many rows a block), in place, fewer rows than blocks */
     static const struct {
         int64_t m, n;
         int stages, per_sm, alias_x;
@@ -256,6 +265,8 @@ static void norm_test(ft_test *t)
         {4000, 4096, 0, 0, 1, 0.0}, {3000, 2048, 0, 0, 0, 30.0}, {3, 4096, 2, 0, 0, 0.0},     {777, 4096, 2, 1, 0, 30.0},
         {5001, 256, 3, 1, 1, 0.0},  {2000, 1000, 3, 2, 0, 30.0}, {1500, 24, 4, 1, 0, 0.0},    {333, 16384, 3, 1, 1, 0.0},
         {600, 8192, 2, 1, 0, 0.0},  {129, 12288, 3, 1, 0, 0.0},  {2000, 4095, 0, 0, 1, 0.0},  {3000, 1001, 0, 0, 0, 30.0},
+        {20000, 127, 0, 0, 1, 0.0}, {9000, 1001, 0, 0, 0, 0.0},  {1000, 8999, 0, 0, 0, 30.0},
+        {777, 4095, 2, 1, 0, 30.0}, {1500, 1100, 4, 2, 1, 0.0},  {5, 3001, 3, 0, 0, 0.0},     {4000, 2049, 0, 0, 0, 0.0},
     };
     int arch = 0; /* what this program's kernels run as here: the pipeline is empty below sm_90 code */
     FT_EXPECT(t, ft_code_arch("test_norm", &arch) == FT_OK, "ft_code_arch: %s", ft_last_error());

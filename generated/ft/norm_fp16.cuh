@@ -781,9 +781,11 @@ static __device__ __forceinline__ float ft_norm_elem_fp16(const ft_norm_args_fp1
 }
 
 /* The vector of the row at `off` from column col (16-byte aligned in x, residual, y and
- * sum_out, not in bias, gamma and beta: those are read element by element). */
+ * sum_out, not in bias, gamma and beta): s = x + residual + bias, packed. The bias comes from
+ * `sb`, its staged copy for this vector in shared memory, where `staged` (a constant at each
+ * call), element by element from memory otherwise. */
 static __device__ __forceinline__ ft_word_fp16x8 ft_norm_load_shift_fp16(const ft_norm_args_fp16 *a, int64_t off,
-                                                                int col)
+                                                                int col, const __half *sb, int staged)
 {
     ft_word_fp16x8 w = *(const ft_word_fp16x8 *)(a->x + off + col);
     if (a->residual || a->bias) {
@@ -796,9 +798,12 @@ static __device__ __forceinline__ ft_word_fp16x8 ft_norm_load_shift_fp16(const f
                 v[k] += t[k];
         }
         if (a->bias) {
+            if (staged)
+                ft_load_fp16x8(sb, t);
 #pragma unroll
             for (int k = 0; k < 8; k++) {
-                ft_load_nc_fp16x1(a->bias + col + k, t + k);
+                if (!staged)
+                    ft_load_nc_fp16x1(a->bias + col + k, t + k);
                 v[k] += t[k];
             }
         }
@@ -821,40 +826,54 @@ static __device__ __forceinline__ float ft_norm_affine_fp16(const ft_norm_args_f
     return (s - mean) * rstd * g + b;
 }
 
-/* ft_norm_rows for rows that start anywhere: n not a multiple of 8, or pointers aligned
- * to their element only, x, residual, y and sum_out all at the same offset from a
- * 16-byte boundary. A row is its head (the elements before x's first boundary in it,
- * fewer than 8), whole 16-byte vectors, and its tail (fewer than 8); the
- * vectors go as in ft_norm_rows (lane + r * group, CACHE a thread, one pass: the launcher
- * takes this kernel only where the row fits), the head's and tail's elements one a lane
- * (group >= 8). Element-wise access is what made such rows slow: 2-byte accesses
- * keep too few bytes in flight a thread. */
-static __global__ void __launch_bounds__(1024) ft_norm_rows_shift_fp16(ft_norm_args_fp16 a)
+/* f = (f - mean) * rstd * gamma + beta over one vector whose gamma and beta (if a has one)
+ * are staged in shared memory at sg and sbeta. */
+static __device__ __forceinline__ void ft_norm_affine_staged_fp16(const ft_norm_args_fp16 *a, float *f,
+                                                                    const __half *sg, const __half *sbeta, float mean,
+                                                                    float rstd)
+{
+    float g[8], b[8];
+    ft_load_fp16x8(sg, g);
+    if (a->beta) {
+        ft_load_fp16x8(sbeta, b);
+    } else {
+#pragma unroll
+        for (int k = 0; k < 8; k++)
+            b[k] = 0.0f;
+    }
+#pragma unroll
+    for (int k = 0; k < 8; k++)
+        f[k] = (f[k] - mean) * rstd * g[k] + b[k];
+}
+
+/* One row of ft_norm_rows_shift (below), `lane` of its `group` threads. `stage` (where
+ * `staged`, a constant at each call): bias, gamma and beta's columns from this row's head on,
+ * copied to shared memory, so that the row's vectors find theirs aligned there: gamma's at
+ * stage[0, span), beta's next (if given), then the bias's (if given). */
+static __device__ __forceinline__ void ft_norm_row_shift_fp16(const ft_norm_args_fp16 *a, int64_t row, int lane,
+                                                                int group, unsigned mask, float *scratch_s,
+                                                                float *scratch_q, const __half *stage, int span,
+                                                                int staged)
 {
     enum { VEC = FT_NORM_FP16_W16_VEC, CACHE = FT_NORM_FP16_W16_CACHE };
-    __shared__ float scratch[2][64];
-    const int group = a.group;
-    const int lane = threadIdx.x % group;
-    const int64_t row = (int64_t)blockIdx.x * (blockDim.x / group) + threadIdx.x / group;
-    const unsigned mask = ft_group_mask(group);
-    if (row >= a.m)
-        return; /* only whole shuffle groups of the last block get here */
-    const int64_t off = row * a.n;
-    const int head = min(ft_head_to(a.x + off, 16u, 2u), a.n);
-    const int nvec = (a.n - head) / VEC;
+    const __half *sbeta = stage + span;
+    const __half *sbias = stage + (a->beta ? 2 : 1) * span;
+    const int64_t off = row * a->n;
+    const int head = min(ft_head_to(a->x + off, 16u, 2u), a->n);
+    const int nvec = (a->n - head) / VEC;
     const int tail = head + nvec * VEC; /* the tail's first column */
-    const int has_h = lane < head, has_t = tail + lane < a.n;
+    const int has_h = lane < head, has_t = tail + lane < a->n;
     ft_word_fp16x8 v[CACHE];
     float f[VEC], s = 0.0f, eh = 0.0f, et = 0.0f;
     if (has_h)
-        eh = ft_norm_elem_fp16(&a, off, lane);
+        eh = ft_norm_elem_fp16(a, off, lane);
     if (has_t)
-        et = ft_norm_elem_fp16(&a, off, tail + lane);
+        et = ft_norm_elem_fp16(a, off, tail + lane);
 #pragma unroll
     for (int r = 0; r < CACHE; r++) {
         const int c = lane + r * group;
         if (c < nvec) {
-            v[r] = ft_norm_load_shift_fp16(&a, off, head + c * VEC);
+            v[r] = ft_norm_load_shift_fp16(a, off, head + c * VEC, sbias + c * VEC, staged);
             ft_unpack_fp16x8(v[r], f);
 #pragma unroll
             for (int k = 0; k < VEC; k++)
@@ -862,20 +881,20 @@ static __global__ void __launch_bounds__(1024) ft_norm_rows_shift_fp16(ft_norm_a
         }
     }
     s += eh + et;
-    if (a.sum_out) {
+    if (a->sum_out) {
 #pragma unroll
         for (int r = 0; r < CACHE; r++) {
             const int c = lane + r * group;
             if (c < nvec)
-                *(ft_word_fp16x8 *)(a.sum_out + off + head + c * VEC) = v[r];
+                *(ft_word_fp16x8 *)(a->sum_out + off + head + c * VEC) = v[r];
         }
         if (has_h)
-            a.sum_out[off + lane] = ft_from_float_fp16(eh);
+            a->sum_out[off + lane] = ft_from_float_fp16(eh);
         if (has_t)
-            a.sum_out[off + tail + lane] = ft_from_float_fp16(et);
+            a->sum_out[off + tail + lane] = ft_from_float_fp16(et);
     }
-    const float inv_n = 1.0f / (float)a.n;
-    const float mean = a.rms ? 0.0f : ft_row_sum(s, group, mask, scratch[0]) * inv_n;
+    const float inv_n = 1.0f / (float)a->n;
+    const float mean = a->rms ? 0.0f : ft_row_sum(s, group, mask, scratch_s) * inv_n;
     float q = 0.0f;
 #pragma unroll
     for (int r = 0; r < CACHE; r++) {
@@ -890,22 +909,96 @@ static __global__ void __launch_bounds__(1024) ft_norm_rows_shift_fp16(ft_norm_a
         q += (eh - mean) * (eh - mean);
     if (has_t)
         q += (et - mean) * (et - mean);
-    const float rstd = rsqrtf(ft_row_sum(q, group, mask, scratch[1]) * inv_n + a.eps);
+    const float rstd = rsqrtf(ft_row_sum(q, group, mask, scratch_q) * inv_n + a->eps);
 #pragma unroll
     for (int r = 0; r < CACHE; r++) {
         const int c = lane + r * group;
         if (c < nvec) {
             ft_unpack_fp16x8(v[r], f);
+            if (staged) {
+                ft_norm_affine_staged_fp16(a, f, stage + c * VEC, sbeta + c * VEC, mean, rstd);
+            } else {
 #pragma unroll
-            for (int k = 0; k < VEC; k++)
-                f[k] = ft_norm_affine_fp16(&a, head + c * VEC + k, f[k], mean, rstd);
-            ft_store_fp16x8(a.y + off + head + c * VEC, f);
+                for (int k = 0; k < VEC; k++)
+                    f[k] = ft_norm_affine_fp16(a, head + c * VEC + k, f[k], mean, rstd);
+            }
+            ft_store_fp16x8(a->y + off + head + c * VEC, f);
         }
     }
     if (has_h)
-        a.y[off + lane] = ft_from_float_fp16(ft_norm_affine_fp16(&a, lane, eh, mean, rstd));
+        a->y[off + lane] = ft_from_float_fp16(ft_norm_affine_fp16(a, lane, eh, mean, rstd));
     if (has_t)
-        a.y[off + tail + lane] = ft_from_float_fp16(ft_norm_affine_fp16(&a, tail + lane, et, mean, rstd));
+        a->y[off + tail + lane] = ft_from_float_fp16(ft_norm_affine_fp16(a, tail + lane, et, mean, rstd));
+}
+
+/* ft_norm_rows for rows that start anywhere: n not a multiple of 8, or pointers aligned
+ * to their element only, x, residual, y and sum_out all at the same offset from a
+ * 16-byte boundary. A row is its head (the elements before x's first boundary in it,
+ * fewer than 8), whole 16-byte vectors, and its tail (fewer than 8); the
+ * vectors go as in ft_norm_rows (lane + r * group, CACHE a thread, one pass: the launcher
+ * takes this kernel only where the row fits), the head's and tail's elements one a lane
+ * (group >= 8). Element-wise access is what made such rows slow: 2-byte accesses
+ * keep too few bytes in flight a thread. Bias, gamma and beta are read element by element
+ * here; ft_norm_rows_staged and ft_norm_pipe_shift (below) read them from copies in shared
+ * memory. */
+static __global__ void __launch_bounds__(1024) ft_norm_rows_shift_fp16(ft_norm_args_fp16 a)
+{
+    __shared__ float scratch[2][64];
+    const int group = a.group;
+    const int64_t row = (int64_t)blockIdx.x * (blockDim.x / group) + threadIdx.x / group;
+    if (row >= a.m)
+        return; /* only whole shuffle groups of the last block get here */
+    ft_norm_row_shift_fp16(&a, row, threadIdx.x % group, group, ft_group_mask(group), scratch[0], scratch[1], NULL, 0,
+                              0);
+}
+
+/* ft_norm_rows_shift for rows of up to 32 threads, several a block of 128, with bias, gamma
+ * and beta in shared memory, where the row's vectors read them as whole aligned vectors
+ * (from memory, element by element, each 16-byte vector of a row costs 16 loads of gamma and
+ * beta, and 8 of the bias). Rows whose index differs by a multiple of 8 start at the same
+ * offset from the grid, so they share a head and one copy: block b (gridDim.x a multiple of
+ * 8) takes rows of class cls = b % 8 only, row
+ * cls + 8 * (sub + rows * (b / 8 + gridDim.x / 8 * j)) for j = 0, 1, ... (sub: its
+ * group of threads, rows of them a block), copies bias, gamma and beta once from that
+ * head on, then walks its rows. H200, device us against ft_norm_rows_shift: layernorm fp16
+ * 65536 x 127 15.3 against 17.4, 65536 x 1025 100.3 against 111.2, 4096 x 1001 8.8 against
+ * 10.0, add_bias_residual_layernorm fp16 16384 x 1001 with sum_out 46.3 against 50.1, layernorm
+ * fp32 65536 x 127 25.6 against 29.1. Its register bound keeps 8 blocks an SM for 2-byte
+ * types (4 for fp32, whose 8 spilled: 46.0 us). Rows of a block each (more than 32 threads)
+ * lost to ft_norm_rows_shift this way (fp16 16384 x 4095: 109.7 against 106.3); they go
+ * through ft_norm_pipe_shift on sm_90. (The copy's plain loop is 0.5-1.7 us faster here than
+ * ft_norm_copy_in's unrolled one, for these few loads a thread.) */
+static __global__ void __launch_bounds__(128, 8) ft_norm_rows_staged_fp16(ft_norm_args_fp16 a)
+{
+    enum { VEC = FT_NORM_FP16_W16_VEC };
+    extern __shared__ __align__(16) unsigned char ft_norm_stage_fp16[];
+    __shared__ float scratch[2][64];
+    __half *stage = (__half *)ft_norm_stage_fp16;
+    const int group = a.group;
+    const int rows = blockDim.x / group, sub = threadIdx.x / group;
+    const int cls = blockIdx.x % VEC;
+    const int64_t first = (int64_t)(blockIdx.x / VEC) * rows, per = (int64_t)(gridDim.x / VEC) * rows;
+    if (cls + VEC * first >= a.m)
+        return; /* no row for this block */
+    const int head = min(ft_head_to(a.x + (int64_t)cls * a.n, 16u, 2u), a.n);
+    const int span = a.n / VEC * VEC;             /* each copy's room */
+    const int count = (a.n - head) / VEC * VEC;   /* the columns of this class's vectors */
+    __half *sbias = stage + (a.beta ? 2 : 1) * span;
+    for (int k = threadIdx.x; k < count; k += blockDim.x) { /* up to 8 loads a thread */
+        stage[k] = a.gamma[head + k];
+        if (a.beta)
+            stage[span + k] = a.beta[head + k];
+        if (a.bias)
+            sbias[k] = a.bias[head + k];
+    }
+    __syncthreads();
+    const unsigned mask = ft_group_mask(group);
+    for (int64_t i = first + sub;; i += per) {
+        const int64_t row = cls + VEC * i;
+        if (row >= a.m)
+            break;
+        ft_norm_row_shift_fp16(&a, row, threadIdx.x % group, group, mask, scratch[0], scratch[1], stage, span, 1);
+    }
 }
 
 /* ft_pointwise over a tensor whose rows are off the 16-byte grid (n not a multiple of 8,
@@ -1075,6 +1168,154 @@ static __global__ void __launch_bounds__(512) ft_norm_pipe_fp16(ft_norm_args_fp1
 #undef FT_NORM_PIPE_ISSUE
 }
 
+/* dst[k] = src[k] for k < count (src in memory, dst in shared memory), by the block's threads
+ * with UNROLL loads in flight each: a loop of one load and its store waits for each load in
+ * turn (32 a thread for gamma and beta of 4095 fp16 elements): ft_norm_pipe_shift's
+ * layernorm fp16 16384 x 4095 took 97.0 us that way against 93.4. */
+static __device__ __forceinline__ void ft_norm_copy_in_fp16(__half *dst, const __half *src, int count)
+{
+    enum { UNROLL = 8 };
+    for (int k0 = threadIdx.x; k0 < count; k0 += UNROLL * (int)blockDim.x) {
+        __half t[UNROLL];
+#pragma unroll
+        for (int u = 0; u < UNROLL; u++)
+            if (k0 + u * (int)blockDim.x < count)
+                t[u] = src[k0 + u * (int)blockDim.x];
+#pragma unroll
+        for (int u = 0; u < UNROLL; u++)
+            if (k0 + u * (int)blockDim.x < count)
+                dst[k0 + u * (int)blockDim.x] = t[u];
+    }
+}
+
+/* ft_norm_pipe for rows off the 16-byte grid, a row a chunk (rows of more than 32 threads):
+ * x and y at the same offset from the grid, n anything. A row's whole vectors, from its head
+ * to its tail, are one bulk copy into the ring and one bulk store out of it; its head's and
+ * tail's elements (fewer than 8 each) are read and written by lanes, as in
+ * ft_norm_rows_shift. Block b takes rows b, b + gridDim.x, ... with gridDim.x a multiple of
+ * 8: rows at one offset from the grid, so one head, and gamma's and beta's columns from
+ * that head on are copied once into shared memory after the ring, where the row's vectors
+ * read them aligned. H200, fp16 16384 x 4095, device us against ft_norm_rows_shift:
+ * layernorm 91.2 against 107.5, rmsnorm 86.5 against 96.3; 8192 x 8191 91.3 against
+ * 119.3; bf16 layernorm 16384 x 4095 91.0 against 108.1, rmsnorm 16384 x 2049 47.4 against
+ * 52.6. Read element by element from memory, gamma and beta cost it a fifth (113.7 at
+ * 4095). fp32 rows need no such kernel: element by element they reach copy bandwidth
+ * (layernorm 16384 x 4095 139.6 us, this form 168.9): the fp32 launcher does not take it
+ * (the tests do). */
+static __global__ void __launch_bounds__(512) ft_norm_pipe_shift_fp16(ft_norm_args_fp16 a, int stages)
+{
+    enum { VEC = FT_NORM_FP16_W16_VEC, CACHE = FT_NORM_FP16_W16_CACHE };
+    extern __shared__ __align__(128) unsigned char ft_norm_shift_ring_fp16[];
+    __shared__ unsigned long long full[FT_NORM_FP16_PIPE_MAX_STAGES];
+    __shared__ float scratch[2][2][32];
+    const int lane = threadIdx.x, group = blockDim.x;
+    if ((int64_t)blockIdx.x >= a.m)
+        return;
+    const int head = min(ft_head_to(a.x + (int64_t)blockIdx.x * a.n, 16u, 2u), a.n);
+    const int nvec = (a.n - head) / VEC;
+    const int tail = head + nvec * VEC;
+    const int span = a.n / VEC * VEC; /* elements of a ring buffer, and of each copy after it */
+    const unsigned bytes = (unsigned)nvec * 16u;
+    const int has_h = lane < head, has_t = tail + lane < a.n;
+    __half *ring = (__half *)ft_norm_shift_ring_fp16;
+    __half *sg = ring + (size_t)stages * span, *sbeta = sg + span;
+
+    if (threadIdx.x == 0) {
+        for (int s = 0; s < stages; s++)
+            ft_mbar_init(&full[s], 1);
+        ft_mbar_init_fence();
+    }
+    __syncthreads();
+    /* row blockIdx.x + k * gridDim.x's vectors into buffer k % stages (thread 0) */
+#define FT_NORM_PIPE_SHIFT_ISSUE(k)                                                                  \
+    do {                                                                                             \
+        const int64_t r_ = (int64_t)blockIdx.x + (int64_t)(k) * gridDim.x;                           \
+        if (r_ < a.m) {                                                                              \
+            ft_mbar_expect_tx(&full[(k) % stages], bytes);                                           \
+            ft_bulk_load_stream(ring + (size_t)((k) % stages) * span, a.x + r_ * a.n + head, bytes,  \
+                                &full[(k) % stages]);                                                \
+        }                                                                                            \
+    } while (0)
+    if (threadIdx.x == 0)
+        for (int k = 0; k < stages; k++)
+            FT_NORM_PIPE_SHIFT_ISSUE(k);
+    ft_norm_copy_in_fp16(sg, a.gamma + head, nvec * VEC);
+    if (a.beta)
+        ft_norm_copy_in_fp16(sbeta, a.beta + head, nvec * VEC);
+    __syncthreads();
+
+    for (int k = 0;; k++) {
+        const int64_t row = (int64_t)blockIdx.x + (int64_t)k * gridDim.x;
+        if (row >= a.m)
+            break;
+        const int64_t off = row * a.n;
+        __half *buf = ring + (size_t)(k % stages) * span;
+        float f[VEC], s = 0.0f, eh = 0.0f, et = 0.0f;
+        if (has_h)
+            ft_load_fp16x1(a.x + off + lane, &eh);
+        if (has_t)
+            ft_load_fp16x1(a.x + off + tail + lane, &et);
+        ft_mbar_wait(&full[k % stages], (unsigned)(k / stages) & 1u);
+        ft_word_fp16x8 v[CACHE];
+#pragma unroll
+        for (int r = 0; r < CACHE; r++) {
+            const int c = lane + r * group;
+            if (c < nvec) {
+                v[r] = *(const ft_word_fp16x8 *)(buf + c * VEC);
+                ft_unpack_fp16x8(v[r], f);
+#pragma unroll
+                for (int e = 0; e < VEC; e++)
+                    s += f[e];
+            }
+        }
+        s += eh + et;
+        const float inv_n = 1.0f / (float)a.n;
+        const float mean = a.rms ? 0.0f : ft_block_sum(s, scratch[k & 1][0]) * inv_n;
+        float q = 0.0f;
+#pragma unroll
+        for (int r = 0; r < CACHE; r++) {
+            if (lane + r * group < nvec) {
+                ft_unpack_fp16x8(v[r], f);
+#pragma unroll
+                for (int e = 0; e < VEC; e++)
+                    q += (f[e] - mean) * (f[e] - mean);
+            }
+        }
+        if (has_h)
+            q += (eh - mean) * (eh - mean);
+        if (has_t)
+            q += (et - mean) * (et - mean);
+        const float rstd = rsqrtf(ft_block_sum(q, scratch[k & 1][1]) * inv_n + a.eps);
+        /* each thread overwrites only the vectors it read */
+#pragma unroll
+        for (int r = 0; r < CACHE; r++) {
+            const int c = lane + r * group;
+            if (c < nvec) {
+                ft_unpack_fp16x8(v[r], f);
+                ft_norm_affine_staged_fp16(&a, f, sg + c * VEC, sbeta + c * VEC, mean, rstd);
+                ft_store_fp16x8(buf + c * VEC, f);
+            }
+        }
+        if (has_h)
+            a.y[off + lane] = ft_from_float_fp16(ft_norm_affine_fp16(&a, lane, eh, mean, rstd));
+        if (has_t)
+            a.y[off + tail + lane] = ft_from_float_fp16(ft_norm_affine_fp16(&a, tail + lane, et, mean, rstd));
+        ft_fence_proxy_async();
+        __syncthreads();
+        if (threadIdx.x == 0) {
+            ft_bulk_store(a.y + off + head, buf, bytes);
+            ft_bulk_commit();
+            if (k > 0) {
+                ft_bulk_wait_read(1); /* the store of row k - 1's buffer has read it */
+                FT_NORM_PIPE_SHIFT_ISSUE(k - 1 + stages);
+            }
+        }
+    }
+    if (threadIdx.x == 0)
+        ft_bulk_wait(0);
+#undef FT_NORM_PIPE_SHIFT_ISSUE
+}
+
 /* ---------------------------------------------------------------- launchers */
 
 /* Every non-NULL pointer of a norm call aligned to `bytes`. */
@@ -1091,6 +1332,28 @@ static inline int ft_norm_phase_fp16(const ft_norm_args_fp16 *a)
 {
     return ft_same_phase(a->x, a->y, 16) && ft_same_phase(a->x, a->residual, 16) &&
            ft_same_phase(a->x, a->sum_out, 16);
+}
+
+/* ft_norm_rows_staged over a (group set, at most 32) in blocks of 128 threads (cfg's shape):
+ * the blocks resident at once, fewer where the rows are fewer, a multiple of 8. */
+static inline ft_status ft_norm_staged_launch_fp16(const char *fn, const ft_norm_args_fp16 *a,
+                                                     const ft_rows_launch *cfg, cudaStream_t stream)
+{
+    enum { VEC = FT_NORM_FP16_W16_VEC };
+    static ft_occupancy_memo memo[FT_OCC_MEMO];
+    const int smem = (1 + (a->beta != NULL) + (a->bias != NULL)) * (a->n / VEC * VEC) * 2;
+    int sms, fit;
+    ft_status st;
+    if ((st = ft_sm_count(fn, &sms)) != FT_OK ||
+        (st = ft_occupancy(fn, (const void *)ft_norm_rows_staged_fp16, (int)cfg->block, smem, memo, &fit)) != FT_OK)
+        return st;
+    const int rows = (int)cfg->block / cfg->group;
+    const int64_t chunks = (a->m + rows - 1) / rows, slots = (int64_t)sms * fit;
+    int64_t grid = chunks < slots ? (chunks + VEC - 1) / VEC * VEC : slots / VEC * VEC;
+    if (grid < VEC)
+        grid = VEC;
+    ft_norm_rows_staged_fp16<<<(unsigned)grid, cfg->block, (size_t)smem, stream>>>(*a);
+    return ft_launch_status(fn);
 }
 
 /* Stages of ft_norm_pipe in the launcher's plan (see ft_norm_launch_fp16). */
@@ -1150,6 +1413,72 @@ static inline ft_status ft_norm_pipe_launch_fp16(const char *fn, ft_norm_args_fp
     return ft_launch_status(fn);
 }
 
+/* Shared memory ft_norm_pipe_shift may take: rows whose buffers and copies need more stay on
+ * ft_norm_rows_shift. */
+#define FT_NORM_FP16_PIPE_SHIFT_MAX_BYTES (96 * 1024)
+
+/* The shared memory ft_norm_pipe_shift takes for a with `stages` buffers. */
+static inline int ft_norm_pipe_shift_smem_fp16(const ft_norm_args_fp16 *a, int stages)
+{
+    return (stages + (a->beta ? 2 : 1)) * (a->n / FT_NORM_FP16_W16_VEC * FT_NORM_FP16_W16_VEC) * 2;
+}
+
+/* ft_norm_rows' launch shape for a (m, n set) over 16-byte vectors (ft_rows_config, whose
+ * status it returns), and whether ft_norm_pipe_shift can take the call with `stages` buffers:
+ * no residual, x and y at one offset from the 16-byte grid, rows of 33 to 512 threads that
+ * hold the row, ft_norm_pipe_shift_smem within FT_NORM_FP16_PIPE_SHIFT_MAX_BYTES. */
+static inline ft_status ft_norm_pipe_shift_config_fp16(const char *fn, const ft_norm_args_fp16 *a, int stages,
+                                                         ft_rows_launch *cfg, int *fits)
+{
+    const int nvec = a->n / FT_NORM_FP16_W16_VEC;
+    const ft_status st = ft_rows_config(fn, a->m, nvec, FT_NORM_FP16_W16_CACHE, cfg);
+    *fits = st == FT_OK && !a->residual && ft_same_phase(a->x, a->y, 16) && cfg->group > 32 &&
+            cfg->group <= 512 && nvec <= cfg->group * FT_NORM_FP16_W16_CACHE &&
+            ft_norm_pipe_shift_smem_fp16(a, stages) <= FT_NORM_FP16_PIPE_SHIFT_MAX_BYTES;
+    return st;
+}
+
+/* ft_norm_pipe_shift over a, rows of `group` threads (33 to 512), `stages` rows in flight
+ * (2 to FT_NORM_FP16_PIPE_MAX_STAGES), `per_sm` blocks an SM at most (0: as many as fit).
+ * For the launcher below and the tests: the caller has checked the arguments and that
+ * ft_norm_pipe_shift_config fits, and that the kernel runs as sm_90 code (ft_code_arch). *use (may be NULL) is set when the grid gives each block at
+ * least two rows; only then does the launch happen if `only_if_pipelined`. */
+static inline ft_status ft_norm_pipe_shift_launch_fp16(const char *fn, ft_norm_args_fp16 a, int group,
+                                                         int stages, int per_sm, int only_if_pipelined, int *use,
+                                                         cudaStream_t stream)
+{
+    enum { VEC = FT_NORM_FP16_W16_VEC };
+    static int raised[64];
+    static ft_occupancy_memo memo[FT_OCC_MEMO];
+    const int smem = ft_norm_pipe_shift_smem_fp16(&a, stages);
+    const void *kernel = (const void *)ft_norm_pipe_shift_fp16;
+    ft_status st;
+    if (stages < 2 || stages > FT_NORM_FP16_PIPE_MAX_STAGES)
+        return ft_fail(FT_ERR_INVALID_ARGUMENT, "%s: %d stages; the pipeline takes 2 to %d", fn, stages,
+                       FT_NORM_FP16_PIPE_MAX_STAGES);
+    if (smem > FT_NORM_FP16_PIPE_SHIFT_MAX_BYTES)
+        return ft_fail(FT_ERR_UNSUPPORTED, "%s: n=%d, %d stages: %d bytes of shared memory, more than %d", fn, a.n,
+                       stages, smem, FT_NORM_FP16_PIPE_SHIFT_MAX_BYTES);
+    int sms, fit;
+    if ((st = ft_sm_count(fn, &sms)) != FT_OK || (st = ft_smem_limit(fn, kernel, smem, raised)) != FT_OK ||
+        (st = ft_occupancy(fn, kernel, group, smem, memo, &fit)) != FT_OK)
+        return st;
+    if (per_sm <= 0 || per_sm > fit)
+        per_sm = fit;
+    int64_t slots = (int64_t)sms * per_sm / VEC * VEC; /* a multiple of VEC: a block's rows share a head */
+    if (slots < VEC)
+        slots = VEC;
+    const int pipelined = a.m >= 2 * slots;
+    if (use)
+        *use = pipelined;
+    if (only_if_pipelined && !pipelined)
+        return FT_OK;
+    const int64_t grid = a.m < slots ? (a.m + VEC - 1) / VEC * VEC : slots;
+    a.group = group;
+    ft_norm_pipe_shift_fp16<<<(unsigned)grid, (unsigned)group, (size_t)smem, stream>>>(a, stages);
+    return ft_launch_status(fn);
+}
+
 static inline ft_status ft_norm_launch_fp16(const char *fn, ft_norm_args_fp16 a, int64_t m,
                                               int64_t n, float eps, cudaStream_t stream)
 {
@@ -1202,7 +1531,10 @@ static inline ft_status ft_norm_launch_fp16(const char *fn, ft_norm_args_fp16 a,
          * pass (at least 8 threads a row, for the head's and tail's elements). H200, 16384 x
          * 4095, device us against the element-wise kernel: layernorm fp16 106.5 against 298.7,
          * fp32 144.6 against 338.6, add_bias_residual_layernorm fp16 with sum_out 167.5 against
-         * 394.8; 65536 x 127 17.0 against 31.2. */
+         * 394.8; 65536 x 127 17.0 against 31.2. Then, for the plain norms on sm_90 whose rows
+         * take more than 32 threads, ft_norm_pipe_shift (layernorm 16384 x 4095 91.6 against
+         * 107.5 for ft_norm_rows_shift), and for rows of up to 32 threads ft_norm_rows_staged
+         * (fp16 65536 x 127 15.4 against 17.4). */
         if (ft_norm_phase_fp16(&a)) {
             const int64_t nv = a.n / FT_NORM_FP16_W16_VEC < 8 * FT_NORM_FP16_W16_CACHE
                                    ? 8 * FT_NORM_FP16_W16_CACHE
@@ -1210,9 +1542,27 @@ static inline ft_status ft_norm_launch_fp16(const char *fn, ft_norm_args_fp16 a,
             if ((st = ft_rows_config(fn, m, nv, FT_NORM_FP16_W16_CACHE, &cfg)) != FT_OK)
                 return st;
             if (nv <= (int64_t)cfg.group * FT_NORM_FP16_W16_CACHE) {
+                /* plain norms, rows of more than 32 threads, on sm_90: through the pipeline */
+                ft_rows_launch pcfg;
+                int fits = 0;
+                if ((st = ft_norm_pipe_shift_config_fp16(fn, &a, FT_NORM_FP16_PIPE_STAGES, &pcfg, &fits)) !=
+                    FT_OK)
+                    return st;
+                if (fits) {
+                    int arch = 0, use = 0;
+                    if ((st = ft_code_arch(fn, &arch)) != FT_OK)
+                        return st;
+                    if (arch >= 90 && ((st = ft_norm_pipe_shift_launch_fp16(fn, a, pcfg.group,
+                                                                              FT_NORM_FP16_PIPE_STAGES, 0, 1, &use,
+                                                                              stream)) != FT_OK ||
+                                       use))
+                        return st;
+                }
                 if ((st = ft_rows_spread(fn, m, nv, &cfg)) != FT_OK)
                     return st;
                 a.group = cfg.group;
+                if (cfg.group <= 32 && cfg.block == 128) /* several rows a block */
+                    return ft_norm_staged_launch_fp16(fn, &a, &cfg, stream);
                 ft_norm_rows_shift_fp16<<<cfg.grid, cfg.block, 0, stream>>>(a);
                 return ft_launch_status(fn);
             }
