@@ -846,18 +846,16 @@ static __device__ __forceinline__ void ft_norm_affine_staged_fp16(const ft_norm_
         f[k] = (f[k] - mean) * rstd * g[k] + b[k];
 }
 
-/* One row of ft_norm_rows_shift (below), `lane` of its `group` threads. `stage` (where
- * `staged`, a constant at each call): bias, gamma and beta's columns from this row's head on,
- * copied to shared memory, so that the row's vectors find theirs aligned there: gamma's at
- * stage[0, span), beta's next (if given), then the bias's (if given). */
+/* One row of ft_norm_rows_shift (below), `lane` of its `group` threads. Where `staged` (a
+ * constant at each call), sg, sbeta and sbias hold gamma's, beta's and the bias's columns
+ * from this row's head on, copied to shared memory, so that the row's vectors find theirs
+ * aligned there (sbeta and sbias used only where a has beta and bias). */
 static __device__ __forceinline__ void ft_norm_row_shift_fp16(const ft_norm_args_fp16 *a, int64_t row, int lane,
                                                                 int group, unsigned mask, float *scratch_s,
-                                                                float *scratch_q, const __half *stage, int span,
-                                                                int staged)
+                                                                float *scratch_q, const __half *sg,
+                                                                const __half *sbeta, const __half *sbias, int staged)
 {
     enum { VEC = FT_NORM_FP16_W16_VEC, CACHE = FT_NORM_FP16_W16_CACHE };
-    const __half *sbeta = stage + span;
-    const __half *sbias = stage + (a->beta ? 2 : 1) * span;
     const int64_t off = row * a->n;
     const int head = min(ft_head_to(a->x + off, 16u, 2u), a->n);
     const int nvec = (a->n - head) / VEC;
@@ -916,7 +914,7 @@ static __device__ __forceinline__ void ft_norm_row_shift_fp16(const ft_norm_args
         if (c < nvec) {
             ft_unpack_fp16x8(v[r], f);
             if (staged) {
-                ft_norm_affine_staged_fp16(a, f, stage + c * VEC, sbeta + c * VEC, mean, rstd);
+                ft_norm_affine_staged_fp16(a, f, sg + c * VEC, sbeta + c * VEC, mean, rstd);
             } else {
 #pragma unroll
                 for (int k = 0; k < VEC; k++)
@@ -948,8 +946,8 @@ static __global__ void __launch_bounds__(1024) ft_norm_rows_shift_fp16(ft_norm_a
     const int64_t row = (int64_t)blockIdx.x * (blockDim.x / group) + threadIdx.x / group;
     if (row >= a.m)
         return; /* only whole shuffle groups of the last block get here */
-    ft_norm_row_shift_fp16(&a, row, threadIdx.x % group, group, ft_group_mask(group), scratch[0], scratch[1], NULL, 0,
-                              0);
+    ft_norm_row_shift_fp16(&a, row, threadIdx.x % group, group, ft_group_mask(group), scratch[0], scratch[1], NULL,
+                              NULL, NULL, 0);
 }
 
 /* ft_norm_rows_shift for rows of up to 32 threads, several a block of 128, with bias, gamma
@@ -984,11 +982,11 @@ static __global__ void __launch_bounds__(128, 8) ft_norm_rows_staged_fp16(ft_nor
     const int head = min(ft_head_to(a.x + (int64_t)cls * a.n, 16u, 2u), a.n);
     const int span = a.n / VEC * VEC;             /* each copy's room */
     const int count = (a.n - head) / VEC * VEC;   /* the columns of this class's vectors */
-    __half *sbias = stage + (a.beta ? 2 : 1) * span;
+    __half *sbeta = stage + span, *sbias = stage + (a.beta ? 2 : 1) * span;
     for (int k = threadIdx.x; k < count; k += blockDim.x) { /* up to 8 loads a thread */
         stage[k] = a.gamma[head + k];
         if (a.beta)
-            stage[span + k] = a.beta[head + k];
+            sbeta[k] = a.beta[head + k];
         if (a.bias)
             sbias[k] = a.bias[head + k];
     }
@@ -998,7 +996,8 @@ static __global__ void __launch_bounds__(128, 8) ft_norm_rows_staged_fp16(ft_nor
         const int64_t row = cls + VEC * i;
         if (row >= a.m)
             break;
-        ft_norm_row_shift_fp16(&a, row, threadIdx.x % group, group, mask, scratch[0], scratch[1], stage, span, 1);
+        ft_norm_row_shift_fp16(&a, row, threadIdx.x % group, group, mask, scratch[0], scratch[1], stage, sbeta, sbias,
+                                  1);
     }
 }
 
