@@ -1282,6 +1282,9 @@ static const char *suite[] = {
     "layernorm --dtype fp16 --m 1024 --n 40001",
     "add_bias_act --dtype fp16 --m 16384 --n 4095 --act gelu",
     "add_bias_act --dtype bf16 --m 16384 --n 4096 --act silu",
+    "add_bias_act --dtype bf16 --m 16384 --n 4095 --act silu",
+    "add_bias_act --dtype fp16 --m 4096 --n 1001 --act gelu",
+    "add_bias_residual --dtype fp16 --m 16384 --n 4095",
     /* decoder attention: the attention issue's shapes, GQA, layouts, splits, dtypes */
     "self_attention --dtype fp16 --batch 1 --heads 32 --head-size 128 --len 4096",
     "self_attention --dtype fp16 --batch 1 --heads 32 --head-size 128 --len 4096 --counters",

@@ -256,7 +256,9 @@ static void norm_test(ft_test *t)
      * off the 16-byte grid through the launcher (ft_norm_rows_staged's blocks walking many
      * rows, 4 and 16 rows a block; on sm_90 ft_norm_pipe_shift for the plain fp16 and bf16
      * norms at 4095, 8999 and 2049, elsewhere ft_norm_rows_shift) and ft_norm_pipe_shift
-     * itself: few blocks an SM (many rows a block), in place, fewer rows than blocks */
+     * itself: few blocks an SM (many rows a block), in place, fewer rows than blocks; the
+     * pointwise ops take a bias in two cases of three and GELU or SiLU (rows off the grid:
+     * ft_pointwise_staged, in place at 20000 x 127, 5 x 3001 with classes of no row) */
     static const struct {
         int64_t m, n;
         int stages, per_sm, alias_x;
@@ -281,6 +283,8 @@ static void norm_test(ft_test *t)
         c.offset = many[i].offset;
         c.pipe = many[i].stages;
         c.pipe_sm = many[i].per_sm;
+        c.bias = !is_norm && i % 3 != 1; /* add_bias_act off the grid with a bias and GELU or SiLU: */
+        c.act = is_norm ? FT_ACT_IDENTITY : i % 2 ? FT_ACT_GELU : FT_ACT_SILU; /* ft_pointwise_staged */
         run_case(t, a->op, a->dt, c, &rng);
     }
     /* every activation on a vector-path shape, a shape off the 16-byte grid and the same

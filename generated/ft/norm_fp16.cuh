@@ -246,7 +246,8 @@ static __global__ void __launch_bounds__(1024) ft_norm_rows_fp16_w16(ft_norm_arg
 }
 
 /* A pointwise op's vector out: v = act(v) (v is x + bias), plus the residual vector *r
- * where r is given, stored at dst. */
+ * where r is given, stored at dst as one word by ft_store_u4 (through a plain pointer NVVM split
+ * the 2-byte types' ft_pointwise_staged stores into four st.global.v2.u16 each). */
 static __device__ __forceinline__ void ft_pointwise_out_fp16_w16(float *v, const ft_word_fp16x8 *r, int act,
                                                                   __half *dst)
 {
@@ -260,7 +261,7 @@ static __device__ __forceinline__ void ft_pointwise_out_fp16_w16(float *v, const
         for (int k = 0; k < 8; k++)
             v[k] += t[k];
     }
-    ft_store_fp16x8(dst, v);
+    ft_store_u4(dst, ft_pack_fp16x8(v));
 }
 
 /* y = act(x + bias) + residual over nvec_total vectors; bias and residual optional.
@@ -620,7 +621,7 @@ static __global__ void __launch_bounds__(1024) ft_norm_rows_fp16_w2(ft_norm_args
 }
 
 /* A pointwise op's vector out: v = act(v) (v is x + bias), plus the residual vector *r
- * where r is given, stored at dst. */
+ * where r is given, stored at dst as one word. */
 static __device__ __forceinline__ void ft_pointwise_out_fp16_w2(float *v, const ft_word_fp16x1 *r, int act,
                                                                   __half *dst)
 {
@@ -1191,6 +1192,95 @@ static __device__ __forceinline__ void ft_norm_copy_in_fp16(__half *dst, const _
     }
 }
 
+/* ft_pointwise_shift with a bias and GELU or SiLU, rows of at most
+ * FT_POINTWISE_FP16_STAGED_MAX_BYTES: the bias in shared memory, where each vector finds its
+ * columns aligned (from memory, element by element, each 16-byte vector costs 8 loads of
+ * the bias, and with GELU's or SiLU's arithmetic the flat kernel is issue-bound). Rows whose
+ * index differs by a multiple of 8 start at the same offset from the grid, so block b
+ * (gridDim.x a multiple of 8) takes rows of class cls = b % 8 only: it copies the bias
+ * once from that class's head on, then walks the class's vectors as one flat array (row i of
+ * the class, vector j of the row), grid-stride over the class's blocks, UNROLL a thread in
+ * flight; then the class's heads' and tails' elements (fewer than 8 each a row), one a
+ * thread. H200, device us against ft_pointwise_shift: gelu fp16 16384 x 4095 75.8 against
+ * 82.5, silu bf16 76.3 against 82.0, gelu fp16 8192 x 16383 149.9 against 159.2, gelu bf16
+ * 16384 x 1001 23.0 against 25.0; 4096 x 1001 and 64 x 4095 the same. The launcher keeps
+ * the flat kernel for the memory-bound ops, where it is at copy bandwidth and this one is
+ * not (x + b fp16 16384 x 4095 79.0 against 71.5, x + r + b 108.4 against 107.4, relu
+ * 65536 x 127 10.3 against 9.8), and for fp32 (gelu 16384 x 4095 148.9 against 144.3).
+ * Four vectors a thread in flight (75 registers) lost: 79.7 and 83.4 at 4095. */
+static __global__ void __launch_bounds__(256) ft_pointwise_staged_fp16(
+    const __half *x, const __half *__restrict__ bias, const __half *residual, __half *y, int64_t m, int n, int act)
+{
+    enum { VEC = FT_NORM_FP16_W16_VEC, UNROLL = 2 };
+    extern __shared__ __align__(16) unsigned char ft_pointwise_stage_fp16[];
+    __half *sbias = (__half *)ft_pointwise_stage_fp16;
+    const int cls = blockIdx.x % VEC;
+    if (cls >= m)
+        return; /* no row for this block */
+    const int64_t rows = (m - cls + VEC - 1) / VEC; /* rows cls, cls + VEC, ... */
+    const int head = min(ft_head_to(x + (int64_t)cls * n, 16u, 2u), n);
+    const int nv = (n - head) / VEC, tail = n - head - nv * VEC;
+    ft_norm_copy_in_fp16(sbias, bias + head, nv * VEC);
+    __syncthreads();
+    const int64_t stride = (int64_t)(gridDim.x / VEC) * blockDim.x;
+    const int64_t t0 = (int64_t)(blockIdx.x / VEC) * blockDim.x + threadIdx.x;
+    const int64_t total = rows * nv;
+    if (nv > 0) {
+        const int64_t di = UNROLL * stride / nv; /* a step: di rows and dj vectors on */
+        const int dj = (int)(UNROLL * stride % nv);
+        const int64_t rows_step = di * VEC * n, row_step = (int64_t)VEC * n; /* in elements */
+        int64_t at[UNROLL]; /* where the row of a thread's vector u starts, from its head */
+        int j[UNROLL];      /* the vector's place in that row */
+#pragma unroll
+        for (int u = 0; u < UNROLL; u++) {
+            at[u] = (cls + VEC * ((t0 + u * stride) / nv)) * n + head;
+            j[u] = (int)((t0 + u * stride) % nv);
+        }
+        for (int64_t f0 = t0; f0 < total; f0 += UNROLL * stride) {
+            ft_word_fp16x8 xv[UNROLL], rv[UNROLL];
+#pragma unroll
+            for (int u = 0; u < UNROLL; u++) {
+                if (f0 + u * stride < total) {
+                    xv[u] = *(const ft_word_fp16x8 *)(x + at[u] + j[u] * VEC);
+                    if (residual)
+                        rv[u] = *(const ft_word_fp16x8 *)(residual + at[u] + j[u] * VEC);
+                }
+            }
+#pragma unroll
+            for (int u = 0; u < UNROLL; u++) {
+                if (f0 + u * stride < total) {
+                    float v[VEC], t[VEC];
+                    ft_unpack_fp16x8(xv[u], v);
+                    ft_unpack_fp16x8(*(const ft_word_fp16x8 *)(sbias + j[u] * VEC), t);
+#pragma unroll
+                    for (int k = 0; k < VEC; k++)
+                        v[k] += t[k];
+                    ft_pointwise_out_fp16_w16(v, residual ? &rv[u] : NULL, act, y + at[u] + j[u] * VEC);
+                }
+                at[u] += rows_step;
+                j[u] += dj;
+                if (j[u] >= nv) {
+                    j[u] -= nv;
+                    at[u] += row_step;
+                }
+            }
+        }
+    }
+    const int ends = head + tail; /* a row's elements outside its vectors */
+    for (int64_t e = t0; e < rows * ends; e += stride) {
+        const int64_t i = e / ends;
+        const int k = (int)(e % ends);
+        const int col = k < head ? k : n - tail + (k - head);
+        const int64_t off = (cls + VEC * i) * n + col;
+        float v, t;
+        ft_load_fp16x1(x + off, &v);
+        ft_load_fp16x1(bias + col, &t);
+        v += t;
+        ft_pointwise_out_fp16_w2(&v, residual ? (const ft_word_fp16x1 *)(residual + off) : NULL, act,
+                                             y + off);
+    }
+}
+
 /* ft_norm_pipe for rows off the 16-byte grid, a row a chunk (rows of more than 32 threads):
  * x and y at the same offset from the grid, n anything. A row's whole vectors, from its head
  * to its tail, are one bulk copy into the ring and one bulk store out of it; its head's and
@@ -1582,6 +1672,10 @@ static inline ft_status ft_norm_launch_fp16(const char *fn, ft_norm_args_fp16 a,
     }
 }
 
+/* The longest rows (bytes) whose bias ft_pointwise_staged copies into shared memory: the
+ * static limit of a block's shared memory. */
+#define FT_POINTWISE_FP16_STAGED_MAX_BYTES (48 * 1024)
+
 static inline ft_status ft_pointwise_launch_fp16(const char *fn, const __half *x, const __half *bias,
                                                    const __half *residual, __half *y, int64_t m, int64_t n,
                                                    ft_act act, cudaStream_t stream)
@@ -1636,6 +1730,25 @@ static inline ft_status ft_pointwise_launch_fp16(const char *fn, const __half *x
          * 1024 x 2047 6.6 against 7.1, x + r + b fp16 16384 x 255 7.3 against 8.5, fp32
          * 16384 x 1001 52.6 against 52.3; eight blocks an SM, four vectors a thread lost
          * where the tensor is small (12.4 at 4096 x 1001). */
+        /* GELU and SiLU with a bias: the bias from shared memory (ft_pointwise_staged, whose
+         * comment has the figures) */
+        if (n >= FT_NORM_FP16_W16_VEC && ft_same_phase(x, y, 16) && ft_same_phase(x, residual, 16) && bias &&
+            (act == FT_ACT_GELU || act == FT_ACT_SILU) && n * 2 <= FT_POINTWISE_FP16_STAGED_MAX_BYTES) {
+            static ft_occupancy_memo memo[FT_OCC_MEMO];
+            const int smem = (int)(n / FT_NORM_FP16_W16_VEC * FT_NORM_FP16_W16_VEC * 2);
+            int fit;
+            if ((st = ft_occupancy(fn, (const void *)ft_pointwise_staged_fp16, 256, smem, memo, &fit)) != FT_OK)
+                return st;
+            const int64_t rows = (m + FT_NORM_FP16_W16_VEC - 1) / FT_NORM_FP16_W16_VEC; /* a class's rows, at most */
+            int64_t per = (rows * (n / FT_NORM_FP16_W16_VEC) + 255) / 256;          /* a class's blocks */
+            if (per > (int64_t)sms * fit / FT_NORM_FP16_W16_VEC)
+                per = (int64_t)sms * fit / FT_NORM_FP16_W16_VEC;
+            if (per < 1)
+                per = 1;
+            ft_pointwise_staged_fp16<<<(unsigned)(per * FT_NORM_FP16_W16_VEC), 256, (size_t)smem, stream>>>(
+                x, bias, residual, y, m, (int)n, (int)act);
+            return ft_launch_status(fn);
+        }
         if (n >= FT_NORM_FP16_W16_VEC && ft_same_phase(x, y, 16) && ft_same_phase(x, residual, 16)) {
             static ft_occupancy_memo memo[FT_OCC_MEMO];
             int fit;

@@ -246,7 +246,8 @@ static __global__ void __launch_bounds__(1024) ft_norm_rows_fp32_w16(ft_norm_arg
 }
 
 /* A pointwise op's vector out: v = act(v) (v is x + bias), plus the residual vector *r
- * where r is given, stored at dst. */
+ * where r is given, stored at dst as one word by ft_store_u4 (through a plain pointer NVVM split
+ * the 2-byte types' ft_pointwise_staged stores into four st.global.v2.u16 each). */
 static __device__ __forceinline__ void ft_pointwise_out_fp32_w16(float *v, const ft_word_fp32x4 *r, int act,
                                                                   float *dst)
 {
@@ -260,7 +261,7 @@ static __device__ __forceinline__ void ft_pointwise_out_fp32_w16(float *v, const
         for (int k = 0; k < 4; k++)
             v[k] += t[k];
     }
-    ft_store_fp32x4(dst, v);
+    ft_store_u4(dst, ft_pack_fp32x4(v));
 }
 
 /* y = act(x + bias) + residual over nvec_total vectors; bias and residual optional.
@@ -620,7 +621,7 @@ static __global__ void __launch_bounds__(1024) ft_norm_rows_fp32_w4(ft_norm_args
 }
 
 /* A pointwise op's vector out: v = act(v) (v is x + bias), plus the residual vector *r
- * where r is given, stored at dst. */
+ * where r is given, stored at dst as one word. */
 static __device__ __forceinline__ void ft_pointwise_out_fp32_w4(float *v, const ft_word_fp32x1 *r, int act,
                                                                   float *dst)
 {
@@ -1188,6 +1189,7 @@ static __device__ __forceinline__ void ft_norm_copy_in_fp32(float *dst, const fl
                 dst[k0 + u * (int)blockDim.x] = t[u];
     }
 }
+
 
 /* ft_norm_pipe for rows off the 16-byte grid, a row a chunk (rows of more than 32 threads):
  * x and y at the same offset from the grid, n anything. A row's whole vectors, from its head
