@@ -1192,7 +1192,7 @@ static __device__ __forceinline__ void ft_norm_copy_in_fp16(__half *dst, const _
     }
 }
 
-/* ft_pointwise_shift with a bias and GELU or SiLU, rows of at most
+/* ft_pointwise_shift with a bias and GELU or SiLU (no residual), rows of at most
  * FT_POINTWISE_FP16_STAGED_MAX_BYTES: the bias in shared memory, where each vector finds its
  * columns aligned (from memory, element by element, each 16-byte vector costs 8 loads of
  * the bias, and with GELU's or SiLU's arithmetic the flat kernel is issue-bound). Rows whose
@@ -1201,15 +1201,15 @@ static __device__ __forceinline__ void ft_norm_copy_in_fp16(__half *dst, const _
  * once from that class's head on, then walks the class's vectors as one flat array (row i of
  * the class, vector j of the row), grid-stride over the class's blocks, UNROLL a thread in
  * flight; then the class's heads' and tails' elements (fewer than 8 each a row), one a
- * thread. H200, device us against ft_pointwise_shift: gelu fp16 16384 x 4095 75.8 against
- * 82.5, silu bf16 76.3 against 82.0, gelu fp16 8192 x 16383 149.9 against 159.2, gelu bf16
- * 16384 x 1001 23.0 against 25.0; 4096 x 1001 and 64 x 4095 the same. The launcher keeps
- * the flat kernel for the memory-bound ops, where it is at copy bandwidth and this one is
- * not (x + b fp16 16384 x 4095 79.0 against 71.5, x + r + b 108.4 against 107.4, relu
- * 65536 x 127 10.3 against 9.8), and for fp32 (gelu 16384 x 4095 148.9 against 144.3).
- * Four vectors a thread in flight (75 registers) lost: 79.7 and 83.4 at 4095. */
-static __global__ void __launch_bounds__(256) ft_pointwise_staged_fp16(
-    const __half *x, const __half *__restrict__ bias, const __half *residual, __half *y, int64_t m, int n, int act)
+ * thread. H200, device us against ft_pointwise_shift (5 blocks an SM): gelu fp16 16384 x 4095
+ * 75.3 against 82.3, silu bf16 77.2 against 81.8, gelu fp16 8192 x 16383 153.2 against
+ * 159.4, gelu bf16 16384 x 1001 22.3 against 25.0; 1024 x 2047 and 64 x 4095 the same. The
+ * launcher keeps the flat kernel for the memory-bound ops, where it is at copy bandwidth and
+ * this form is not (x + b fp16 16384 x 4095 78.2 against 71.3; with a residual, x + r + b
+ * 108.1 against 107.2), and for fp32 (gelu 16384 x 4095 148.9 against 144.3). Four vectors
+ * a thread in flight (75 registers) lost: 79.7 and 83.4 at 4095. */
+static __global__ void __launch_bounds__(256) ft_pointwise_staged_fp16(const __half *x, const __half *__restrict__ bias,
+                                                                      __half *y, int64_t m, int n, int act)
 {
     enum { VEC = FT_NORM_FP16_W16_VEC, UNROLL = 2 };
     extern __shared__ __align__(16) unsigned char ft_pointwise_stage_fp16[];
@@ -1237,15 +1237,11 @@ static __global__ void __launch_bounds__(256) ft_pointwise_staged_fp16(
             j[u] = (int)((t0 + u * stride) % nv);
         }
         for (int64_t f0 = t0; f0 < total; f0 += UNROLL * stride) {
-            ft_word_fp16x8 xv[UNROLL], rv[UNROLL];
+            ft_word_fp16x8 xv[UNROLL];
 #pragma unroll
-            for (int u = 0; u < UNROLL; u++) {
-                if (f0 + u * stride < total) {
+            for (int u = 0; u < UNROLL; u++)
+                if (f0 + u * stride < total)
                     xv[u] = *(const ft_word_fp16x8 *)(x + at[u] + j[u] * VEC);
-                    if (residual)
-                        rv[u] = *(const ft_word_fp16x8 *)(residual + at[u] + j[u] * VEC);
-                }
-            }
 #pragma unroll
             for (int u = 0; u < UNROLL; u++) {
                 if (f0 + u * stride < total) {
@@ -1255,7 +1251,7 @@ static __global__ void __launch_bounds__(256) ft_pointwise_staged_fp16(
 #pragma unroll
                     for (int k = 0; k < VEC; k++)
                         v[k] += t[k];
-                    ft_pointwise_out_fp16_w16(v, residual ? &rv[u] : NULL, act, y + at[u] + j[u] * VEC);
+                    ft_pointwise_out_fp16_w16(v, NULL, act, y + at[u] + j[u] * VEC);
                 }
                 at[u] += rows_step;
                 j[u] += dj;
@@ -1276,8 +1272,7 @@ static __global__ void __launch_bounds__(256) ft_pointwise_staged_fp16(
         ft_load_fp16x1(x + off, &v);
         ft_load_fp16x1(bias + col, &t);
         v += t;
-        ft_pointwise_out_fp16_w2(&v, residual ? (const ft_word_fp16x1 *)(residual + off) : NULL, act,
-                                             y + off);
+        ft_pointwise_out_fp16_w2(&v, NULL, act, y + off);
     }
 }
 
@@ -1675,6 +1670,9 @@ static inline ft_status ft_norm_launch_fp16(const char *fn, ft_norm_args_fp16 a,
 /* The longest rows (bytes) whose bias ft_pointwise_staged copies into shared memory: the
  * static limit of a block's shared memory. */
 #define FT_POINTWISE_FP16_STAGED_MAX_BYTES (48 * 1024)
+/* The blocks of ft_pointwise_staged an SM in the launcher's grid, at most (6 fit): H200, gelu
+ * fp16 16384 x 4095, device us: 4 blocks 77.0, 5 blocks 75.3, 6 blocks 83.1. */
+#define FT_POINTWISE_FP16_STAGED_PER_SM 5
 
 static inline ft_status ft_pointwise_launch_fp16(const char *fn, const __half *x, const __half *bias,
                                                    const __half *residual, __half *y, int64_t m, int64_t n,
@@ -1732,7 +1730,7 @@ static inline ft_status ft_pointwise_launch_fp16(const char *fn, const __half *x
          * where the tensor is small (12.4 at 4096 x 1001). */
         /* GELU and SiLU with a bias: the bias from shared memory (ft_pointwise_staged, whose
          * comment has the figures) */
-        if (n >= FT_NORM_FP16_W16_VEC && ft_same_phase(x, y, 16) && ft_same_phase(x, residual, 16) && bias &&
+        if (n >= FT_NORM_FP16_W16_VEC && ft_same_phase(x, y, 16) && bias && !residual &&
             (act == FT_ACT_GELU || act == FT_ACT_SILU) && n * 2 <= FT_POINTWISE_FP16_STAGED_MAX_BYTES) {
             static ft_occupancy_memo memo[FT_OCC_MEMO];
             const int smem = (int)(n / FT_NORM_FP16_W16_VEC * FT_NORM_FP16_W16_VEC * 2);
@@ -1741,12 +1739,14 @@ static inline ft_status ft_pointwise_launch_fp16(const char *fn, const __half *x
                 return st;
             const int64_t rows = (m + FT_NORM_FP16_W16_VEC - 1) / FT_NORM_FP16_W16_VEC; /* a class's rows, at most */
             int64_t per = (rows * (n / FT_NORM_FP16_W16_VEC) + 255) / 256;          /* a class's blocks */
+            if (fit > FT_POINTWISE_FP16_STAGED_PER_SM)
+                fit = FT_POINTWISE_FP16_STAGED_PER_SM;
             if (per > (int64_t)sms * fit / FT_NORM_FP16_W16_VEC)
                 per = (int64_t)sms * fit / FT_NORM_FP16_W16_VEC;
             if (per < 1)
                 per = 1;
             ft_pointwise_staged_fp16<<<(unsigned)(per * FT_NORM_FP16_W16_VEC), 256, (size_t)smem, stream>>>(
-                x, bias, residual, y, m, (int)n, (int)act);
+                x, bias, y, m, (int)n, (int)act);
             return ft_launch_status(fn);
         }
         if (n >= FT_NORM_FP16_W16_VEC && ft_same_phase(x, y, 16) && ft_same_phase(x, residual, 16)) {
