@@ -882,10 +882,10 @@ static __device__ __forceinline__ float ft_act_apply(float x, int act)
          * x / (1 + exp(-2u)): one MUFU.EX2 and one MUFU.RCP where tanhf is a polynomial with
          * branches. Its error is __expf's (2 + floor(1.173 |2u|) ulp, CUDA's table) and
          * __fdividef's (2 ulp), far inside the fp32 tests' 5e-5; past exp's range the result
-         * is -0. tanhf made the 2-byte pointwise kernels issue-bound. H200, device us against tanhf: gelu fp16
-         * 16384 x 4095 through ft_pointwise_shift 82.5 against 108.2, 16384 x 4096 71.1
-         * against 74.9; silu bf16 (x / (1 + exp(-x)) by __fdividef, not IEEE division)
-         * 16384 x 4096 70.7 against 77.9. */
+         * is -0. tanhf made the 2-byte pointwise kernels issue-bound. H200, device us against
+         * tanhf: gelu fp16 16384 x 4095 through ft_pointwise_shift 82.5 against 108.2,
+         * 16384 x 4096 71.1 against 74.9; silu bf16 (x / (1 + exp(-x)) by __fdividef, not IEEE
+         * division) 16384 x 4096 70.7 against 77.9. */
         const float u = 0.7978845608028654f * (x + 0.044715f * x * x * x); /* sqrt(2/pi) */
         return __fdividef(x, 1.0f + __expf(-2.0f * u));
     }
