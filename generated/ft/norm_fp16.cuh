@@ -1247,7 +1247,7 @@ static __global__ void __launch_bounds__(256) ft_pointwise_staged_fp16(const __h
                 if (f0 + u * stride < total) {
                     float v[VEC], t[VEC];
                     ft_unpack_fp16x8(xv[u], v);
-                    ft_unpack_fp16x8(*(const ft_word_fp16x8 *)(sbias + j[u] * VEC), t);
+                    ft_load_fp16x8(sbias + j[u] * VEC, t);
 #pragma unroll
                     for (int k = 0; k < VEC; k++)
                         v[k] += t[k];
