@@ -306,23 +306,6 @@ static void reference_set(const float *row, int V, int k, double temp, double p,
     ref_topp_set(row, V, temp, p, in, NULL);
 }
 
-/* Membership of token g for the sorted top-p form: CUB's segmented sort does not keep index
- * order among equal probabilities (seen on bf16 rows, where logits tie often), so at the
- * cut it may take another of the tokens tied with the set's last member than the reference
- * (ties by index) does; such a token counts as in. The other forms: in[g] exactly. */
-static int in_set(const samp_ctx *c, const float *row, int V, const unsigned char *in, int g)
-{
-    if (g < 0 || g >= V)
-        return 0;
-    if (in[g] || c->kind != SAMP_TOPP_SORTED)
-        return in[g];
-    float lo = INFINITY;
-    for (int i = 0; i < V; i++)
-        if (in[i] && row[i] < lo)
-            lo = row[i];
-    return row[g] == lo;
-}
-
 /* Many rows of the same logits: the empirical distribution matches the reference set's
  * renormalised probabilities; every token is inside the set (computed with p slightly
  * above, so rounding at the boundary cannot fail it); the same seed repeats the tokens. */
@@ -359,7 +342,7 @@ static void check_distribution(ft_test *t, const samp_ctx *c, ref_rng *rng, int 
     int *counts = (int *)calloc(V, sizeof(int));
     int outside = 0, first_bad = -1;
     for (int r = 0; r < draws; r++) {
-        if (!in_set(c, row, V, in_hi, g[r])) {
+        if (!(g[r] >= 0 && g[r] < V && in_hi[g[r]])) {
             if (first_bad < 0)
                 first_bad = g[r];
             outside++;
@@ -458,7 +441,7 @@ static void check_state(ft_test *t, const samp_ctx *c, ref_rng *rng, int V, int 
             FT_EXPECT(t, g[r] == best, "greedy row %d: got %d want %d", r, g[r], best);
         } else {
             reference_set(row, V, c->kind == SAMP_TOPK ? kr[r] : 0, tr[r], pr[r] < 1.0f ? pr[r] + 1e-4 : 1.0, in);
-            FT_EXPECT(t, in_set(c, row, V, in, g[r]), "row %d (k %d p %g): token %d outside the set", r, kr[r], pr[r],
+            FT_EXPECT(t, g[r] >= 0 && g[r] < V && in[g[r]], "row %d (k %d p %g): token %d outside the set", r, kr[r], pr[r],
                       g[r]);
         }
         FT_EXPECT(t, glen[r] == len0[r] + 1 && gfin[r] == (g[r] == end_id), "row %d: len %d fin %d after id %d", r,
@@ -542,6 +525,62 @@ static void test_topp_cluster(ft_test *t)
     check_state(t, cp, &rng, 32000, 1, 64);
     check_state(t, cp, &rng, 5001, 1, 700); /* several rows a cluster */
     ft_topp_set_form(FT_TOPP_FORM_AUTO);
+}
+
+/* The sorted form, small enough for compute-sanitizer: one row at a time (no row pass in
+ * the sort: 600 seeds drawn over the same row, each token in the set, their counts against
+ * the set's probabilities), ties at the cut, rows long enough for several key blocks a row
+ * (V > 16384), and the prompt / finished / greedy rows. */
+static void test_topp_sorted_small(ft_test *t)
+{
+    const samp_ctx *cp = (const samp_ctx *)t->arg;
+    const ft_dtype dt = cp->dt;
+    ref_rng rng;
+    ref_rng_seed(&rng, ref_test_seed() ^ 0x72);
+    check_distribution(t, cp, &rng, 300, 0, 0.8, 0.9, 0, 2000);
+    check_distribution(t, cp, &rng, 64, 0, 1.0, 0.6, 1, 2000);
+    check_state(t, cp, &rng, 20001, 1, 40);
+    /* one row */
+    const int V = 257, draws = 600;
+    float *row = (float *)malloc(V * sizeof(float));
+    for (int i = 0; i < V; i++)
+        row[i] = (float)ref_round(1.5 * ref_rng_normal(&rng), dt);
+    void *x = dev_alloc((size_t)V * ft_dtype_size(dt));
+    dev_upload(x, row, V, dt);
+    int *id = (int *)dev_alloc(sizeof(int));
+    unsigned char *in = (unsigned char *)malloc(V), *in_hi = (unsigned char *)malloc(V);
+    reference_set(row, V, 0, 0.9, 0.8, in);
+    reference_set(row, V, 0, 0.9, 0.8 + 1e-4, in_hi);
+    double *prob = (double *)malloc(V * sizeof(double));
+    ref_set_probs(row, V, 0.9, in, prob);
+    int *counts = (int *)calloc(V, sizeof(int));
+    int outside = 0;
+    ft_sampling s;
+    memset(&s, 0, sizeof s);
+    s.p = 0.8f, s.temperature = 0.9f, s.step = 2, s.end_id = -1;
+    ft_decode_io io;
+    memset(&io, 0, sizeof io);
+    io.ids = id;
+    for (int d = 0; d < draws; d++) {
+        s.seed = 1000 + (unsigned long long)d;
+        dev_poison(id, sizeof(int));
+        const ft_status st = sample_once(cp, x, 1, V, &s, &io);
+        int g = -1;
+        FT_CHECK_CUDA(cudaMemcpy(&g, id, sizeof(int), cudaMemcpyDeviceToHost));
+        if (st != FT_OK || g < 0 || g >= V || !in_hi[g]) {
+            if (outside++ == 0)
+                FT_EXPECT(t, 0, "one row, seed %d: status %d, token %d outside the set (%s)", d, (int)st, g,
+                          ft_last_error());
+            continue;
+        }
+        counts[g]++;
+    }
+    FT_EXPECT(t, outside == 0, "one row: %d of %d draws outside the set", outside, draws);
+    int df = 0;
+    const double stat = chi_square(counts, prob, V, draws, &df), crit = ref_chi2_critical(df, 1e-6);
+    FT_EXPECT(t, stat <= crit, "one row: chi-square %.1f > %.1f (df %d, %d draws)", stat, crit, df, draws);
+    free(row), free(in), free(in_hi), free(prob), free(counts);
+    cudaFree(x), cudaFree(id);
 }
 
 /* ---------------------------------------------------------------- logits, embeddings */
@@ -1039,6 +1078,8 @@ __attribute__((constructor)) static void register_decoding_tests(void)
         ft_test_register(names[n++], test_topp_cluster, &topp_ctx[2 * i], 1);
         snprintf(names[n], 64, "topp_sampling_sorted_%s", dn);
         ft_test_register(names[n++], test_topp_sampling, &topp_ctx[2 * i + 1], 1);
+        snprintf(names[n], 64, "topp_sorted_small_%s", dn);
+        ft_test_register(names[n++], test_topp_sorted_small, &topp_ctx[2 * i + 1], 1);
         snprintf(names[n], 64, "beam_search_%s", dn);
         ft_test_register(names[n++], test_beam_search, (void *)dt, 1);
     }

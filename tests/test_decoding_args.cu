@@ -103,6 +103,10 @@ FT_TEST(topk_args)
         io = good_io();
         EXPECT_STATUS(t, ft_topp_sampling_sorted(dt, X, 100, 2, 100, &s, &io, NULL, 0, 0), FT_ERR_INVALID_ARGUMENT,
                       "workspace");
+        /* 40000 rows of 151936: 16 row bits and 18 index bits overflow the sort's place words */
+        EXPECT_STATUS(t, ft_topp_sampling_sorted(dt, X, 151936, 40000, 151936, &s, &io, X, 1ull << 40, 0),
+                      FT_ERR_UNSUPPORTED, "exceeds 2^32");
+        FT_EXPECT(t, ft_topp_sorted_workspace_bytes(dt, 40000, 151936) == 0, "the workspace of an unsupported shape");
     }
 }
 

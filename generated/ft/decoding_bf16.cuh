@@ -10,8 +10,8 @@
  *                                  then nothing, softmax or log-softmax, into fp32
  *   ft_topp_sampling_bf16         top-p sampling without sorting (radix selection of
  *                                  the probability threshold, then one draw)
- *   ft_topp_sampling_sorted_bf16  the seeds' form: softmax, CUB segmented radix sort,
- *                                  one draw along the sorted row (kept for comparison)
+ *   ft_topp_sampling_sorted_bf16  the seeds' form: softmax, every row sorted (two CUB
+ *                                  radix sorts over all rows), one draw along the sorted row
  *
  * Rows are read with 16-byte loads from the first 16-byte boundary of each row on
  * (the elements before it and after the last whole vector element by element), so any
@@ -207,8 +207,6 @@ typedef struct ft_logits_args_bf16 {
     float temp;                 /* when temperature is NULL */
     float *out;                 /* [rows, out_ld] */
     int64_t out_ld;
-    int *ids;                   /* [rows, V] 0..V-1 (sorted top-p), or NULL */
-    int *offsets;               /* [rows + 1] row starts (sorted top-p), or NULL */
     float2 *partial;            /* [rows, splits] (max, sum) of each chunk, when splits > 1 */
     int V, end_id, mode;
     int splits;                 /* blocks per row */
@@ -237,16 +235,6 @@ static __global__ void __launch_bounds__(1024) ft_update_logits_bf16_kernel(ft_l
     const int nvec = (V - head) / 8;
     const int per = (nvec + a.splits - 1) / a.splits;
     const int vb = min(split * per, nvec), ve = min(vb + per, nvec), ragged = split == 0;
-    if (a.ids && a.phase != 0) {
-        for (int j = threadIdx.x; j < V; j += blockDim.x)
-            if (split == 0)
-                a.ids[(int64_t)r * V + j] = j;
-        if (threadIdx.x == 0 && split == 0) {
-            a.offsets[r] = r * V;
-            if (r == gridDim.x / a.splits - 1)
-                a.offsets[r + 1] = (r + 1) * V;
-        }
-    }
     if (a.finished && a.finished[r]) {
         if (a.phase == 0)
             return;
@@ -2273,11 +2261,168 @@ static inline ft_status ft_topp_sampling_bf16(const __nv_bfloat16 *logits, int64
 
 /* ---------------------------------------------------------------- top-p by sorting */
 
-/* One block per row of probabilities sorted descending (ids alongside): the fewest first
- * entries whose sum reaches p, then the draw along them. A greedy row takes the argmax of
- * its logits (ties to the lower index), not the first sorted entry: with tied maxima that
- * entry was seen to be another of them (H100, bf16 rows of 20001 values). */
-static __global__ void __launch_bounds__(1024) ft_topp_sorted_pick_bf16(const float *sorted, const int *ids,
+/* Block (row, split) of `splits` per row, over the row's elements [j0, j1) (the split's
+ * share of the 16-byte vectors; split 0 also takes the ragged ends): softmax(logits /
+ * temperature) as sort keys (ft_topp_sort_key) and each element's place r << vbits | j.
+ * Temperature <= 0 counts as 1 here (such rows are greedy and the pick reads their
+ * logits). phase 2 (one block a row): (max, sum) online, then the keys; phase 0: the
+ * split's (max, sum) into partial[row, split]; phase 1: merge the row's partials, then the
+ * keys. The keys' pass reads the row again (mostly from L2) element by element, so that
+ * consecutive threads store consecutive words. */
+static __global__ void __launch_bounds__(1024) ft_topp_sort_keys_bf16(const __nv_bfloat16 *logits, int64_t ld, int V,
+                                                                        const float *temperature, float temp,
+                                                                        int splits, int phase, float2 *partial,
+                                                                        unsigned *keys, unsigned *place, int vbits)
+{
+    __shared__ float scratch[64];
+    const int r = blockIdx.x / splits, split = blockIdx.x - r * splits;
+    const __nv_bfloat16 *x = logits + (int64_t)r * ld;
+    const int head = ft_head_to_16(x, 2u, V);
+    const int nvec = (V - head) / 8, per = (nvec + splits - 1) / splits;
+    const int vb = min(split * per, nvec), ve = min(vb + per, nvec), ragged = split == 0;
+    const float tr = temperature ? temperature[r] : temp;
+    const float inv = tr > 0.0f ? 1.0f / tr : 1.0f;
+    float m = -INFINITY, s = 0.0f;
+    if (phase == 1) {
+        for (int i = 0; i < splits; i++) { /* every thread merges the row's partials */
+            const float2 pm = partial[(int64_t)r * splits + i];
+            ft_max_sum_merge(m, s, pm.x, pm.y);
+        }
+    } else {
+    {
+        const int head_ = ft_head_to_16(x, 2u, V);
+        const int nvec_ = (V - head_) / 8;
+        const int ve_ = min((int)(ve), nvec_);
+        for (int j0_ = (int)(vb) + threadIdx.x; j0_ < ve_; j0_ += 2 * blockDim.x) {
+            float vv_[2][8];
+#pragma unroll
+            for (int u_ = 0; u_ < 2; u_++)
+                if (j0_ + u_ * (int)blockDim.x < ve_)
+                    ft_load_bf16x8(x + head_ + (j0_ + u_ * blockDim.x) * 8, vv_[u_]);
+#pragma unroll
+            for (int u_ = 0; u_ < 2; u_++) {
+                if (j0_ + u_ * (int)blockDim.x >= ve_)
+                    break;
+#pragma unroll
+                for (int e_ = 0; e_ < 8; e_++) {
+                    const int idx = head_ + (j0_ + u_ * blockDim.x) * 8 + e_;
+                    const float v = vv_[u_][e_];
+                    (void)idx;
+                                const float z = v * inv;
+            if (z > m) {
+                s = s * __expf(m - z) + 1.0f;
+                m = z;
+            } else if (z != -INFINITY) {
+                s += __expf(z - m);
+            }
+
+                }
+            }
+        }
+        for (int i_ = threadIdx.x; (ragged) && i_ < V - nvec_ * 8; i_ += blockDim.x) {
+            const int idx = i_ < head_ ? i_ : i_ + nvec_ * 8;
+            const float v = ft_to_float_bf16(x[idx]);
+            (void)idx;
+                        const float z = v * inv;
+            if (z > m) {
+                s = s * __expf(m - z) + 1.0f;
+                m = z;
+            } else if (z != -INFINITY) {
+                s += __expf(z - m);
+            }
+
+        }
+    }
+        ft_block_max_sum(m, s, scratch);
+        if (phase == 0) {
+            if (threadIdx.x == 0)
+                partial[(int64_t)r * splits + split] = make_float2(m, s);
+            return;
+        }
+    }
+    const float rs = 1.0f / s;
+    unsigned *kr = keys + (int64_t)r * V, *pr = place + (int64_t)r * V;
+    const unsigned rp = (unsigned)r << vbits;
+    const int e0 = head + vb * 8, e1 = head + ve * 8, tail = head + nvec * 8;
+    const int n0 = ragged ? head : 0, n = n0 + (e1 - e0) + (ragged ? V - tail : 0);
+    /* this block's elements in order: [0, head) (split 0), [e0, e1), [tail, V) (split 0),
+     * 8 loads a thread issued before the first store */
+    for (int i0 = threadIdx.x; i0 < n; i0 += 8 * blockDim.x) {
+        float v[8];
+        int j[8];
+#pragma unroll
+        for (int u = 0; u < 8; u++) {
+            const int i = i0 + u * (int)blockDim.x;
+            j[u] = i < n0 ? i : i - n0 < e1 - e0 ? e0 + (i - n0) : tail + (i - n0 - (e1 - e0));
+            v[u] = i < n ? ft_to_float_bf16(x[j[u]]) : 0.0f;
+        }
+#pragma unroll
+        for (int u = 0; u < 8; u++)
+            if (i0 + u * (int)blockDim.x < n) {
+                kr[j[u]] = ft_topp_sort_key(__expf(v[u] * inv - m) * rs);
+                pr[j[u]] = rp | (unsigned)j[u];
+            }
+    }
+}
+
+enum { FT_TOPP_SORTED_ITEMS_BF16 = 8 }; /* consecutive sorted entries a thread of the pick sums */
+
+/* Walks the first `count` entries of a sorted row (keys k) in tiles of 1024 *
+ * ITEMS, each thread summing ITEMS consecutive entries, until the running sum reaches
+ * `target`. Returns the entry where it does (count - 1 if it never does) and, in *mass, the
+ * sum up to and including it (the whole sum if it never does). Every thread gets both. */
+static __device__ __forceinline__ int ft_topp_sorted_walk_bf16(const unsigned *k, int count, float target,
+                                                                 float *mass, float *scratch, int *slot,
+                                                                 float *s_mass)
+{
+    enum { IT = FT_TOPP_SORTED_ITEMS_BF16 };
+    const int tile = (int)blockDim.x * IT;
+    float run = 0.0f;
+    for (int base = 0; base < count; base += tile) {
+        const int i0 = base + (int)threadIdx.x * IT;
+        float v[IT], mine = 0.0f;
+#pragma unroll
+        for (int e = 0; e < IT; e++) {
+            v[e] = i0 + e < count ? ft_topp_sort_prob(k[i0 + e]) : 0.0f;
+            mine += v[e];
+        }
+        float tot;
+        const float incl = run + ft_dec_block_scan_bf16(mine, scratch, &tot);
+        const int t = ft_dec_first_reaching_bf16(i0 < count ? incl : -1.0f, target, slot);
+        if (t >= 0) {
+            int at = -1;
+            if ((int)threadIdx.x == t) { /* this thread's entries, one by one */
+                float acc = incl - mine;
+                at = min(i0 + IT, count) - 1;
+                float upto = incl;
+#pragma unroll
+                for (int e = 0; e < IT; e++) {
+                    acc += v[e];
+                    if (i0 + e < count && acc >= target) {
+                        at = i0 + e;
+                        upto = acc;
+                        break;
+                    }
+                }
+                *slot = at;
+                *s_mass = upto;
+            }
+            __syncthreads();
+            at = *slot;
+            *mass = *s_mass;
+            return at;
+        }
+        run += tot;
+    }
+    *mass = run;
+    return count - 1;
+}
+
+/* One block per sorted row (keys descending by probability, places alongside): the fewest
+ * first entries whose sum reaches p, then the draw along them. A greedy row takes the
+ * argmax of its logits (ties to the lower index). */
+static __global__ void __launch_bounds__(1024) ft_topp_sorted_pick_bf16(const unsigned *keys,
+                                                                          const unsigned *place, int vbits,
                                                                           const __nv_bfloat16 *logits, int64_t ld, int V,
                                                                           ft_sampling p, ft_decode_io io)
 {
@@ -2292,8 +2437,6 @@ static __global__ void __launch_bounds__(1024) ft_topp_sorted_pick_bf16(const fl
             ft_decode_commit(io, r, p.step, p.end_id, forced, 1);
         return;
     }
-    const float *q = sorted + (int64_t)r * V;
-    const int *id = ids + (int64_t)r * V;
     const float tr = p.temperature_per_row ? p.temperature_per_row[r] : p.temperature;
     if (!(tr > 0.0f)) {
         const __nv_bfloat16 *x = logits + (int64_t)r * ld;
@@ -2307,65 +2450,52 @@ static __global__ void __launch_bounds__(1024) ft_topp_sorted_pick_bf16(const fl
             ft_decode_commit(io, r, p.step, p.end_id, ft_select_index(best), 0);
         return;
     }
+    const unsigned *k = keys + (int64_t)r * V;
     const float pr = p.p_per_row ? fminf(fmaxf(p.p_per_row[r], 1e-30f), 1.0f) : p.p;
-    /* 1: the cut (first index where the running sum reaches p) and the mass up to it */
-    float run = 0.0f;
-    int cut = V - 1;
-    float mass = -1.0f;
-    for (int base = 0; base < V && mass < 0.0f; base += blockDim.x) {
-        const int i = base + threadIdx.x;
-        const float v = i < V ? q[i] : 0.0f;
-        float tot;
-        const float incl = run + ft_dec_block_scan_bf16(v, scratch, &tot);
-        const int t = ft_dec_first_reaching_bf16(i < V ? incl : -1.0f, pr, slot);
-        if ((int)threadIdx.x == t)
-            s_mass = incl;
-        __syncthreads();
-        if (t >= 0) {
-            cut = base + t;
-            mass = s_mass;
-        }
-        run += tot;
-    }
-    if (mass < 0.0f)
-        mass = run; /* rounding kept the total below p: everything */
-    /* 2: the draw along the first cut+1 entries */
-    const float target = ft_uniform(p.seed, p.step, r) * mass;
-    run = 0.0f;
-    for (int base = 0; base <= cut; base += blockDim.x) {
-        const int i = base + threadIdx.x;
-        const float v = i <= cut ? q[i] : 0.0f;
-        float tot;
-        const float incl = run + ft_dec_block_scan_bf16(v, scratch, &tot);
-        const int t = ft_dec_first_reaching_bf16(i <= cut ? incl : -1.0f, target, slot);
-        if (t >= 0 || base + (int)blockDim.x > cut) {
-            if (threadIdx.x == 0)
-                ft_decode_commit(io, r, p.step, p.end_id, id[t >= 0 ? base + t : cut], 0);
-            return;
-        }
-        run += tot;
-    }
+    /* 1: the cut (the first entry where the running sum reaches p) and the mass up to it
+     * (rounding may keep the total below p: then everything); 2: the draw along entries
+     * [0, cut] */
+    float mass, upto;
+    const int cut = ft_topp_sorted_walk_bf16(k, V, pr, &mass, scratch, slot, &s_mass);
+    __syncthreads();
+    const int at = ft_topp_sorted_walk_bf16(k, cut + 1, ft_uniform(p.seed, p.step, r) * mass, &upto, scratch,
+                                                   slot, &s_mass);
+    if (threadIdx.x == 0)
+        ft_decode_commit(io, r, p.step, p.end_id, (int)(place[(int64_t)r * V + at] & ((1u << vbits) - 1u)), 0);
 }
 
-/* Workspace of ft_topp_sampling_sorted_bf16: probabilities and ids twice, row offsets, and
- * CUB's temporary storage, each 256-byte aligned. */
+/* Workspace of ft_topp_sampling_sorted_bf16: keys and places (4 bytes each) twice, the
+ * partial (max, sum) of each row's blocks, and CUB's temporary storage, each 256-byte
+ * aligned: about 16 bytes an element. 0 for an empty or unsupported shape. */
 static inline size_t ft_topp_sorted_workspace_bytes_bf16(int rows, int V)
 {
     if (rows <= 0 || V <= 0)
         return 0;
-    const size_t n = (size_t)rows * V;
-    size_t cub_bytes = 0;
-    cub::DeviceSegmentedRadixSort::SortPairsDescending(NULL, cub_bytes, (const float *)NULL, (float *)NULL,
-                                                       (const int *)NULL, (int *)NULL, (int)n, rows,
-                                                       (const int *)NULL, (const int *)NULL);
-    const size_t al = 255;
-    return 4 * ((n * 4 + al) & ~al) + (((size_t)(rows + 1) * 4 + al) & ~al) + ((cub_bytes + al) & ~al);
+    const ft_topp_sorted_plan pl = ft_topp_sorted_plan_make(rows, V, 1);
+    if (pl.vbits + pl.rbits > 32)
+        return 0;
+    const size_t n = (size_t)rows * V, al = 255;
+    size_t a = 0, b = 0;
+    cub::DoubleBuffer<unsigned> k(NULL, NULL), v(NULL, NULL);
+    cub::DeviceRadixSort::SortPairs(NULL, a, k, v, (int64_t)n, 0, 31);
+    if (pl.rbits > 0)
+        cub::DeviceRadixSort::SortPairs(NULL, b, k, v, (int64_t)n, pl.vbits, pl.vbits + pl.rbits);
+    const size_t cub_bytes = a > b ? a : b;
+    return 4 * ((n * 4 + al) & ~al) + (((size_t)rows * 64 * sizeof(float2) + al) & ~al) + ((cub_bytes + al) & ~al);
 }
 
-/* The seeds' top-p (FasterLLaMA §4.8, FasterTransformer v2.1): probabilities, a segmented
- * radix sort of every row, then the draw along the sorted row. Same semantics as
+/* The seeds' top-p (FasterLLaMA §4.8, FasterTransformer v2.1): probabilities, every row
+ * sorted descending, then the draw along the sorted row. Same semantics as
  * ft_topp_sampling_bf16 (the draw runs in sorted order instead of index order, so the
- * same u picks a different token of the same distribution). */
+ * same u picks a different token of the same distribution).
+ *
+ * The seeds sort with CUB's segmented radix sort, one block a row, which leaves most SMs
+ * idle when there are few rows. Here two radix sorts of all rows at once do it, with the
+ * whole GPU on every pass: first every element by its probability's key (31 bits,
+ * descending probability), carrying its place word r << vbits | j; then, stably, by the
+ * place word's row bits, carrying the key. Each row ends at its own place, descending,
+ * equal probabilities in index order. The place words need rows * 2^ceil(log2 V) <= 2^32
+ * (16384 rows of 151936). */
 static inline ft_status ft_topp_sampling_sorted_bf16(const __nv_bfloat16 *logits, int64_t ld, int rows, int V,
                                                        const ft_sampling *s, const ft_decode_io *io,
                                                        void *workspace, size_t workspace_bytes, cudaStream_t stream)
@@ -2377,34 +2507,53 @@ static inline ft_status ft_topp_sampling_sorted_bf16(const __nv_bfloat16 *logits
         return st;
     if (ld < V)
         return ft_fail(FT_ERR_INVALID_ARGUMENT, "%s: ld (%lld) is smaller than V (%d)", fn, (long long)ld, V);
-    if ((int64_t)rows * V > INT32_MAX)
-        return ft_fail(FT_ERR_UNSUPPORTED, "%s: rows*V exceeds CUB's int32 item count", fn);
+    const ft_topp_sorted_plan bits = ft_topp_sorted_plan_make(rows, V, 1);
+    if (bits.vbits + bits.rbits > 32)
+        return ft_fail(FT_ERR_UNSUPPORTED,
+                       "%s: rows (%d) * 2^ceil(log2 V = %d) exceeds 2^32, the reach of the sort's 32-bit place "
+                       "words; sample fewer rows a call",
+                       fn, rows, V);
     const size_t need = ft_topp_sorted_workspace_bytes_bf16(rows, V);
     if (!workspace || workspace_bytes < need)
         return ft_fail(FT_ERR_INVALID_ARGUMENT, "%s: needs a workspace of %zu bytes (given %zu); ask "
                        "ft_topp_sorted_workspace_bytes_bf16", fn, need, workspace_bytes);
     if (!ft_aligned(workspace, 256))
         return ft_fail(FT_ERR_MISALIGNED, "%s: workspace must be 256-byte aligned", fn);
+    int sms = 0;
+    if ((st = ft_sm_count(fn, &sms)) != FT_OK)
+        return st;
+    const ft_topp_sorted_plan pl = ft_topp_sorted_plan_make(rows, V, sms);
     const size_t n = (size_t)rows * V, al = 255, arr = (n * 4 + al) & ~al;
     char *w = (char *)workspace;
-    float *probs = (float *)w, *sorted = (float *)(w + arr);
-    int *ids = (int *)(w + 2 * arr), *sorted_ids = (int *)(w + 3 * arr), *offsets = (int *)(w + 4 * arr);
-    char *tmp = w + 4 * arr + (((size_t)(rows + 1) * 4 + al) & ~al);
+    cub::DoubleBuffer<unsigned> k((unsigned *)w, (unsigned *)(w + arr)), v((unsigned *)(w + 2 * arr),
+                                                                            (unsigned *)(w + 3 * arr));
+    float2 *partial = (float2 *)(w + 4 * arr);
+    char *tmp = w + 4 * arr + (((size_t)rows * 64 * sizeof(float2) + al) & ~al);
     size_t tmp_bytes = workspace_bytes - (size_t)(tmp - w);
-    ft_logits_args_bf16 a;
-    memset(&a, 0, sizeof a);
-    a.logits = logits, a.ld = ld, a.temperature = s->temperature_per_row, a.temp = s->temperature;
-    a.out = probs, a.out_ld = V, a.ids = ids, a.offsets = offsets, a.V = V, a.mode = FT_LOGITS_SOFTMAX;
-    a.splits = 1, a.phase = 1;
-    ft_update_logits_bf16_kernel<<<rows, 1024, 0, stream>>>(a);
+    const unsigned blocks = (unsigned)rows * (unsigned)pl.splits;
+    if (pl.splits > 1) {
+        ft_topp_sort_keys_bf16<<<blocks, 1024, 0, stream>>>(logits, ld, V, s->temperature_per_row,
+                                                               s->temperature, pl.splits, 0, partial, k.Current(),
+                                                               v.Current(), pl.vbits);
+        if ((st = ft_launch_status(fn)) != FT_OK)
+            return st;
+    }
+    ft_topp_sort_keys_bf16<<<blocks, 1024, 0, stream>>>(logits, ld, V, s->temperature_per_row,
+                                                           s->temperature, pl.splits, pl.splits > 1 ? 1 : 2,
+                                                           partial, k.Current(), v.Current(), pl.vbits);
     if ((st = ft_launch_status(fn)) != FT_OK)
         return st;
-    cudaError_t e = cub::DeviceSegmentedRadixSort::SortPairsDescending(tmp, tmp_bytes, probs, sorted, ids, sorted_ids,
-                                                                       (int)n, rows, offsets, offsets + 1, 0,
-                                                                       sizeof(float) * 8, stream);
+    cudaError_t e = cub::DeviceRadixSort::SortPairs(tmp, tmp_bytes, k, v, (int64_t)n, 0, 31, stream);
+    if (e == cudaSuccess && pl.rbits > 0) {
+        /* the places become the keys: each row's elements, stably, to the row's own place */
+        cub::DoubleBuffer<unsigned> k2(v.Current(), v.Alternate()), v2(k.Current(), k.Alternate());
+        e = cub::DeviceRadixSort::SortPairs(tmp, tmp_bytes, k2, v2, (int64_t)n, pl.vbits, pl.vbits + pl.rbits, stream);
+        k = v2, v = k2;
+    }
     if (e != cudaSuccess)
-        return ft_fail(FT_ERR_CUDA, "%s: cub segmented sort failed: %s", fn, cudaGetErrorString(e));
-    ft_topp_sorted_pick_bf16<<<rows, 1024, 0, stream>>>(sorted, sorted_ids, logits, ld, V, *s, *io);
+        return ft_fail(FT_ERR_CUDA, "%s: cub radix sort failed: %s", fn, cudaGetErrorString(e));
+    ft_topp_sorted_pick_bf16<<<rows, 1024, 0, stream>>>(k.Current(), v.Current(), pl.vbits, logits, ld, V,
+                                                           *s, *io);
     return ft_launch_status(fn);
 }
 

@@ -176,6 +176,41 @@ static __device__ __forceinline__ int ft_select_index(unsigned long long k)
     return (int)~(unsigned)k;
 }
 
+/* Keys of top-p's sorted form (ft_topp_sampling_sorted_*): 0x7fffffff - bits(prob), so that
+ * an ascending sort of the keys' low 31 bits puts probabilities in descending order.
+ * Probabilities are non-negative floats, whose bits order as their values; the sign bit is
+ * dropped, so -0 is 0. */
+static __device__ __forceinline__ unsigned ft_topp_sort_key(float prob)
+{
+    return 0x7fffffffu - (__float_as_uint(prob) & 0x7fffffffu);
+}
+static __device__ __forceinline__ float ft_topp_sort_prob(unsigned key)
+{
+    return __uint_as_float(0x7fffffffu - (key & 0x7fffffffu));
+}
+
+/* How ft_topp_sampling_sorted_* lays out its work for rows of V: the bits of an
+ * element's index (vbits) and of its row (rbits) in its place word, and the blocks a row
+ * takes for the keys. */
+typedef struct ft_topp_sorted_plan {
+    int vbits, rbits, splits;
+} ft_topp_sorted_plan;
+
+static inline ft_topp_sorted_plan ft_topp_sorted_plan_make(int rows, int V, int sms)
+{
+    ft_topp_sorted_plan pl;
+    pl.vbits = 0;
+    while ((1ll << pl.vbits) < V)
+        pl.vbits++;
+    pl.rbits = 0;
+    while ((1ll << pl.rbits) < rows)
+        pl.rbits++;
+    /* enough blocks for two waves of the SMs, each taking at least 8192 elements */
+    const int want = (2 * sms + rows - 1) / rows, most = (V + 8191) / 8192;
+    pl.splits = rows >= 2 * sms ? 1 : min(max(min(want, most), 1), 64);
+    return pl;
+}
+
 /* ---------------------------------------------------------------- warp sorting networks
  *
  * A warp holds 32 keys, one per lane; "sorted" means descending from lane 0. */
