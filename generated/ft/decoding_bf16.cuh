@@ -219,6 +219,77 @@ typedef struct ft_logits_args_bf16 {
     int stats;                  /* stream form: stats warps (the other workers write) */
 } ft_logits_args_bf16;
 
+/* (m, s) = (max, sum of exp(z - max)) of z = (logit + bias) * inv over row x, as block (row
+ * r, split) of `splits` needs it. With one block a row (phase 1) the block reads the whole
+ * row. With several, phase 0 reads the block's vectors [vb, ve) (split 0 also the ragged
+ * ends), writes their (max, sum) to partial[r, split] and returns 0 (the block is done), and
+ * phase 1 merges the row's partials. */
+static __device__ __forceinline__ int ft_logits_stats_bf16(const __nv_bfloat16 *x, const __nv_bfloat16 *bias, float inv, int V,
+                                                             int vb, int ve, int ragged, int r, int split, int splits,
+                                                             int phase, float2 *partial, float *scratch, float &m,
+                                                             float &s)
+{
+    m = -INFINITY, s = 0.0f;
+    if (phase == 1 && splits > 1) {
+        for (int i = 0; i < splits; i++) { /* every thread merges the row's partials */
+            const float2 pm = partial[(int64_t)r * splits + i];
+            ft_max_sum_merge(m, s, pm.x, pm.y);
+        }
+        return 1;
+    }
+    {
+        const int head_ = ft_head_to_16(x, 2u, V);
+        const int nvec_ = (V - head_) / 8;
+        const int ve_ = min((int)(ve), nvec_);
+        for (int j0_ = (int)(vb) + threadIdx.x; j0_ < ve_; j0_ += 2 * blockDim.x) {
+            float vv_[2][8];
+#pragma unroll
+            for (int u_ = 0; u_ < 2; u_++)
+                if (j0_ + u_ * (int)blockDim.x < ve_)
+                    ft_load_bf16x8(x + head_ + (j0_ + u_ * blockDim.x) * 8, vv_[u_]);
+#pragma unroll
+            for (int u_ = 0; u_ < 2; u_++) {
+                if (j0_ + u_ * (int)blockDim.x >= ve_)
+                    break;
+#pragma unroll
+                for (int e_ = 0; e_ < 8; e_++) {
+                    const int idx = head_ + (j0_ + u_ * blockDim.x) * 8 + e_;
+                    const float v = vv_[u_][e_];
+                    (void)idx;
+                            const float z = (v + (bias ? ft_to_float_bf16(bias[idx]) : 0.0f)) * inv;
+        if (z > m) {
+            s = s * __expf(m - z) + 1.0f;
+            m = z;
+        } else if (z != -INFINITY) {
+            s += __expf(z - m);
+        }
+
+                }
+            }
+        }
+        for (int i_ = threadIdx.x; (ragged) && i_ < V - nvec_ * 8; i_ += blockDim.x) {
+            const int idx = i_ < head_ ? i_ : i_ + nvec_ * 8;
+            const float v = ft_to_float_bf16(x[idx]);
+            (void)idx;
+                    const float z = (v + (bias ? ft_to_float_bf16(bias[idx]) : 0.0f)) * inv;
+        if (z > m) {
+            s = s * __expf(m - z) + 1.0f;
+            m = z;
+        } else if (z != -INFINITY) {
+            s += __expf(z - m);
+        }
+
+        }
+    }
+    ft_block_max_sum(m, s, scratch);
+    if (phase == 0) {
+        if (threadIdx.x == 0)
+            partial[(int64_t)r * splits + split] = make_float2(m, s);
+        return 0;
+    }
+    return 1;
+}
+
 /* Block (row, split) of `splits` per row: chunk `split` of the row's vectors (the ragged
  * ends go with chunk 0). With one block per row: (max, sum) online in one read, then the
  * row is read again (mostly from L2) and written. With several: phase 0 writes each
@@ -248,63 +319,9 @@ static __global__ void __launch_bounds__(1024) ft_update_logits_bf16_kernel(ft_l
     const __nv_bfloat16 *bias = a.bias;
     float m = -INFINITY, s = 0.0f;
     if (a.mode != FT_LOGITS_RAW) {
-        if (a.phase == 1 && a.splits > 1) {
-            for (int i = 0; i < a.splits; i++) { /* every thread merges the row's partials */
-                const float2 pm = a.partial[(int64_t)r * a.splits + i];
-                ft_max_sum_merge(m, s, pm.x, pm.y);
-            }
-        } else {
-    {
-        const int head_ = ft_head_to_16(x, 2u, V);
-        const int nvec_ = (V - head_) / 8;
-        const int ve_ = min((int)(ve), nvec_);
-        for (int j0_ = (int)(vb) + threadIdx.x; j0_ < ve_; j0_ += 2 * blockDim.x) {
-            float vv_[2][8];
-#pragma unroll
-            for (int u_ = 0; u_ < 2; u_++)
-                if (j0_ + u_ * (int)blockDim.x < ve_)
-                    ft_load_bf16x8(x + head_ + (j0_ + u_ * blockDim.x) * 8, vv_[u_]);
-#pragma unroll
-            for (int u_ = 0; u_ < 2; u_++) {
-                if (j0_ + u_ * (int)blockDim.x >= ve_)
-                    break;
-#pragma unroll
-                for (int e_ = 0; e_ < 8; e_++) {
-                    const int idx = head_ + (j0_ + u_ * blockDim.x) * 8 + e_;
-                    const float v = vv_[u_][e_];
-                    (void)idx;
-                                    const float z = (v + (bias ? ft_to_float_bf16(bias[idx]) : 0.0f)) * inv;
-                if (z > m) {
-                    s = s * __expf(m - z) + 1.0f;
-                    m = z;
-                } else if (z != -INFINITY) {
-                    s += __expf(z - m);
-                }
-
-                }
-            }
-        }
-        for (int i_ = threadIdx.x; (ragged) && i_ < V - nvec_ * 8; i_ += blockDim.x) {
-            const int idx = i_ < head_ ? i_ : i_ + nvec_ * 8;
-            const float v = ft_to_float_bf16(x[idx]);
-            (void)idx;
-                            const float z = (v + (bias ? ft_to_float_bf16(bias[idx]) : 0.0f)) * inv;
-                if (z > m) {
-                    s = s * __expf(m - z) + 1.0f;
-                    m = z;
-                } else if (z != -INFINITY) {
-                    s += __expf(z - m);
-                }
-
-        }
-    }
-            ft_block_max_sum(m, s, scratch);
-            if (a.phase == 0) {
-                if (threadIdx.x == 0)
-                    a.partial[(int64_t)r * a.splits + split] = make_float2(m, s);
-                return;
-            }
-        }
+        if (!ft_logits_stats_bf16(x, bias, inv, V, vb, ve, ragged, r, split, a.splits, a.phase, a.partial, scratch,
+                                     m, s))
+            return;
     } else if (a.phase == 0) {
         return;
     }
@@ -2265,10 +2282,9 @@ static inline ft_status ft_topp_sampling_bf16(const __nv_bfloat16 *logits, int64
  * share of the 16-byte vectors; split 0 also takes the ragged ends): softmax(logits /
  * temperature) as sort keys (ft_topp_sort_key) and each element's place r << vbits | j.
  * Temperature <= 0 counts as 1 here (such rows are greedy and the pick reads their
- * logits). phase 2 (one block a row): (max, sum) online, then the keys; phase 0: the
- * split's (max, sum) into partial[row, split]; phase 1: merge the row's partials, then the
- * keys. The keys' pass reads the row again (mostly from L2) element by element, so that
- * consecutive threads store consecutive words. */
+ * logits). The (max, sum) as ft_logits_stats_bf16 has it (phase 1 with one block a row;
+ * with several, phase 0 then phase 1), then the keys: the row read again (mostly from L2)
+ * element by element, so that consecutive threads store consecutive words. */
 static __global__ void __launch_bounds__(1024) ft_topp_sort_keys_bf16(const __nv_bfloat16 *logits, int64_t ld, int V,
                                                                         const float *temperature, float temp,
                                                                         int splits, int phase, float2 *partial,
@@ -2282,64 +2298,10 @@ static __global__ void __launch_bounds__(1024) ft_topp_sort_keys_bf16(const __nv
     const int vb = min(split * per, nvec), ve = min(vb + per, nvec), ragged = split == 0;
     const float tr = temperature ? temperature[r] : temp;
     const float inv = tr > 0.0f ? 1.0f / tr : 1.0f;
-    float m = -INFINITY, s = 0.0f;
-    if (phase == 1) {
-        for (int i = 0; i < splits; i++) { /* every thread merges the row's partials */
-            const float2 pm = partial[(int64_t)r * splits + i];
-            ft_max_sum_merge(m, s, pm.x, pm.y);
-        }
-    } else {
-    {
-        const int head_ = ft_head_to_16(x, 2u, V);
-        const int nvec_ = (V - head_) / 8;
-        const int ve_ = min((int)(ve), nvec_);
-        for (int j0_ = (int)(vb) + threadIdx.x; j0_ < ve_; j0_ += 2 * blockDim.x) {
-            float vv_[2][8];
-#pragma unroll
-            for (int u_ = 0; u_ < 2; u_++)
-                if (j0_ + u_ * (int)blockDim.x < ve_)
-                    ft_load_bf16x8(x + head_ + (j0_ + u_ * blockDim.x) * 8, vv_[u_]);
-#pragma unroll
-            for (int u_ = 0; u_ < 2; u_++) {
-                if (j0_ + u_ * (int)blockDim.x >= ve_)
-                    break;
-#pragma unroll
-                for (int e_ = 0; e_ < 8; e_++) {
-                    const int idx = head_ + (j0_ + u_ * blockDim.x) * 8 + e_;
-                    const float v = vv_[u_][e_];
-                    (void)idx;
-                                const float z = v * inv;
-            if (z > m) {
-                s = s * __expf(m - z) + 1.0f;
-                m = z;
-            } else if (z != -INFINITY) {
-                s += __expf(z - m);
-            }
-
-                }
-            }
-        }
-        for (int i_ = threadIdx.x; (ragged) && i_ < V - nvec_ * 8; i_ += blockDim.x) {
-            const int idx = i_ < head_ ? i_ : i_ + nvec_ * 8;
-            const float v = ft_to_float_bf16(x[idx]);
-            (void)idx;
-                        const float z = v * inv;
-            if (z > m) {
-                s = s * __expf(m - z) + 1.0f;
-                m = z;
-            } else if (z != -INFINITY) {
-                s += __expf(z - m);
-            }
-
-        }
-    }
-        ft_block_max_sum(m, s, scratch);
-        if (phase == 0) {
-            if (threadIdx.x == 0)
-                partial[(int64_t)r * splits + split] = make_float2(m, s);
-            return;
-        }
-    }
+    float m, s;
+    if (!ft_logits_stats_bf16(x, (const __nv_bfloat16 *)NULL, inv, V, vb, ve, ragged, r, split, splits, phase, partial,
+                                 scratch, m, s))
+        return;
     const float rs = 1.0f / s;
     unsigned *kr = keys + (int64_t)r * V, *pr = place + (int64_t)r * V;
     const unsigned rp = (unsigned)r << vbits;
@@ -2539,8 +2501,8 @@ static inline ft_status ft_topp_sampling_sorted_bf16(const __nv_bfloat16 *logits
             return st;
     }
     ft_topp_sort_keys_bf16<<<blocks, 1024, 0, stream>>>(logits, ld, V, s->temperature_per_row,
-                                                           s->temperature, pl.splits, pl.splits > 1 ? 1 : 2,
-                                                           partial, k.Current(), v.Current(), pl.vbits);
+                                                           s->temperature, pl.splits, 1, partial, k.Current(),
+                                                           v.Current(), pl.vbits);
     if ((st = ft_launch_status(fn)) != FT_OK)
         return st;
     cudaError_t e = cub::DeviceRadixSort::SortPairs(tmp, tmp_bytes, k, v, (int64_t)n, 0, 31, stream);
