@@ -1101,7 +1101,7 @@ static const kernel_desc kernels[] = {
      run_topk_sampling, decoding_bytes, decoding_describe},
     {"topp_sampling", "sort-free top-p sampling, --batch --vocab --p [--form auto|one_block|cluster]", decoding_buffers, run_topp_sampling,
      decoding_bytes, decoding_describe},
-    {"topp_sampling_sorted", "top-p by softmax + one radix sort of all rows, --batch --vocab --p", decoding_buffers,
+    {"topp_sampling_sorted", "top-p by softmax + two radix sorts of all rows, --batch --vocab --p", decoding_buffers,
      run_topp_sampling, decoding_bytes, decoding_describe},
     {"update_logits", "bias / temperature / finished + softmax, --batch --vocab [--mode raw|softmax|log_softmax] [--logits-form auto|stream|cluster] [--logits-stats 1..13]",
      decoding_buffers, run_update_logits, decoding_bytes, decoding_describe},

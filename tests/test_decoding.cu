@@ -306,6 +306,12 @@ static void reference_set(const float *row, int V, int k, double temp, double p,
     ref_topp_set(row, V, temp, p, in, NULL);
 }
 
+/* Whether token g is a member of the set in[] (0 for a token outside [0, V)). */
+static int in_set(const unsigned char *in, int V, int g)
+{
+    return g >= 0 && g < V && in[g];
+}
+
 /* Many rows of the same logits: the empirical distribution matches the reference set's
  * renormalised probabilities; every token is inside the set (computed with p slightly
  * above, so rounding at the boundary cannot fail it); the same seed repeats the tokens. */
@@ -342,7 +348,7 @@ static void check_distribution(ft_test *t, const samp_ctx *c, ref_rng *rng, int 
     int *counts = (int *)calloc(V, sizeof(int));
     int outside = 0, first_bad = -1;
     for (int r = 0; r < draws; r++) {
-        if (!(g[r] >= 0 && g[r] < V && in_hi[g[r]])) {
+        if (!in_set(in_hi, V, g[r])) {
             if (first_bad < 0)
                 first_bad = g[r];
             outside++;
@@ -441,7 +447,7 @@ static void check_state(ft_test *t, const samp_ctx *c, ref_rng *rng, int V, int 
             FT_EXPECT(t, g[r] == best, "greedy row %d: got %d want %d", r, g[r], best);
         } else {
             reference_set(row, V, c->kind == SAMP_TOPK ? kr[r] : 0, tr[r], pr[r] < 1.0f ? pr[r] + 1e-4 : 1.0, in);
-            FT_EXPECT(t, g[r] >= 0 && g[r] < V && in[g[r]], "row %d (k %d p %g): token %d outside the set", r, kr[r], pr[r],
+            FT_EXPECT(t, in_set(in, V, g[r]), "row %d (k %d p %g): token %d outside the set", r, kr[r], pr[r],
                       g[r]);
         }
         FT_EXPECT(t, glen[r] == len0[r] + 1 && gfin[r] == (g[r] == end_id), "row %d: len %d fin %d after id %d", r,
@@ -567,7 +573,7 @@ static void test_topp_sorted_small(ft_test *t)
         const ft_status st = sample_once(cp, x, 1, V, &s, &io);
         int g = -1;
         FT_CHECK_CUDA(cudaMemcpy(&g, id, sizeof(int), cudaMemcpyDeviceToHost));
-        if (st != FT_OK || g < 0 || g >= V || !in_hi[g]) {
+        if (st != FT_OK || !in_set(in_hi, V, g)) {
             if (outside++ == 0)
                 FT_EXPECT(t, 0, "one row, seed %d: status %d, token %d outside the set (%s)", d, (int)st, g,
                           ft_last_error());
