@@ -1348,6 +1348,12 @@ static const char *suite[] = {
     "masked_softmax --dtype fp16 --batch 8 --heads 16 --seq 512 --head-size 64",
     "masked_softmax --dtype fp32 --batch 8 --heads 16 --seq 512 --head-size 64 --mask",
     "masked_softmax --dtype fp16 --batch 2 --heads 16 --seq 4096 --head-size 64 --mask",
+    "masked_softmax --dtype fp16 --batch 2 --heads 16 --seq 4096 --head-size 64",
+    "masked_softmax --dtype fp32 --batch 1 --heads 16 --seq 4096 --head-size 64 --mask",
+    "masked_softmax --dtype fp16 --batch 1 --heads 16 --seq 6000 --head-size 64 --mask",
+    /* element-wise rows (S odd) */
+    "masked_softmax --dtype fp16 --batch 32 --heads 16 --seq 1023 --head-size 64 --mask",
+    "masked_softmax --dtype fp16 --batch 8 --heads 16 --seq 2047 --head-size 64 --mask",
     "packed_attention --dtype fp16 --batch 32 --heads 12 --seq 128 --head-size 64 --avg-len 64",
     "packed_attention --dtype fp16 --batch 32 --heads 12 --seq 128 --head-size 64",
     "packed_attention --dtype fp16 --batch 8 --heads 16 --seq 512 --head-size 64",

@@ -177,11 +177,20 @@ class EncoderFamily(NormFamily):
         dt = params["dtype"]
         for w in ctx["widths"]:
             # masked softmax: register buckets of vectors per lane for rows held by one
-            # group of lanes (up to 64 floats per lane on the vector path, 32 element-wise);
-            # longer rows take the streaming block kernel
+            # group of lanes (up to 64 floats per lane on the vector path, 32 element-wise)
             per_lane = 64 if w["vec"] > 1 else 32
             w["buckets"] = [b for b in (1, 2, 4, 8, 16, 32) if b * w["vec"] <= per_lane]
             w["max_cols"] = 32 * w["buckets"][-1] * w["vec"]
+            # past one warp: one block per row, up to 8192 columns (longer rows stream).
+            # 16-byte path: 4 vectors per thread, or 8 where they fill whole warps exactly;
+            # element-wise: 16 elements per thread (the fastest of 1..32 per thread on the
+            # H200, bench/RESULTS.md, sixty-first session). Each kernel's block is capped at
+            # what 8192 columns need (at most 512 threads).
+            w["block_cols"] = 8192
+            nvls = (4, 8) if w["vec"] > 1 else (16,)
+            w["block_buckets"] = [{"nvl": b, "threads": min(512, w["block_cols"] // (b * w["vec"]))} for b in nvls]
+            for bb in w["block_buckets"]:
+                assert bb["threads"] * bb["nvl"] * w["vec"] == w["block_cols"]
         ctx["to_float"] = f"ft_to_float_{dt}"
         ctx["from_float"] = f"ft_from_float_{dt}"
         return ctx

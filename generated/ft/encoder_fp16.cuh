@@ -26,8 +26,8 @@
  * The softmax keeps a row in registers: rows of up to 2048 columns (vector path) or
  * 1024 (element-wise) are served by a group of 1..32 lanes, chosen per call as the
  * fewest lanes that hold the row (the register buckets per lane are fixed when the
- * header is generated); longer rows by a block that streams the row twice (no length
- * limit). Launchers check every argument before touching the GPU and return an
+ * header is generated); rows of up to 8192 columns by one block;
+ * longer rows by a block that streams the row twice (no length limit). Launchers check every argument before touching the GPU and return an
  * ft_status; ft_last_error() says what was wrong. */
 #ifndef FT_ENCODER_FP16_CUH
 #define FT_ENCODER_FP16_CUH
@@ -171,8 +171,10 @@ static __device__ __forceinline__ void ft_softmax_keep_vec_fp16_w16(bool has_mas
 /* Softmax of rows of up to 8 columns: 1 lanes per row, 1 vector(s) of 8 per lane
  * kept in registers; one read and one write of the row. The lane count is fixed per
  * kernel (no index division, unrolled shuffles; rows that need more than one vector per
- * lane always take 32 lanes). Every load of the row (score words, marked streaming, and
- * mask words) is issued before the first reduction.
+ * lane always take 32 lanes). Every load of the row (score and mask words) is issued
+ * before the first reduction.
+ * Score words are read and written as streaming (evict-first): no other access shares
+ * their sectors.
  *
  * Each lane subtracts its own largest mask term t from its positions, so a row masked
  * everywhere (all terms -10000, where fp32 would keep only ~10 bits of score*scale) keeps
@@ -279,8 +281,10 @@ static __global__ void __launch_bounds__(128, 12) ft_softmax_fp16_w16_r1_g1(ft_s
 /* Softmax of rows of up to 16 columns: 2 lanes per row, 1 vector(s) of 8 per lane
  * kept in registers; one read and one write of the row. The lane count is fixed per
  * kernel (no index division, unrolled shuffles; rows that need more than one vector per
- * lane always take 32 lanes). Every load of the row (score words, marked streaming, and
- * mask words) is issued before the first reduction.
+ * lane always take 32 lanes). Every load of the row (score and mask words) is issued
+ * before the first reduction.
+ * Score words are read and written as streaming (evict-first): no other access shares
+ * their sectors.
  *
  * Each lane subtracts its own largest mask term t from its positions, so a row masked
  * everywhere (all terms -10000, where fp32 would keep only ~10 bits of score*scale) keeps
@@ -387,8 +391,10 @@ static __global__ void __launch_bounds__(128, 12) ft_softmax_fp16_w16_r1_g2(ft_s
 /* Softmax of rows of up to 32 columns: 4 lanes per row, 1 vector(s) of 8 per lane
  * kept in registers; one read and one write of the row. The lane count is fixed per
  * kernel (no index division, unrolled shuffles; rows that need more than one vector per
- * lane always take 32 lanes). Every load of the row (score words, marked streaming, and
- * mask words) is issued before the first reduction.
+ * lane always take 32 lanes). Every load of the row (score and mask words) is issued
+ * before the first reduction.
+ * Score words are read and written as streaming (evict-first): no other access shares
+ * their sectors.
  *
  * Each lane subtracts its own largest mask term t from its positions, so a row masked
  * everywhere (all terms -10000, where fp32 would keep only ~10 bits of score*scale) keeps
@@ -495,8 +501,10 @@ static __global__ void __launch_bounds__(128, 12) ft_softmax_fp16_w16_r1_g4(ft_s
 /* Softmax of rows of up to 64 columns: 8 lanes per row, 1 vector(s) of 8 per lane
  * kept in registers; one read and one write of the row. The lane count is fixed per
  * kernel (no index division, unrolled shuffles; rows that need more than one vector per
- * lane always take 32 lanes). Every load of the row (score words, marked streaming, and
- * mask words) is issued before the first reduction.
+ * lane always take 32 lanes). Every load of the row (score and mask words) is issued
+ * before the first reduction.
+ * Score words are read and written as streaming (evict-first): no other access shares
+ * their sectors.
  *
  * Each lane subtracts its own largest mask term t from its positions, so a row masked
  * everywhere (all terms -10000, where fp32 would keep only ~10 bits of score*scale) keeps
@@ -603,8 +611,10 @@ static __global__ void __launch_bounds__(128, 12) ft_softmax_fp16_w16_r1_g8(ft_s
 /* Softmax of rows of up to 128 columns: 16 lanes per row, 1 vector(s) of 8 per lane
  * kept in registers; one read and one write of the row. The lane count is fixed per
  * kernel (no index division, unrolled shuffles; rows that need more than one vector per
- * lane always take 32 lanes). Every load of the row (score words, marked streaming, and
- * mask words) is issued before the first reduction.
+ * lane always take 32 lanes). Every load of the row (score and mask words) is issued
+ * before the first reduction.
+ * Score words are read and written as streaming (evict-first): no other access shares
+ * their sectors.
  *
  * Each lane subtracts its own largest mask term t from its positions, so a row masked
  * everywhere (all terms -10000, where fp32 would keep only ~10 bits of score*scale) keeps
@@ -711,8 +721,10 @@ static __global__ void __launch_bounds__(128, 12) ft_softmax_fp16_w16_r1_g16(ft_
 /* Softmax of rows of up to 256 columns: 32 lanes per row, 1 vector(s) of 8 per lane
  * kept in registers; one read and one write of the row. The lane count is fixed per
  * kernel (no index division, unrolled shuffles; rows that need more than one vector per
- * lane always take 32 lanes). Every load of the row (score words, marked streaming, and
- * mask words) is issued before the first reduction.
+ * lane always take 32 lanes). Every load of the row (score and mask words) is issued
+ * before the first reduction.
+ * Score words are read and written as streaming (evict-first): no other access shares
+ * their sectors.
  *
  * Each lane subtracts its own largest mask term t from its positions, so a row masked
  * everywhere (all terms -10000, where fp32 would keep only ~10 bits of score*scale) keeps
@@ -819,8 +831,10 @@ static __global__ void __launch_bounds__(128, 12) ft_softmax_fp16_w16_r1_g32(ft_
 /* Softmax of rows of up to 512 columns: 32 lanes per row, 2 vector(s) of 8 per lane
  * kept in registers; one read and one write of the row. The lane count is fixed per
  * kernel (no index division, unrolled shuffles; rows that need more than one vector per
- * lane always take 32 lanes). Every load of the row (score words, marked streaming, and
- * mask words) is issued before the first reduction.
+ * lane always take 32 lanes). Every load of the row (score and mask words) is issued
+ * before the first reduction.
+ * Score words are read and written as streaming (evict-first): no other access shares
+ * their sectors.
  *
  * Each lane subtracts its own largest mask term t from its positions, so a row masked
  * everywhere (all terms -10000, where fp32 would keep only ~10 bits of score*scale) keeps
@@ -927,8 +941,10 @@ static __global__ void __launch_bounds__(128, 12) ft_softmax_fp16_w16_r2_g32(ft_
 /* Softmax of rows of up to 1024 columns: 32 lanes per row, 4 vector(s) of 8 per lane
  * kept in registers; one read and one write of the row. The lane count is fixed per
  * kernel (no index division, unrolled shuffles; rows that need more than one vector per
- * lane always take 32 lanes). Every load of the row (score words, marked streaming, and
- * mask words) is issued before the first reduction.
+ * lane always take 32 lanes). Every load of the row (score and mask words) is issued
+ * before the first reduction.
+ * Score words are read and written as streaming (evict-first): no other access shares
+ * their sectors.
  *
  * Each lane subtracts its own largest mask term t from its positions, so a row masked
  * everywhere (all terms -10000, where fp32 would keep only ~10 bits of score*scale) keeps
@@ -1035,8 +1051,10 @@ static __global__ void __launch_bounds__(128) ft_softmax_fp16_w16_r4_g32(ft_soft
 /* Softmax of rows of up to 2048 columns: 32 lanes per row, 8 vector(s) of 8 per lane
  * kept in registers; one read and one write of the row. The lane count is fixed per
  * kernel (no index division, unrolled shuffles; rows that need more than one vector per
- * lane always take 32 lanes). Every load of the row (score words, marked streaming, and
- * mask words) is issued before the first reduction.
+ * lane always take 32 lanes). Every load of the row (score and mask words) is issued
+ * before the first reduction.
+ * Score words are read and written as streaming (evict-first): no other access shares
+ * their sectors.
  *
  * Each lane subtracts its own largest mask term t from its positions, so a row masked
  * everywhere (all terms -10000, where fp32 would keep only ~10 bits of score*scale) keeps
@@ -1138,6 +1156,224 @@ static __global__ void __launch_bounds__(128) ft_softmax_fp16_w16_r8_g32(ft_soft
         ft_softmax_row_fp16_w16_r8_g32(a, p, mrow, len, i < len, nvec, live, true);
     else
         ft_softmax_row_fp16_w16_r8_g32(a, p, mrow, len, i < len, nvec, live, false);
+}
+
+/* Softmax of rows of up to blockDim.x x 32 columns: the whole block per row, 4 vector(s)
+ * of 8 per thread kept in registers; one read and one write of the row; the two
+ * reductions go through `scratch` (96 floats). Every load of the row (score and mask
+ * words) is issued before the first reduction.
+ * Score words are read and written as streaming (evict-first): no other access shares
+ * their sectors.
+ *
+ * Each thread subtracts its own largest mask term t from its positions, so a row masked
+ * everywhere (all terms -10000, where fp32 would keep only ~10 bits of score*scale) keeps
+ * score*scale exactly; the row maximum is reduced as (largest t, maximum relative to
+ * it) in one pass (ft_block_max_shifted). Threads whose t is the row's get the values they
+ * would without any shift, bit for bit; the others hold only positions masked harder than
+ * the row's best, whose weights underflow either way.
+ *
+ * This is one row's work for the kernel below; `full`: the row fills the block's vectors
+ * exactly (the compiler drops the bounds tests of that copy). */
+static __device__ __forceinline__ void ft_softmax_row_fp16_w16_b4(const ft_softmax_args_fp16 &a, __half *p,
+    const __half *mrow, int len, int row_in, int nvec, bool live, const bool full, float *scratch)
+{
+    const int g = (int)blockDim.x, lane = (int)threadIdx.x;
+    ft_word_fp16x8 sw[4], mw[4]; /* the row's score and mask words */
+#pragma unroll
+    for (int k = 0; k < 4; k++) {
+        const int c = lane + k * g;
+        if (full || c < nvec) {
+            sw[k] = __ldcs((const ft_word_fp16x8 *)(p + c * 8));
+            if (mrow)
+                mw[k] = *(const ft_word_fp16x8 *)(mrow + c * 8);
+        }
+    }
+    float x[4][8]; /* first the mask terms, then the shifted values */
+    float t = -INFINITY;            /* this thread's largest mask term */
+#pragma unroll
+    for (int k = 0; k < 4; k++)
+        if (full || lane + k * g < nvec) {
+            ft_softmax_keep_vec_fp16_w16(mrow != NULL, mw[k], row_in, len, lane + k * g, x[k]);
+#pragma unroll
+            for (int e = 0; e < 8; e++) {
+                x[k][e] = (1.0f - x[k][e]) * -10000.0f;
+                t = fmaxf(t, x[k][e]);
+            }
+        }
+    float mx = -INFINITY;
+#pragma unroll
+    for (int k = 0; k < 4; k++)
+        if (full || lane + k * g < nvec) {
+            float sc[8];
+            ft_unpack_fp16x8(sw[k], sc);
+#pragma unroll
+            for (int e = 0; e < 8; e++) {
+                x[k][e] = sc[e] * a.scale + (x[k][e] - t);
+                mx = fmaxf(mx, x[k][e]);
+            }
+        }
+    float top = t;
+    ft_block_max_shifted(top, mx, scratch);
+    mx -= t - top; /* the row maximum relative to this thread's shift */
+    float sum = 0.0f;
+#pragma unroll
+    for (int k = 0; k < 4; k++)
+        if (full || lane + k * g < nvec)
+#pragma unroll
+            for (int e = 0; e < 8; e++) {
+                x[k][e] = __expf(x[k][e] - mx);
+                sum += x[k][e];
+            }
+    sum = ft_block_sum(sum, scratch + 64);
+    const float inv = 1.0f / sum;
+#pragma unroll
+    for (int k = 0; k < 4; k++) {
+        const int c = lane + k * g;
+        if (live && (full || c < nvec)) {
+#pragma unroll
+            for (int e = 0; e < 8; e++)
+                x[k][e] *= inv;
+            ft_store_cs_fp16x8(p + c * 8, x[k]);
+        }
+    }
+}
+
+/* Softmax of rows of up to 8192 columns: one block of up to 256 threads per row
+ * (4 vector(s) of 8 per thread, the block as many warps as the row needs), the
+ * row in registers as in the warp kernels; one read and one write of it. With a mask, the H rows that
+ * read one mask row are neighbouring blocks (heads fastest), so the mask comes from DRAM
+ * once per batch rather than once per head. */
+static __global__ void __launch_bounds__(256) ft_softmax_fp16_w16_b4(ft_softmax_args_fp16 a)
+{
+    __shared__ float scratch[96];
+    ft_pdl_wait(); /* launched dependent, as the warp kernels */
+    ft_pdl_trigger();
+    const int S = a.S, H = a.H, nvec = S / 8;
+    int b, i, row;
+    if (a.mask) {
+        const int bi = (int)blockIdx.x / H, h = (int)blockIdx.x - bi * H;
+        b = bi / S, i = bi - b * S;
+        row = (b * H + h) * S + i;
+    } else {
+        row = (int)blockIdx.x;
+        b = row / (H * S), i = row % S;
+    }
+    __half *p = a.scores + (int64_t)row * S;
+    const __half *mrow = a.mask ? a.mask + ((int64_t)b * S + i) * S : NULL;
+    const int len = a.lengths ? min(max(a.lengths[b], 0), S) : S;
+    if (nvec == (int)blockDim.x * 4)
+        ft_softmax_row_fp16_w16_b4(a, p, mrow, len, i < len, nvec, true, true, scratch);
+    else
+        ft_softmax_row_fp16_w16_b4(a, p, mrow, len, i < len, nvec, true, false, scratch);
+}
+
+/* Softmax of rows of up to blockDim.x x 64 columns: the whole block per row, 8 vector(s)
+ * of 8 per thread kept in registers; one read and one write of the row; the two
+ * reductions go through `scratch` (96 floats). Every load of the row (score and mask
+ * words) is issued before the first reduction.
+ * Score words are read and written as streaming (evict-first): no other access shares
+ * their sectors.
+ *
+ * Each thread subtracts its own largest mask term t from its positions, so a row masked
+ * everywhere (all terms -10000, where fp32 would keep only ~10 bits of score*scale) keeps
+ * score*scale exactly; the row maximum is reduced as (largest t, maximum relative to
+ * it) in one pass (ft_block_max_shifted). Threads whose t is the row's get the values they
+ * would without any shift, bit for bit; the others hold only positions masked harder than
+ * the row's best, whose weights underflow either way.
+ *
+ * This is one row's work for the kernel below; `full`: the row fills the block's vectors
+ * exactly (the compiler drops the bounds tests of that copy). */
+static __device__ __forceinline__ void ft_softmax_row_fp16_w16_b8(const ft_softmax_args_fp16 &a, __half *p,
+    const __half *mrow, int len, int row_in, int nvec, bool live, const bool full, float *scratch)
+{
+    const int g = (int)blockDim.x, lane = (int)threadIdx.x;
+    ft_word_fp16x8 sw[8], mw[8]; /* the row's score and mask words */
+#pragma unroll
+    for (int k = 0; k < 8; k++) {
+        const int c = lane + k * g;
+        if (full || c < nvec) {
+            sw[k] = __ldcs((const ft_word_fp16x8 *)(p + c * 8));
+            if (mrow)
+                mw[k] = *(const ft_word_fp16x8 *)(mrow + c * 8);
+        }
+    }
+    float x[8][8]; /* first the mask terms, then the shifted values */
+    float t = -INFINITY;            /* this thread's largest mask term */
+#pragma unroll
+    for (int k = 0; k < 8; k++)
+        if (full || lane + k * g < nvec) {
+            ft_softmax_keep_vec_fp16_w16(mrow != NULL, mw[k], row_in, len, lane + k * g, x[k]);
+#pragma unroll
+            for (int e = 0; e < 8; e++) {
+                x[k][e] = (1.0f - x[k][e]) * -10000.0f;
+                t = fmaxf(t, x[k][e]);
+            }
+        }
+    float mx = -INFINITY;
+#pragma unroll
+    for (int k = 0; k < 8; k++)
+        if (full || lane + k * g < nvec) {
+            float sc[8];
+            ft_unpack_fp16x8(sw[k], sc);
+#pragma unroll
+            for (int e = 0; e < 8; e++) {
+                x[k][e] = sc[e] * a.scale + (x[k][e] - t);
+                mx = fmaxf(mx, x[k][e]);
+            }
+        }
+    float top = t;
+    ft_block_max_shifted(top, mx, scratch);
+    mx -= t - top; /* the row maximum relative to this thread's shift */
+    float sum = 0.0f;
+#pragma unroll
+    for (int k = 0; k < 8; k++)
+        if (full || lane + k * g < nvec)
+#pragma unroll
+            for (int e = 0; e < 8; e++) {
+                x[k][e] = __expf(x[k][e] - mx);
+                sum += x[k][e];
+            }
+    sum = ft_block_sum(sum, scratch + 64);
+    const float inv = 1.0f / sum;
+#pragma unroll
+    for (int k = 0; k < 8; k++) {
+        const int c = lane + k * g;
+        if (live && (full || c < nvec)) {
+#pragma unroll
+            for (int e = 0; e < 8; e++)
+                x[k][e] *= inv;
+            ft_store_cs_fp16x8(p + c * 8, x[k]);
+        }
+    }
+}
+
+/* Softmax of rows of up to 8192 columns: one block of up to 128 threads per row
+ * (8 vector(s) of 8 per thread, the block as many warps as the row needs), the
+ * row in registers as in the warp kernels; one read and one write of it. With a mask, the H rows that
+ * read one mask row are neighbouring blocks (heads fastest), so the mask comes from DRAM
+ * once per batch rather than once per head. */
+static __global__ void __launch_bounds__(128) ft_softmax_fp16_w16_b8(ft_softmax_args_fp16 a)
+{
+    __shared__ float scratch[96];
+    ft_pdl_wait(); /* launched dependent, as the warp kernels */
+    ft_pdl_trigger();
+    const int S = a.S, H = a.H, nvec = S / 8;
+    int b, i, row;
+    if (a.mask) {
+        const int bi = (int)blockIdx.x / H, h = (int)blockIdx.x - bi * H;
+        b = bi / S, i = bi - b * S;
+        row = (b * H + h) * S + i;
+    } else {
+        row = (int)blockIdx.x;
+        b = row / (H * S), i = row % S;
+    }
+    __half *p = a.scores + (int64_t)row * S;
+    const __half *mrow = a.mask ? a.mask + ((int64_t)b * S + i) * S : NULL;
+    const int len = a.lengths ? min(max(a.lengths[b], 0), S) : S;
+    if (nvec == (int)blockDim.x * 8)
+        ft_softmax_row_fp16_w16_b8(a, p, mrow, len, i < len, nvec, true, true, scratch);
+    else
+        ft_softmax_row_fp16_w16_b8(a, p, mrow, len, i < len, nvec, true, false, scratch);
 }
 
 /* Softmax of rows of any length, one block per row: pass 1 keeps a running maximum and
@@ -1286,8 +1522,12 @@ static __device__ __forceinline__ void ft_softmax_keep_vec_fp16_w2(bool has_mask
 /* Softmax of rows of up to 1 columns: 1 lanes per row, 1 vector(s) of 1 per lane
  * kept in registers; one read and one write of the row. The lane count is fixed per
  * kernel (no index division, unrolled shuffles; rows that need more than one vector per
- * lane always take 32 lanes). Every load of the row (score words, marked streaming, and
- * mask words) is issued before the first reduction.
+ * lane always take 32 lanes). Every load of the row (score and mask words) is issued
+ * before the first reduction.
+ * Score elements are read and written as plain accesses, not streaming: a row off the
+ * 16-byte grid shares its edge sectors between neighbouring instructions, which
+ * evict-first would fetch twice (H200, fp16 with a mask: B32 H16 S1023 1256 us against
+ * 2065, B8 H16 S2047 1663 against 1884).
  *
  * Each lane subtracts its own largest mask term t from its positions, so a row masked
  * everywhere (all terms -10000, where fp32 would keep only ~10 bits of score*scale) keeps
@@ -1308,7 +1548,7 @@ static __device__ __forceinline__ void ft_softmax_row_fp16_w2_r1_g1(const ft_sof
     for (int k = 0; k < 1; k++) {
         const int c = lane + k * g;
         if (full || c < nvec) {
-            sw[k] = __ldcs((const ft_word_fp16x1 *)(p + c * 1));
+            sw[k] = *(const ft_word_fp16x1 *)(p + c);
             if (mrow)
                 mw[k] = *(const ft_word_fp16x1 *)(mrow + c * 1);
         }
@@ -1358,7 +1598,7 @@ static __device__ __forceinline__ void ft_softmax_row_fp16_w2_r1_g1(const ft_sof
 #pragma unroll
             for (int e = 0; e < 1; e++)
                 x[k][e] *= inv;
-            ft_store_cs_fp16x1(p + c * 1, x[k]);
+            ft_store_fp16x1(p + c, x[k]);
         }
     }
 }
@@ -1394,8 +1634,12 @@ static __global__ void __launch_bounds__(128, 12) ft_softmax_fp16_w2_r1_g1(ft_so
 /* Softmax of rows of up to 2 columns: 2 lanes per row, 1 vector(s) of 1 per lane
  * kept in registers; one read and one write of the row. The lane count is fixed per
  * kernel (no index division, unrolled shuffles; rows that need more than one vector per
- * lane always take 32 lanes). Every load of the row (score words, marked streaming, and
- * mask words) is issued before the first reduction.
+ * lane always take 32 lanes). Every load of the row (score and mask words) is issued
+ * before the first reduction.
+ * Score elements are read and written as plain accesses, not streaming: a row off the
+ * 16-byte grid shares its edge sectors between neighbouring instructions, which
+ * evict-first would fetch twice (H200, fp16 with a mask: B32 H16 S1023 1256 us against
+ * 2065, B8 H16 S2047 1663 against 1884).
  *
  * Each lane subtracts its own largest mask term t from its positions, so a row masked
  * everywhere (all terms -10000, where fp32 would keep only ~10 bits of score*scale) keeps
@@ -1416,7 +1660,7 @@ static __device__ __forceinline__ void ft_softmax_row_fp16_w2_r1_g2(const ft_sof
     for (int k = 0; k < 1; k++) {
         const int c = lane + k * g;
         if (full || c < nvec) {
-            sw[k] = __ldcs((const ft_word_fp16x1 *)(p + c * 1));
+            sw[k] = *(const ft_word_fp16x1 *)(p + c);
             if (mrow)
                 mw[k] = *(const ft_word_fp16x1 *)(mrow + c * 1);
         }
@@ -1466,7 +1710,7 @@ static __device__ __forceinline__ void ft_softmax_row_fp16_w2_r1_g2(const ft_sof
 #pragma unroll
             for (int e = 0; e < 1; e++)
                 x[k][e] *= inv;
-            ft_store_cs_fp16x1(p + c * 1, x[k]);
+            ft_store_fp16x1(p + c, x[k]);
         }
     }
 }
@@ -1502,8 +1746,12 @@ static __global__ void __launch_bounds__(128, 12) ft_softmax_fp16_w2_r1_g2(ft_so
 /* Softmax of rows of up to 4 columns: 4 lanes per row, 1 vector(s) of 1 per lane
  * kept in registers; one read and one write of the row. The lane count is fixed per
  * kernel (no index division, unrolled shuffles; rows that need more than one vector per
- * lane always take 32 lanes). Every load of the row (score words, marked streaming, and
- * mask words) is issued before the first reduction.
+ * lane always take 32 lanes). Every load of the row (score and mask words) is issued
+ * before the first reduction.
+ * Score elements are read and written as plain accesses, not streaming: a row off the
+ * 16-byte grid shares its edge sectors between neighbouring instructions, which
+ * evict-first would fetch twice (H200, fp16 with a mask: B32 H16 S1023 1256 us against
+ * 2065, B8 H16 S2047 1663 against 1884).
  *
  * Each lane subtracts its own largest mask term t from its positions, so a row masked
  * everywhere (all terms -10000, where fp32 would keep only ~10 bits of score*scale) keeps
@@ -1524,7 +1772,7 @@ static __device__ __forceinline__ void ft_softmax_row_fp16_w2_r1_g4(const ft_sof
     for (int k = 0; k < 1; k++) {
         const int c = lane + k * g;
         if (full || c < nvec) {
-            sw[k] = __ldcs((const ft_word_fp16x1 *)(p + c * 1));
+            sw[k] = *(const ft_word_fp16x1 *)(p + c);
             if (mrow)
                 mw[k] = *(const ft_word_fp16x1 *)(mrow + c * 1);
         }
@@ -1574,7 +1822,7 @@ static __device__ __forceinline__ void ft_softmax_row_fp16_w2_r1_g4(const ft_sof
 #pragma unroll
             for (int e = 0; e < 1; e++)
                 x[k][e] *= inv;
-            ft_store_cs_fp16x1(p + c * 1, x[k]);
+            ft_store_fp16x1(p + c, x[k]);
         }
     }
 }
@@ -1610,8 +1858,12 @@ static __global__ void __launch_bounds__(128, 12) ft_softmax_fp16_w2_r1_g4(ft_so
 /* Softmax of rows of up to 8 columns: 8 lanes per row, 1 vector(s) of 1 per lane
  * kept in registers; one read and one write of the row. The lane count is fixed per
  * kernel (no index division, unrolled shuffles; rows that need more than one vector per
- * lane always take 32 lanes). Every load of the row (score words, marked streaming, and
- * mask words) is issued before the first reduction.
+ * lane always take 32 lanes). Every load of the row (score and mask words) is issued
+ * before the first reduction.
+ * Score elements are read and written as plain accesses, not streaming: a row off the
+ * 16-byte grid shares its edge sectors between neighbouring instructions, which
+ * evict-first would fetch twice (H200, fp16 with a mask: B32 H16 S1023 1256 us against
+ * 2065, B8 H16 S2047 1663 against 1884).
  *
  * Each lane subtracts its own largest mask term t from its positions, so a row masked
  * everywhere (all terms -10000, where fp32 would keep only ~10 bits of score*scale) keeps
@@ -1632,7 +1884,7 @@ static __device__ __forceinline__ void ft_softmax_row_fp16_w2_r1_g8(const ft_sof
     for (int k = 0; k < 1; k++) {
         const int c = lane + k * g;
         if (full || c < nvec) {
-            sw[k] = __ldcs((const ft_word_fp16x1 *)(p + c * 1));
+            sw[k] = *(const ft_word_fp16x1 *)(p + c);
             if (mrow)
                 mw[k] = *(const ft_word_fp16x1 *)(mrow + c * 1);
         }
@@ -1682,7 +1934,7 @@ static __device__ __forceinline__ void ft_softmax_row_fp16_w2_r1_g8(const ft_sof
 #pragma unroll
             for (int e = 0; e < 1; e++)
                 x[k][e] *= inv;
-            ft_store_cs_fp16x1(p + c * 1, x[k]);
+            ft_store_fp16x1(p + c, x[k]);
         }
     }
 }
@@ -1718,8 +1970,12 @@ static __global__ void __launch_bounds__(128, 12) ft_softmax_fp16_w2_r1_g8(ft_so
 /* Softmax of rows of up to 16 columns: 16 lanes per row, 1 vector(s) of 1 per lane
  * kept in registers; one read and one write of the row. The lane count is fixed per
  * kernel (no index division, unrolled shuffles; rows that need more than one vector per
- * lane always take 32 lanes). Every load of the row (score words, marked streaming, and
- * mask words) is issued before the first reduction.
+ * lane always take 32 lanes). Every load of the row (score and mask words) is issued
+ * before the first reduction.
+ * Score elements are read and written as plain accesses, not streaming: a row off the
+ * 16-byte grid shares its edge sectors between neighbouring instructions, which
+ * evict-first would fetch twice (H200, fp16 with a mask: B32 H16 S1023 1256 us against
+ * 2065, B8 H16 S2047 1663 against 1884).
  *
  * Each lane subtracts its own largest mask term t from its positions, so a row masked
  * everywhere (all terms -10000, where fp32 would keep only ~10 bits of score*scale) keeps
@@ -1740,7 +1996,7 @@ static __device__ __forceinline__ void ft_softmax_row_fp16_w2_r1_g16(const ft_so
     for (int k = 0; k < 1; k++) {
         const int c = lane + k * g;
         if (full || c < nvec) {
-            sw[k] = __ldcs((const ft_word_fp16x1 *)(p + c * 1));
+            sw[k] = *(const ft_word_fp16x1 *)(p + c);
             if (mrow)
                 mw[k] = *(const ft_word_fp16x1 *)(mrow + c * 1);
         }
@@ -1790,7 +2046,7 @@ static __device__ __forceinline__ void ft_softmax_row_fp16_w2_r1_g16(const ft_so
 #pragma unroll
             for (int e = 0; e < 1; e++)
                 x[k][e] *= inv;
-            ft_store_cs_fp16x1(p + c * 1, x[k]);
+            ft_store_fp16x1(p + c, x[k]);
         }
     }
 }
@@ -1826,8 +2082,12 @@ static __global__ void __launch_bounds__(128, 12) ft_softmax_fp16_w2_r1_g16(ft_s
 /* Softmax of rows of up to 32 columns: 32 lanes per row, 1 vector(s) of 1 per lane
  * kept in registers; one read and one write of the row. The lane count is fixed per
  * kernel (no index division, unrolled shuffles; rows that need more than one vector per
- * lane always take 32 lanes). Every load of the row (score words, marked streaming, and
- * mask words) is issued before the first reduction.
+ * lane always take 32 lanes). Every load of the row (score and mask words) is issued
+ * before the first reduction.
+ * Score elements are read and written as plain accesses, not streaming: a row off the
+ * 16-byte grid shares its edge sectors between neighbouring instructions, which
+ * evict-first would fetch twice (H200, fp16 with a mask: B32 H16 S1023 1256 us against
+ * 2065, B8 H16 S2047 1663 against 1884).
  *
  * Each lane subtracts its own largest mask term t from its positions, so a row masked
  * everywhere (all terms -10000, where fp32 would keep only ~10 bits of score*scale) keeps
@@ -1848,7 +2108,7 @@ static __device__ __forceinline__ void ft_softmax_row_fp16_w2_r1_g32(const ft_so
     for (int k = 0; k < 1; k++) {
         const int c = lane + k * g;
         if (full || c < nvec) {
-            sw[k] = __ldcs((const ft_word_fp16x1 *)(p + c * 1));
+            sw[k] = *(const ft_word_fp16x1 *)(p + c);
             if (mrow)
                 mw[k] = *(const ft_word_fp16x1 *)(mrow + c * 1);
         }
@@ -1898,7 +2158,7 @@ static __device__ __forceinline__ void ft_softmax_row_fp16_w2_r1_g32(const ft_so
 #pragma unroll
             for (int e = 0; e < 1; e++)
                 x[k][e] *= inv;
-            ft_store_cs_fp16x1(p + c * 1, x[k]);
+            ft_store_fp16x1(p + c, x[k]);
         }
     }
 }
@@ -1934,8 +2194,12 @@ static __global__ void __launch_bounds__(128, 12) ft_softmax_fp16_w2_r1_g32(ft_s
 /* Softmax of rows of up to 64 columns: 32 lanes per row, 2 vector(s) of 1 per lane
  * kept in registers; one read and one write of the row. The lane count is fixed per
  * kernel (no index division, unrolled shuffles; rows that need more than one vector per
- * lane always take 32 lanes). Every load of the row (score words, marked streaming, and
- * mask words) is issued before the first reduction.
+ * lane always take 32 lanes). Every load of the row (score and mask words) is issued
+ * before the first reduction.
+ * Score elements are read and written as plain accesses, not streaming: a row off the
+ * 16-byte grid shares its edge sectors between neighbouring instructions, which
+ * evict-first would fetch twice (H200, fp16 with a mask: B32 H16 S1023 1256 us against
+ * 2065, B8 H16 S2047 1663 against 1884).
  *
  * Each lane subtracts its own largest mask term t from its positions, so a row masked
  * everywhere (all terms -10000, where fp32 would keep only ~10 bits of score*scale) keeps
@@ -1956,7 +2220,7 @@ static __device__ __forceinline__ void ft_softmax_row_fp16_w2_r2_g32(const ft_so
     for (int k = 0; k < 2; k++) {
         const int c = lane + k * g;
         if (full || c < nvec) {
-            sw[k] = __ldcs((const ft_word_fp16x1 *)(p + c * 1));
+            sw[k] = *(const ft_word_fp16x1 *)(p + c);
             if (mrow)
                 mw[k] = *(const ft_word_fp16x1 *)(mrow + c * 1);
         }
@@ -2006,7 +2270,7 @@ static __device__ __forceinline__ void ft_softmax_row_fp16_w2_r2_g32(const ft_so
 #pragma unroll
             for (int e = 0; e < 1; e++)
                 x[k][e] *= inv;
-            ft_store_cs_fp16x1(p + c * 1, x[k]);
+            ft_store_fp16x1(p + c, x[k]);
         }
     }
 }
@@ -2042,8 +2306,12 @@ static __global__ void __launch_bounds__(128, 12) ft_softmax_fp16_w2_r2_g32(ft_s
 /* Softmax of rows of up to 128 columns: 32 lanes per row, 4 vector(s) of 1 per lane
  * kept in registers; one read and one write of the row. The lane count is fixed per
  * kernel (no index division, unrolled shuffles; rows that need more than one vector per
- * lane always take 32 lanes). Every load of the row (score words, marked streaming, and
- * mask words) is issued before the first reduction.
+ * lane always take 32 lanes). Every load of the row (score and mask words) is issued
+ * before the first reduction.
+ * Score elements are read and written as plain accesses, not streaming: a row off the
+ * 16-byte grid shares its edge sectors between neighbouring instructions, which
+ * evict-first would fetch twice (H200, fp16 with a mask: B32 H16 S1023 1256 us against
+ * 2065, B8 H16 S2047 1663 against 1884).
  *
  * Each lane subtracts its own largest mask term t from its positions, so a row masked
  * everywhere (all terms -10000, where fp32 would keep only ~10 bits of score*scale) keeps
@@ -2064,7 +2332,7 @@ static __device__ __forceinline__ void ft_softmax_row_fp16_w2_r4_g32(const ft_so
     for (int k = 0; k < 4; k++) {
         const int c = lane + k * g;
         if (full || c < nvec) {
-            sw[k] = __ldcs((const ft_word_fp16x1 *)(p + c * 1));
+            sw[k] = *(const ft_word_fp16x1 *)(p + c);
             if (mrow)
                 mw[k] = *(const ft_word_fp16x1 *)(mrow + c * 1);
         }
@@ -2114,7 +2382,7 @@ static __device__ __forceinline__ void ft_softmax_row_fp16_w2_r4_g32(const ft_so
 #pragma unroll
             for (int e = 0; e < 1; e++)
                 x[k][e] *= inv;
-            ft_store_cs_fp16x1(p + c * 1, x[k]);
+            ft_store_fp16x1(p + c, x[k]);
         }
     }
 }
@@ -2150,8 +2418,12 @@ static __global__ void __launch_bounds__(128) ft_softmax_fp16_w2_r4_g32(ft_softm
 /* Softmax of rows of up to 256 columns: 32 lanes per row, 8 vector(s) of 1 per lane
  * kept in registers; one read and one write of the row. The lane count is fixed per
  * kernel (no index division, unrolled shuffles; rows that need more than one vector per
- * lane always take 32 lanes). Every load of the row (score words, marked streaming, and
- * mask words) is issued before the first reduction.
+ * lane always take 32 lanes). Every load of the row (score and mask words) is issued
+ * before the first reduction.
+ * Score elements are read and written as plain accesses, not streaming: a row off the
+ * 16-byte grid shares its edge sectors between neighbouring instructions, which
+ * evict-first would fetch twice (H200, fp16 with a mask: B32 H16 S1023 1256 us against
+ * 2065, B8 H16 S2047 1663 against 1884).
  *
  * Each lane subtracts its own largest mask term t from its positions, so a row masked
  * everywhere (all terms -10000, where fp32 would keep only ~10 bits of score*scale) keeps
@@ -2172,7 +2444,7 @@ static __device__ __forceinline__ void ft_softmax_row_fp16_w2_r8_g32(const ft_so
     for (int k = 0; k < 8; k++) {
         const int c = lane + k * g;
         if (full || c < nvec) {
-            sw[k] = __ldcs((const ft_word_fp16x1 *)(p + c * 1));
+            sw[k] = *(const ft_word_fp16x1 *)(p + c);
             if (mrow)
                 mw[k] = *(const ft_word_fp16x1 *)(mrow + c * 1);
         }
@@ -2222,7 +2494,7 @@ static __device__ __forceinline__ void ft_softmax_row_fp16_w2_r8_g32(const ft_so
 #pragma unroll
             for (int e = 0; e < 1; e++)
                 x[k][e] *= inv;
-            ft_store_cs_fp16x1(p + c * 1, x[k]);
+            ft_store_fp16x1(p + c, x[k]);
         }
     }
 }
@@ -2258,8 +2530,12 @@ static __global__ void __launch_bounds__(128) ft_softmax_fp16_w2_r8_g32(ft_softm
 /* Softmax of rows of up to 512 columns: 32 lanes per row, 16 vector(s) of 1 per lane
  * kept in registers; one read and one write of the row. The lane count is fixed per
  * kernel (no index division, unrolled shuffles; rows that need more than one vector per
- * lane always take 32 lanes). Every load of the row (score words, marked streaming, and
- * mask words) is issued before the first reduction.
+ * lane always take 32 lanes). Every load of the row (score and mask words) is issued
+ * before the first reduction.
+ * Score elements are read and written as plain accesses, not streaming: a row off the
+ * 16-byte grid shares its edge sectors between neighbouring instructions, which
+ * evict-first would fetch twice (H200, fp16 with a mask: B32 H16 S1023 1256 us against
+ * 2065, B8 H16 S2047 1663 against 1884).
  *
  * Each lane subtracts its own largest mask term t from its positions, so a row masked
  * everywhere (all terms -10000, where fp32 would keep only ~10 bits of score*scale) keeps
@@ -2280,7 +2556,7 @@ static __device__ __forceinline__ void ft_softmax_row_fp16_w2_r16_g32(const ft_s
     for (int k = 0; k < 16; k++) {
         const int c = lane + k * g;
         if (full || c < nvec) {
-            sw[k] = __ldcs((const ft_word_fp16x1 *)(p + c * 1));
+            sw[k] = *(const ft_word_fp16x1 *)(p + c);
             if (mrow)
                 mw[k] = *(const ft_word_fp16x1 *)(mrow + c * 1);
         }
@@ -2330,7 +2606,7 @@ static __device__ __forceinline__ void ft_softmax_row_fp16_w2_r16_g32(const ft_s
 #pragma unroll
             for (int e = 0; e < 1; e++)
                 x[k][e] *= inv;
-            ft_store_cs_fp16x1(p + c * 1, x[k]);
+            ft_store_fp16x1(p + c, x[k]);
         }
     }
 }
@@ -2366,8 +2642,12 @@ static __global__ void __launch_bounds__(128) ft_softmax_fp16_w2_r16_g32(ft_soft
 /* Softmax of rows of up to 1024 columns: 32 lanes per row, 32 vector(s) of 1 per lane
  * kept in registers; one read and one write of the row. The lane count is fixed per
  * kernel (no index division, unrolled shuffles; rows that need more than one vector per
- * lane always take 32 lanes). Every load of the row (score words, marked streaming, and
- * mask words) is issued before the first reduction.
+ * lane always take 32 lanes). Every load of the row (score and mask words) is issued
+ * before the first reduction.
+ * Score elements are read and written as plain accesses, not streaming: a row off the
+ * 16-byte grid shares its edge sectors between neighbouring instructions, which
+ * evict-first would fetch twice (H200, fp16 with a mask: B32 H16 S1023 1256 us against
+ * 2065, B8 H16 S2047 1663 against 1884).
  *
  * Each lane subtracts its own largest mask term t from its positions, so a row masked
  * everywhere (all terms -10000, where fp32 would keep only ~10 bits of score*scale) keeps
@@ -2388,7 +2668,7 @@ static __device__ __forceinline__ void ft_softmax_row_fp16_w2_r32_g32(const ft_s
     for (int k = 0; k < 32; k++) {
         const int c = lane + k * g;
         if (full || c < nvec) {
-            sw[k] = __ldcs((const ft_word_fp16x1 *)(p + c * 1));
+            sw[k] = *(const ft_word_fp16x1 *)(p + c);
             if (mrow)
                 mw[k] = *(const ft_word_fp16x1 *)(mrow + c * 1);
         }
@@ -2438,7 +2718,7 @@ static __device__ __forceinline__ void ft_softmax_row_fp16_w2_r32_g32(const ft_s
 #pragma unroll
             for (int e = 0; e < 1; e++)
                 x[k][e] *= inv;
-            ft_store_cs_fp16x1(p + c * 1, x[k]);
+            ft_store_fp16x1(p + c, x[k]);
         }
     }
 }
@@ -2469,6 +2749,117 @@ static __global__ void __launch_bounds__(128) ft_softmax_fp16_w2_r32_g32(ft_soft
         ft_softmax_row_fp16_w2_r32_g32(a, p, mrow, len, i < len, nvec, live, true);
     else
         ft_softmax_row_fp16_w2_r32_g32(a, p, mrow, len, i < len, nvec, live, false);
+}
+
+/* Softmax of rows of up to blockDim.x x 16 columns: the whole block per row, 16 vector(s)
+ * of 1 per thread kept in registers; one read and one write of the row; the two
+ * reductions go through `scratch` (96 floats). Every load of the row (score and mask
+ * words) is issued before the first reduction.
+ * Score elements are read and written as plain accesses, not streaming: a row off the
+ * 16-byte grid shares its edge sectors between neighbouring instructions, which
+ * evict-first would fetch twice (H200, fp16 with a mask: B32 H16 S1023 1256 us against
+ * 2065, B8 H16 S2047 1663 against 1884).
+ *
+ * Each thread subtracts its own largest mask term t from its positions, so a row masked
+ * everywhere (all terms -10000, where fp32 would keep only ~10 bits of score*scale) keeps
+ * score*scale exactly; the row maximum is reduced as (largest t, maximum relative to
+ * it) in one pass (ft_block_max_shifted). Threads whose t is the row's get the values they
+ * would without any shift, bit for bit; the others hold only positions masked harder than
+ * the row's best, whose weights underflow either way.
+ *
+ * This is one row's work for the kernel below; `full`: the row fills the block's vectors
+ * exactly (the compiler drops the bounds tests of that copy). */
+static __device__ __forceinline__ void ft_softmax_row_fp16_w2_b16(const ft_softmax_args_fp16 &a, __half *p,
+    const __half *mrow, int len, int row_in, int nvec, bool live, const bool full, float *scratch)
+{
+    const int g = (int)blockDim.x, lane = (int)threadIdx.x;
+    ft_word_fp16x1 sw[16], mw[16]; /* the row's score and mask words */
+#pragma unroll
+    for (int k = 0; k < 16; k++) {
+        const int c = lane + k * g;
+        if (full || c < nvec) {
+            sw[k] = *(const ft_word_fp16x1 *)(p + c);
+            if (mrow)
+                mw[k] = *(const ft_word_fp16x1 *)(mrow + c * 1);
+        }
+    }
+    float x[16][1]; /* first the mask terms, then the shifted values */
+    float t = -INFINITY;            /* this thread's largest mask term */
+#pragma unroll
+    for (int k = 0; k < 16; k++)
+        if (full || lane + k * g < nvec) {
+            ft_softmax_keep_vec_fp16_w2(mrow != NULL, mw[k], row_in, len, lane + k * g, x[k]);
+#pragma unroll
+            for (int e = 0; e < 1; e++) {
+                x[k][e] = (1.0f - x[k][e]) * -10000.0f;
+                t = fmaxf(t, x[k][e]);
+            }
+        }
+    float mx = -INFINITY;
+#pragma unroll
+    for (int k = 0; k < 16; k++)
+        if (full || lane + k * g < nvec) {
+            float sc[1];
+            ft_unpack_fp16x1(sw[k], sc);
+#pragma unroll
+            for (int e = 0; e < 1; e++) {
+                x[k][e] = sc[e] * a.scale + (x[k][e] - t);
+                mx = fmaxf(mx, x[k][e]);
+            }
+        }
+    float top = t;
+    ft_block_max_shifted(top, mx, scratch);
+    mx -= t - top; /* the row maximum relative to this thread's shift */
+    float sum = 0.0f;
+#pragma unroll
+    for (int k = 0; k < 16; k++)
+        if (full || lane + k * g < nvec)
+#pragma unroll
+            for (int e = 0; e < 1; e++) {
+                x[k][e] = __expf(x[k][e] - mx);
+                sum += x[k][e];
+            }
+    sum = ft_block_sum(sum, scratch + 64);
+    const float inv = 1.0f / sum;
+#pragma unroll
+    for (int k = 0; k < 16; k++) {
+        const int c = lane + k * g;
+        if (live && (full || c < nvec)) {
+#pragma unroll
+            for (int e = 0; e < 1; e++)
+                x[k][e] *= inv;
+            ft_store_fp16x1(p + c, x[k]);
+        }
+    }
+}
+
+/* Softmax of rows of up to 8192 columns: one block of up to 512 threads per row
+ * (16 vector(s) of 1 per thread, the block as many warps as the row needs), the
+ * row in registers as in the warp kernels; one read and one write of it. With a mask, the H rows that
+ * read one mask row are neighbouring blocks (heads fastest), so the mask comes from DRAM
+ * once per batch rather than once per head. */
+static __global__ void __launch_bounds__(512) ft_softmax_fp16_w2_b16(ft_softmax_args_fp16 a)
+{
+    __shared__ float scratch[96];
+    ft_pdl_wait(); /* launched dependent, as the warp kernels */
+    ft_pdl_trigger();
+    const int S = a.S, H = a.H, nvec = S / 1;
+    int b, i, row;
+    if (a.mask) {
+        const int bi = (int)blockIdx.x / H, h = (int)blockIdx.x - bi * H;
+        b = bi / S, i = bi - b * S;
+        row = (b * H + h) * S + i;
+    } else {
+        row = (int)blockIdx.x;
+        b = row / (H * S), i = row % S;
+    }
+    __half *p = a.scores + (int64_t)row * S;
+    const __half *mrow = a.mask ? a.mask + ((int64_t)b * S + i) * S : NULL;
+    const int len = a.lengths ? min(max(a.lengths[b], 0), S) : S;
+    if (nvec == (int)blockDim.x * 16)
+        ft_softmax_row_fp16_w2_b16(a, p, mrow, len, i < len, nvec, true, true, scratch);
+    else
+        ft_softmax_row_fp16_w2_b16(a, p, mrow, len, i < len, nvec, true, false, scratch);
 }
 
 /* Softmax of rows of any length, one block per row: pass 1 keeps a running maximum and
@@ -2841,6 +3232,16 @@ if (aligned) {
             /* g is 32 past one vector per lane */
             return ft_softmax_launch_fp16(fn, (const void *)ft_softmax_fp16_w16_r8_g32, grid, 128, a, stream);
         }
+        /* past one warp: one block per row, 4 vectors per thread, or 8 where they fill
+         * whole warps (H200, B2 H16 S4096 fp16 with a mask: 588 us with 64 threads x 8,
+         * 595 with 128 x 4, 703 with 256 x 2, 1009 with 512 x 1; S6000: 727 us with 192 x 4,
+         * 827 with 96 x 8) */
+        if (nvec <= 1024 && nvec % 256 == 0)
+            return ft_softmax_launch_fp16(fn, (const void *)ft_softmax_fp16_w16_b8, (unsigned)rows,
+                                          (unsigned)(nvec / 8), a, stream);
+        if (nvec <= 1024)
+            return ft_softmax_launch_fp16(fn, (const void *)ft_softmax_fp16_w16_b4, (unsigned)rows,
+                                          (unsigned)((nvec + 127) / 128 * 32), a, stream);
         return ft_softmax_launch_fp16(fn, (const void *)ft_softmax_fp16_w16_stream, (unsigned)rows, 512, a, stream);
     }
 {
@@ -2902,6 +3303,10 @@ if (aligned) {
             /* g is 32 past one vector per lane */
             return ft_softmax_launch_fp16(fn, (const void *)ft_softmax_fp16_w2_r32_g32, grid, 128, a, stream);
         }
+        /* past one warp: one block per row, 16 elements per thread */
+        if (nvec <= 8192)
+            return ft_softmax_launch_fp16(fn, (const void *)ft_softmax_fp16_w2_b16, (unsigned)rows,
+                                          (unsigned)((nvec + 511) / 512 * 32), a, stream);
         return ft_softmax_launch_fp16(fn, (const void *)ft_softmax_fp16_w2_stream, (unsigned)rows, 512, a, stream);
     }
 }

@@ -110,6 +110,24 @@ static __device__ __forceinline__ float ft_block_max(float v, float *scratch)
     return ft_warp_max(v);
 }
 
+/* ft_group_max_shifted over the whole block (blockDim.x a multiple of 32, at most 1024):
+ * every thread gets the block's (largest t, maximum relative to it). One barrier;
+ * scratch holds 64 floats. */
+static __device__ __forceinline__ void ft_block_max_shifted(float &t, float &m, float *scratch)
+{
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    ft_group_max_shifted(t, m, 32, 0xffffffffu);
+    if (lane == 0) {
+        scratch[warp] = t;
+        scratch[32 + warp] = m;
+    }
+    __syncthreads();
+    const int live = lane < (int)(blockDim.x >> 5);
+    t = live ? scratch[lane] : -INFINITY;
+    m = live ? scratch[32 + lane] : -INFINITY;
+    ft_group_max_shifted(t, m, 32, 0xffffffffu);
+}
+
 /* Largest 64-bit key over the whole block (0 when none; ft_select_key's candidates), as
  * ft_block_max: every thread gets it. */
 static __device__ __forceinline__ unsigned long long ft_block_max_u64(unsigned long long v,
