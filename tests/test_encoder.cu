@@ -209,7 +209,8 @@ static void run_padding(ft_test *t, ft_dtype dt, ref_rng *rng, int B, int S, int
 }
 
 /* mask_mode: 0 no mask, 1 lengths, 2 mask tensor (random 0/1 entries, so the tensor is
- * really read, and whole rows masked past each length) */
+ * really read, and whole rows masked past each length); misalign: 1 both tensors one
+ * element off the 16-byte grid, 2 the mask only */
 static void run_softmax(ft_test *t, ft_dtype dt, ref_rng *rng, int B, int H, int S, int mask_mode, int misalign,
                         double sd)
 {
@@ -225,7 +226,7 @@ static void run_softmax(ft_test *t, ft_dtype dt, ref_rng *rng, int B, int H, int
     for (size_t i = 0; i < mcount; i++)
         hm[i] = ref_rng_uniform(rng) < 0.3 || (int)(i / S % S) >= len[i / ((size_t)S * S)] ? 0.0f : 1.0f;
     void *bs, *bm;
-    void *ds = dalloc(count, dt, misalign, &bs), *dm = dalloc(mcount, dt, misalign, &bm);
+    void *ds = dalloc(count, dt, misalign == 1, &bs), *dm = dalloc(mcount, dt, misalign != 0, &bm);
     dev_upload(ds, hs, count, dt);
     dev_upload(dm, hm, mcount, dt);
     int *dlen = dev_upload_ints(len, B);
@@ -273,12 +274,12 @@ static void run_mask(ft_test *t, ft_dtype dt, ref_rng *rng, int B, int S)
 static const int bshd[][4] = {{1, 1, 1, 1},  {2, 3, 2, 7},  {3, 16, 4, 8},  {2, 33, 12, 64}, {4, 128, 2, 80},
                               {1, 5, 3, 4},  {5, 17, 1, 256}, {2, 64, 16, 32}, {3, 9, 5, 12},  {2, 40, 8, 96}};
 
-/* softmax row lengths: every warp register bucket's edges, the element-wise path, the
- * block kernels (past 2048 columns, or 1024 element-wise, up to 8192) and the streaming
- * kernel past them */
+/* softmax row lengths: every warp register bucket's edges, rows off the 16-byte grid
+ * (odd lengths, pointers one element off, the mask alone off), the block kernels (past
+ * 2048 columns, up to 8192) and the streaming kernels past them */
 static const int softmax_s[] = {1,   2,   7,    8,    15,   16,   31,   32,   33,   64,   100,  128,
                                 129, 255, 256,  257,  384,  512,  513,  768,  1000, 1024, 1025, 2048,
-                                2049, 2056, 3000, 4096, 4104, 5000, 6001, 8192, 8193, 8200};
+                                2049, 2056, 3000, 4096, 4104, 5000, 6001, 8192, 8193, 8200, 3001, 7777};
 
 static void enc_test(ft_test *t)
 {
@@ -314,7 +315,8 @@ static void enc_test(ft_test *t)
              * row when a mask is read), one past that (the tensor is S*S per head) */
             const int B = S > 4096 ? 1 : S > 1000 ? 2 : (int)ref_rng_range(&rng, 1, 3);
             const int H = S > 4096 ? 1 : S > 1000 ? 2 : (int)ref_rng_range(&rng, 1, 4);
-            run_softmax(t, dt, &rng, B, H, S, (int)(i % 3), i % 5 == 4, i % 4 == 1 ? 40.0 : 3.0);
+            run_softmax(t, dt, &rng, B, H, S, (int)(i % 3), i % 5 == 4 ? 1 : i % 6 == 2 ? 2 : 0,
+                        i % 4 == 1 ? 40.0 : 3.0);
         }
         break;
     case OP_MASK:

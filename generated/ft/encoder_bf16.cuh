@@ -23,11 +23,13 @@
  *
  * Copies run 16 bytes per access when the row pieces they move are multiples of
  * 8 elements and every pointer is 16-byte aligned, else element by element.
- * The softmax keeps a row in registers: rows of up to 2048 columns (vector path) or
- * 1024 (element-wise) are served by a group of 1..32 lanes, chosen per call as the
- * fewest lanes that hold the row (the register buckets per lane are fixed when the
- * header is generated); rows of up to 8192 columns by one block;
- * longer rows by a block that streams the row twice (no length limit). Launchers check every argument before touching the GPU and return an
+ * The softmax keeps a row in registers: rows of up to 2048 columns (16-byte accesses) or
+ * 1024 (element by element, rows off the 16-byte grid) are served by a group of 1..32
+ * lanes, chosen per call as the fewest lanes that hold the row (the register buckets per
+ * lane are fixed when the header is generated); rows of up to 8192 columns by one block,
+ * 16-byte accesses (a row off the grid has its first and last words read and
+ * written element by element); longer rows by a block that streams the row twice (no
+ * length limit). Launchers check every argument before touching the GPU and return an
  * ft_status; ft_last_error() says what was wrong. */
 #ifndef FT_ENCODER_BF16_CUH
 #define FT_ENCODER_BF16_CUH
@@ -188,6 +190,7 @@ static __device__ __forceinline__ void ft_softmax_keep_vec_bf16_w16(bool has_mas
 static __device__ __forceinline__ void ft_softmax_row_bf16_w16_r1_g1(const ft_softmax_args_bf16 &a, __nv_bfloat16 *p,
     const __nv_bfloat16 *mrow, int len, int row_in, int nvec, bool live, const bool full)
 {
+    enum { ragged = 0, o = 0 };
     enum { g = 1 };
     const int lane = threadIdx.x & (g - 1);
     ft_word_bf16x8 sw[1], mw[1]; /* the row's score and mask words */
@@ -195,9 +198,24 @@ static __device__ __forceinline__ void ft_softmax_row_bf16_w16_r1_g1(const ft_so
     for (int k = 0; k < 1; k++) {
         const int c = lane + k * g;
         if (full || c < nvec) {
-            sw[k] = __ldcs((const ft_word_bf16x8 *)(p + c * 8));
-            if (mrow)
-                mw[k] = *(const ft_word_bf16x8 *)(mrow + c * 8);
+            if (!ragged || (c > 0 && c < nvec - 1)) {
+                sw[k] = __ldcs((const ft_word_bf16x8 *)(p + c * 8));
+                if (mrow && !ragged)
+                    mw[k] = *(const ft_word_bf16x8 *)(mrow + c * 8);
+            } else { /* a ragged row's first or last word: its own elements (others read as the nearest) */
+                float f[8];
+#pragma unroll
+                for (int e = 0; e < 8; e++)
+                    f[e] = ft_to_float_bf16(p[o + min(max(c * 8 + e - o, 0), a.S - 1)]);
+                sw[k] = ft_pack_bf16x8(f);
+            }
+            if (mrow && ragged) { /* the mask row element by element (L1 serves the word's other lanes) */
+                float f[8];
+#pragma unroll
+                for (int e = 0; e < 8; e++)
+                    f[e] = ft_to_float_bf16(mrow[min(max(c * 8 + e - o, 0), a.S - 1)]);
+                mw[k] = ft_pack_bf16x8(f);
+            }
         }
     }
     float x[1][8]; /* first the mask terms, then the shifted values */
@@ -205,10 +223,13 @@ static __device__ __forceinline__ void ft_softmax_row_bf16_w16_r1_g1(const ft_so
 #pragma unroll
     for (int k = 0; k < 1; k++)
         if (full || lane + k * g < nvec) {
-            ft_softmax_keep_vec_bf16_w16(mrow != NULL, mw[k], row_in, len, lane + k * g, x[k]);
+            /* a ragged row's word c holds positions c*8 - o ...; o = 0 otherwise */
+            ft_softmax_keep_vec_bf16_w16(mrow != NULL, mw[k], row_in, len + o, lane + k * g, x[k]);
 #pragma unroll
             for (int e = 0; e < 8; e++) {
-                x[k][e] = (1.0f - x[k][e]) * -10000.0f;
+                const int j = (lane + k * g) * 8 + e - o;
+                /* positions outside a ragged row weigh nothing */
+                x[k][e] = !ragged || (j >= 0 && j < a.S) ? (1.0f - x[k][e]) * -10000.0f : -INFINITY;
                 t = fmaxf(t, x[k][e]);
             }
         }
@@ -245,7 +266,16 @@ static __device__ __forceinline__ void ft_softmax_row_bf16_w16_r1_g1(const ft_so
 #pragma unroll
             for (int e = 0; e < 8; e++)
                 x[k][e] *= inv;
-            ft_store_cs_bf16x8(p + c * 8, x[k]);
+            if (!ragged || (c > 0 && c < nvec - 1)) {
+                ft_store_cs_bf16x8(p + c * 8, x[k]);
+            } else {
+#pragma unroll
+                for (int e = 0; e < 8; e++) {
+                    const int j = c * 8 + e - o;
+                    if (j >= 0 && j < a.S)
+                        p[c * 8 + e] = ft_from_float_bf16(x[k][e]);
+                }
+            }
         }
     }
 }
@@ -267,15 +297,17 @@ static __global__ void __launch_bounds__(128, 12) ft_softmax_bf16_w16_r1_g1(ft_s
     ft_pdl_wait();
     ft_pdl_trigger();
     const int row = live ? row0 : (int)a.rows - 1;
-    const int S = a.S, nvec = S / 8;
+    const int S = a.S;
     const int b = row / (a.H * S), i = row % S;
     __nv_bfloat16 *p = a.scores + (int64_t)row * S;
     const __nv_bfloat16 *mrow = a.mask ? a.mask + ((int64_t)b * S + i) * S : NULL;
     const int len = a.lengths ? min(max(a.lengths[b], 0), S) : S;
+    const int nvec = S / 8;
     if (nvec == 1)
         ft_softmax_row_bf16_w16_r1_g1(a, p, mrow, len, i < len, nvec, live, true);
     else
         ft_softmax_row_bf16_w16_r1_g1(a, p, mrow, len, i < len, nvec, live, false);
+
 }
 
 /* Softmax of rows of up to 16 columns: 2 lanes per row, 1 vector(s) of 8 per lane
@@ -298,6 +330,7 @@ static __global__ void __launch_bounds__(128, 12) ft_softmax_bf16_w16_r1_g1(ft_s
 static __device__ __forceinline__ void ft_softmax_row_bf16_w16_r1_g2(const ft_softmax_args_bf16 &a, __nv_bfloat16 *p,
     const __nv_bfloat16 *mrow, int len, int row_in, int nvec, bool live, const bool full)
 {
+    enum { ragged = 0, o = 0 };
     enum { g = 2 };
     const int lane = threadIdx.x & (g - 1);
     ft_word_bf16x8 sw[1], mw[1]; /* the row's score and mask words */
@@ -305,9 +338,24 @@ static __device__ __forceinline__ void ft_softmax_row_bf16_w16_r1_g2(const ft_so
     for (int k = 0; k < 1; k++) {
         const int c = lane + k * g;
         if (full || c < nvec) {
-            sw[k] = __ldcs((const ft_word_bf16x8 *)(p + c * 8));
-            if (mrow)
-                mw[k] = *(const ft_word_bf16x8 *)(mrow + c * 8);
+            if (!ragged || (c > 0 && c < nvec - 1)) {
+                sw[k] = __ldcs((const ft_word_bf16x8 *)(p + c * 8));
+                if (mrow && !ragged)
+                    mw[k] = *(const ft_word_bf16x8 *)(mrow + c * 8);
+            } else { /* a ragged row's first or last word: its own elements (others read as the nearest) */
+                float f[8];
+#pragma unroll
+                for (int e = 0; e < 8; e++)
+                    f[e] = ft_to_float_bf16(p[o + min(max(c * 8 + e - o, 0), a.S - 1)]);
+                sw[k] = ft_pack_bf16x8(f);
+            }
+            if (mrow && ragged) { /* the mask row element by element (L1 serves the word's other lanes) */
+                float f[8];
+#pragma unroll
+                for (int e = 0; e < 8; e++)
+                    f[e] = ft_to_float_bf16(mrow[min(max(c * 8 + e - o, 0), a.S - 1)]);
+                mw[k] = ft_pack_bf16x8(f);
+            }
         }
     }
     float x[1][8]; /* first the mask terms, then the shifted values */
@@ -315,10 +363,13 @@ static __device__ __forceinline__ void ft_softmax_row_bf16_w16_r1_g2(const ft_so
 #pragma unroll
     for (int k = 0; k < 1; k++)
         if (full || lane + k * g < nvec) {
-            ft_softmax_keep_vec_bf16_w16(mrow != NULL, mw[k], row_in, len, lane + k * g, x[k]);
+            /* a ragged row's word c holds positions c*8 - o ...; o = 0 otherwise */
+            ft_softmax_keep_vec_bf16_w16(mrow != NULL, mw[k], row_in, len + o, lane + k * g, x[k]);
 #pragma unroll
             for (int e = 0; e < 8; e++) {
-                x[k][e] = (1.0f - x[k][e]) * -10000.0f;
+                const int j = (lane + k * g) * 8 + e - o;
+                /* positions outside a ragged row weigh nothing */
+                x[k][e] = !ragged || (j >= 0 && j < a.S) ? (1.0f - x[k][e]) * -10000.0f : -INFINITY;
                 t = fmaxf(t, x[k][e]);
             }
         }
@@ -355,7 +406,16 @@ static __device__ __forceinline__ void ft_softmax_row_bf16_w16_r1_g2(const ft_so
 #pragma unroll
             for (int e = 0; e < 8; e++)
                 x[k][e] *= inv;
-            ft_store_cs_bf16x8(p + c * 8, x[k]);
+            if (!ragged || (c > 0 && c < nvec - 1)) {
+                ft_store_cs_bf16x8(p + c * 8, x[k]);
+            } else {
+#pragma unroll
+                for (int e = 0; e < 8; e++) {
+                    const int j = c * 8 + e - o;
+                    if (j >= 0 && j < a.S)
+                        p[c * 8 + e] = ft_from_float_bf16(x[k][e]);
+                }
+            }
         }
     }
 }
@@ -377,15 +437,17 @@ static __global__ void __launch_bounds__(128, 12) ft_softmax_bf16_w16_r1_g2(ft_s
     ft_pdl_wait();
     ft_pdl_trigger();
     const int row = live ? row0 : (int)a.rows - 1;
-    const int S = a.S, nvec = S / 8;
+    const int S = a.S;
     const int b = row / (a.H * S), i = row % S;
     __nv_bfloat16 *p = a.scores + (int64_t)row * S;
     const __nv_bfloat16 *mrow = a.mask ? a.mask + ((int64_t)b * S + i) * S : NULL;
     const int len = a.lengths ? min(max(a.lengths[b], 0), S) : S;
+    const int nvec = S / 8;
     if (nvec == 2)
         ft_softmax_row_bf16_w16_r1_g2(a, p, mrow, len, i < len, nvec, live, true);
     else
         ft_softmax_row_bf16_w16_r1_g2(a, p, mrow, len, i < len, nvec, live, false);
+
 }
 
 /* Softmax of rows of up to 32 columns: 4 lanes per row, 1 vector(s) of 8 per lane
@@ -408,6 +470,7 @@ static __global__ void __launch_bounds__(128, 12) ft_softmax_bf16_w16_r1_g2(ft_s
 static __device__ __forceinline__ void ft_softmax_row_bf16_w16_r1_g4(const ft_softmax_args_bf16 &a, __nv_bfloat16 *p,
     const __nv_bfloat16 *mrow, int len, int row_in, int nvec, bool live, const bool full)
 {
+    enum { ragged = 0, o = 0 };
     enum { g = 4 };
     const int lane = threadIdx.x & (g - 1);
     ft_word_bf16x8 sw[1], mw[1]; /* the row's score and mask words */
@@ -415,9 +478,24 @@ static __device__ __forceinline__ void ft_softmax_row_bf16_w16_r1_g4(const ft_so
     for (int k = 0; k < 1; k++) {
         const int c = lane + k * g;
         if (full || c < nvec) {
-            sw[k] = __ldcs((const ft_word_bf16x8 *)(p + c * 8));
-            if (mrow)
-                mw[k] = *(const ft_word_bf16x8 *)(mrow + c * 8);
+            if (!ragged || (c > 0 && c < nvec - 1)) {
+                sw[k] = __ldcs((const ft_word_bf16x8 *)(p + c * 8));
+                if (mrow && !ragged)
+                    mw[k] = *(const ft_word_bf16x8 *)(mrow + c * 8);
+            } else { /* a ragged row's first or last word: its own elements (others read as the nearest) */
+                float f[8];
+#pragma unroll
+                for (int e = 0; e < 8; e++)
+                    f[e] = ft_to_float_bf16(p[o + min(max(c * 8 + e - o, 0), a.S - 1)]);
+                sw[k] = ft_pack_bf16x8(f);
+            }
+            if (mrow && ragged) { /* the mask row element by element (L1 serves the word's other lanes) */
+                float f[8];
+#pragma unroll
+                for (int e = 0; e < 8; e++)
+                    f[e] = ft_to_float_bf16(mrow[min(max(c * 8 + e - o, 0), a.S - 1)]);
+                mw[k] = ft_pack_bf16x8(f);
+            }
         }
     }
     float x[1][8]; /* first the mask terms, then the shifted values */
@@ -425,10 +503,13 @@ static __device__ __forceinline__ void ft_softmax_row_bf16_w16_r1_g4(const ft_so
 #pragma unroll
     for (int k = 0; k < 1; k++)
         if (full || lane + k * g < nvec) {
-            ft_softmax_keep_vec_bf16_w16(mrow != NULL, mw[k], row_in, len, lane + k * g, x[k]);
+            /* a ragged row's word c holds positions c*8 - o ...; o = 0 otherwise */
+            ft_softmax_keep_vec_bf16_w16(mrow != NULL, mw[k], row_in, len + o, lane + k * g, x[k]);
 #pragma unroll
             for (int e = 0; e < 8; e++) {
-                x[k][e] = (1.0f - x[k][e]) * -10000.0f;
+                const int j = (lane + k * g) * 8 + e - o;
+                /* positions outside a ragged row weigh nothing */
+                x[k][e] = !ragged || (j >= 0 && j < a.S) ? (1.0f - x[k][e]) * -10000.0f : -INFINITY;
                 t = fmaxf(t, x[k][e]);
             }
         }
@@ -465,7 +546,16 @@ static __device__ __forceinline__ void ft_softmax_row_bf16_w16_r1_g4(const ft_so
 #pragma unroll
             for (int e = 0; e < 8; e++)
                 x[k][e] *= inv;
-            ft_store_cs_bf16x8(p + c * 8, x[k]);
+            if (!ragged || (c > 0 && c < nvec - 1)) {
+                ft_store_cs_bf16x8(p + c * 8, x[k]);
+            } else {
+#pragma unroll
+                for (int e = 0; e < 8; e++) {
+                    const int j = c * 8 + e - o;
+                    if (j >= 0 && j < a.S)
+                        p[c * 8 + e] = ft_from_float_bf16(x[k][e]);
+                }
+            }
         }
     }
 }
@@ -487,15 +577,17 @@ static __global__ void __launch_bounds__(128, 12) ft_softmax_bf16_w16_r1_g4(ft_s
     ft_pdl_wait();
     ft_pdl_trigger();
     const int row = live ? row0 : (int)a.rows - 1;
-    const int S = a.S, nvec = S / 8;
+    const int S = a.S;
     const int b = row / (a.H * S), i = row % S;
     __nv_bfloat16 *p = a.scores + (int64_t)row * S;
     const __nv_bfloat16 *mrow = a.mask ? a.mask + ((int64_t)b * S + i) * S : NULL;
     const int len = a.lengths ? min(max(a.lengths[b], 0), S) : S;
+    const int nvec = S / 8;
     if (nvec == 4)
         ft_softmax_row_bf16_w16_r1_g4(a, p, mrow, len, i < len, nvec, live, true);
     else
         ft_softmax_row_bf16_w16_r1_g4(a, p, mrow, len, i < len, nvec, live, false);
+
 }
 
 /* Softmax of rows of up to 64 columns: 8 lanes per row, 1 vector(s) of 8 per lane
@@ -518,6 +610,7 @@ static __global__ void __launch_bounds__(128, 12) ft_softmax_bf16_w16_r1_g4(ft_s
 static __device__ __forceinline__ void ft_softmax_row_bf16_w16_r1_g8(const ft_softmax_args_bf16 &a, __nv_bfloat16 *p,
     const __nv_bfloat16 *mrow, int len, int row_in, int nvec, bool live, const bool full)
 {
+    enum { ragged = 0, o = 0 };
     enum { g = 8 };
     const int lane = threadIdx.x & (g - 1);
     ft_word_bf16x8 sw[1], mw[1]; /* the row's score and mask words */
@@ -525,9 +618,24 @@ static __device__ __forceinline__ void ft_softmax_row_bf16_w16_r1_g8(const ft_so
     for (int k = 0; k < 1; k++) {
         const int c = lane + k * g;
         if (full || c < nvec) {
-            sw[k] = __ldcs((const ft_word_bf16x8 *)(p + c * 8));
-            if (mrow)
-                mw[k] = *(const ft_word_bf16x8 *)(mrow + c * 8);
+            if (!ragged || (c > 0 && c < nvec - 1)) {
+                sw[k] = __ldcs((const ft_word_bf16x8 *)(p + c * 8));
+                if (mrow && !ragged)
+                    mw[k] = *(const ft_word_bf16x8 *)(mrow + c * 8);
+            } else { /* a ragged row's first or last word: its own elements (others read as the nearest) */
+                float f[8];
+#pragma unroll
+                for (int e = 0; e < 8; e++)
+                    f[e] = ft_to_float_bf16(p[o + min(max(c * 8 + e - o, 0), a.S - 1)]);
+                sw[k] = ft_pack_bf16x8(f);
+            }
+            if (mrow && ragged) { /* the mask row element by element (L1 serves the word's other lanes) */
+                float f[8];
+#pragma unroll
+                for (int e = 0; e < 8; e++)
+                    f[e] = ft_to_float_bf16(mrow[min(max(c * 8 + e - o, 0), a.S - 1)]);
+                mw[k] = ft_pack_bf16x8(f);
+            }
         }
     }
     float x[1][8]; /* first the mask terms, then the shifted values */
@@ -535,10 +643,13 @@ static __device__ __forceinline__ void ft_softmax_row_bf16_w16_r1_g8(const ft_so
 #pragma unroll
     for (int k = 0; k < 1; k++)
         if (full || lane + k * g < nvec) {
-            ft_softmax_keep_vec_bf16_w16(mrow != NULL, mw[k], row_in, len, lane + k * g, x[k]);
+            /* a ragged row's word c holds positions c*8 - o ...; o = 0 otherwise */
+            ft_softmax_keep_vec_bf16_w16(mrow != NULL, mw[k], row_in, len + o, lane + k * g, x[k]);
 #pragma unroll
             for (int e = 0; e < 8; e++) {
-                x[k][e] = (1.0f - x[k][e]) * -10000.0f;
+                const int j = (lane + k * g) * 8 + e - o;
+                /* positions outside a ragged row weigh nothing */
+                x[k][e] = !ragged || (j >= 0 && j < a.S) ? (1.0f - x[k][e]) * -10000.0f : -INFINITY;
                 t = fmaxf(t, x[k][e]);
             }
         }
@@ -575,7 +686,16 @@ static __device__ __forceinline__ void ft_softmax_row_bf16_w16_r1_g8(const ft_so
 #pragma unroll
             for (int e = 0; e < 8; e++)
                 x[k][e] *= inv;
-            ft_store_cs_bf16x8(p + c * 8, x[k]);
+            if (!ragged || (c > 0 && c < nvec - 1)) {
+                ft_store_cs_bf16x8(p + c * 8, x[k]);
+            } else {
+#pragma unroll
+                for (int e = 0; e < 8; e++) {
+                    const int j = c * 8 + e - o;
+                    if (j >= 0 && j < a.S)
+                        p[c * 8 + e] = ft_from_float_bf16(x[k][e]);
+                }
+            }
         }
     }
 }
@@ -597,15 +717,17 @@ static __global__ void __launch_bounds__(128, 12) ft_softmax_bf16_w16_r1_g8(ft_s
     ft_pdl_wait();
     ft_pdl_trigger();
     const int row = live ? row0 : (int)a.rows - 1;
-    const int S = a.S, nvec = S / 8;
+    const int S = a.S;
     const int b = row / (a.H * S), i = row % S;
     __nv_bfloat16 *p = a.scores + (int64_t)row * S;
     const __nv_bfloat16 *mrow = a.mask ? a.mask + ((int64_t)b * S + i) * S : NULL;
     const int len = a.lengths ? min(max(a.lengths[b], 0), S) : S;
+    const int nvec = S / 8;
     if (nvec == 8)
         ft_softmax_row_bf16_w16_r1_g8(a, p, mrow, len, i < len, nvec, live, true);
     else
         ft_softmax_row_bf16_w16_r1_g8(a, p, mrow, len, i < len, nvec, live, false);
+
 }
 
 /* Softmax of rows of up to 128 columns: 16 lanes per row, 1 vector(s) of 8 per lane
@@ -628,6 +750,7 @@ static __global__ void __launch_bounds__(128, 12) ft_softmax_bf16_w16_r1_g8(ft_s
 static __device__ __forceinline__ void ft_softmax_row_bf16_w16_r1_g16(const ft_softmax_args_bf16 &a, __nv_bfloat16 *p,
     const __nv_bfloat16 *mrow, int len, int row_in, int nvec, bool live, const bool full)
 {
+    enum { ragged = 0, o = 0 };
     enum { g = 16 };
     const int lane = threadIdx.x & (g - 1);
     ft_word_bf16x8 sw[1], mw[1]; /* the row's score and mask words */
@@ -635,9 +758,24 @@ static __device__ __forceinline__ void ft_softmax_row_bf16_w16_r1_g16(const ft_s
     for (int k = 0; k < 1; k++) {
         const int c = lane + k * g;
         if (full || c < nvec) {
-            sw[k] = __ldcs((const ft_word_bf16x8 *)(p + c * 8));
-            if (mrow)
-                mw[k] = *(const ft_word_bf16x8 *)(mrow + c * 8);
+            if (!ragged || (c > 0 && c < nvec - 1)) {
+                sw[k] = __ldcs((const ft_word_bf16x8 *)(p + c * 8));
+                if (mrow && !ragged)
+                    mw[k] = *(const ft_word_bf16x8 *)(mrow + c * 8);
+            } else { /* a ragged row's first or last word: its own elements (others read as the nearest) */
+                float f[8];
+#pragma unroll
+                for (int e = 0; e < 8; e++)
+                    f[e] = ft_to_float_bf16(p[o + min(max(c * 8 + e - o, 0), a.S - 1)]);
+                sw[k] = ft_pack_bf16x8(f);
+            }
+            if (mrow && ragged) { /* the mask row element by element (L1 serves the word's other lanes) */
+                float f[8];
+#pragma unroll
+                for (int e = 0; e < 8; e++)
+                    f[e] = ft_to_float_bf16(mrow[min(max(c * 8 + e - o, 0), a.S - 1)]);
+                mw[k] = ft_pack_bf16x8(f);
+            }
         }
     }
     float x[1][8]; /* first the mask terms, then the shifted values */
@@ -645,10 +783,13 @@ static __device__ __forceinline__ void ft_softmax_row_bf16_w16_r1_g16(const ft_s
 #pragma unroll
     for (int k = 0; k < 1; k++)
         if (full || lane + k * g < nvec) {
-            ft_softmax_keep_vec_bf16_w16(mrow != NULL, mw[k], row_in, len, lane + k * g, x[k]);
+            /* a ragged row's word c holds positions c*8 - o ...; o = 0 otherwise */
+            ft_softmax_keep_vec_bf16_w16(mrow != NULL, mw[k], row_in, len + o, lane + k * g, x[k]);
 #pragma unroll
             for (int e = 0; e < 8; e++) {
-                x[k][e] = (1.0f - x[k][e]) * -10000.0f;
+                const int j = (lane + k * g) * 8 + e - o;
+                /* positions outside a ragged row weigh nothing */
+                x[k][e] = !ragged || (j >= 0 && j < a.S) ? (1.0f - x[k][e]) * -10000.0f : -INFINITY;
                 t = fmaxf(t, x[k][e]);
             }
         }
@@ -685,7 +826,16 @@ static __device__ __forceinline__ void ft_softmax_row_bf16_w16_r1_g16(const ft_s
 #pragma unroll
             for (int e = 0; e < 8; e++)
                 x[k][e] *= inv;
-            ft_store_cs_bf16x8(p + c * 8, x[k]);
+            if (!ragged || (c > 0 && c < nvec - 1)) {
+                ft_store_cs_bf16x8(p + c * 8, x[k]);
+            } else {
+#pragma unroll
+                for (int e = 0; e < 8; e++) {
+                    const int j = c * 8 + e - o;
+                    if (j >= 0 && j < a.S)
+                        p[c * 8 + e] = ft_from_float_bf16(x[k][e]);
+                }
+            }
         }
     }
 }
@@ -707,15 +857,17 @@ static __global__ void __launch_bounds__(128, 12) ft_softmax_bf16_w16_r1_g16(ft_
     ft_pdl_wait();
     ft_pdl_trigger();
     const int row = live ? row0 : (int)a.rows - 1;
-    const int S = a.S, nvec = S / 8;
+    const int S = a.S;
     const int b = row / (a.H * S), i = row % S;
     __nv_bfloat16 *p = a.scores + (int64_t)row * S;
     const __nv_bfloat16 *mrow = a.mask ? a.mask + ((int64_t)b * S + i) * S : NULL;
     const int len = a.lengths ? min(max(a.lengths[b], 0), S) : S;
+    const int nvec = S / 8;
     if (nvec == 16)
         ft_softmax_row_bf16_w16_r1_g16(a, p, mrow, len, i < len, nvec, live, true);
     else
         ft_softmax_row_bf16_w16_r1_g16(a, p, mrow, len, i < len, nvec, live, false);
+
 }
 
 /* Softmax of rows of up to 256 columns: 32 lanes per row, 1 vector(s) of 8 per lane
@@ -738,6 +890,7 @@ static __global__ void __launch_bounds__(128, 12) ft_softmax_bf16_w16_r1_g16(ft_
 static __device__ __forceinline__ void ft_softmax_row_bf16_w16_r1_g32(const ft_softmax_args_bf16 &a, __nv_bfloat16 *p,
     const __nv_bfloat16 *mrow, int len, int row_in, int nvec, bool live, const bool full)
 {
+    enum { ragged = 0, o = 0 };
     enum { g = 32 };
     const int lane = threadIdx.x & (g - 1);
     ft_word_bf16x8 sw[1], mw[1]; /* the row's score and mask words */
@@ -745,9 +898,24 @@ static __device__ __forceinline__ void ft_softmax_row_bf16_w16_r1_g32(const ft_s
     for (int k = 0; k < 1; k++) {
         const int c = lane + k * g;
         if (full || c < nvec) {
-            sw[k] = __ldcs((const ft_word_bf16x8 *)(p + c * 8));
-            if (mrow)
-                mw[k] = *(const ft_word_bf16x8 *)(mrow + c * 8);
+            if (!ragged || (c > 0 && c < nvec - 1)) {
+                sw[k] = __ldcs((const ft_word_bf16x8 *)(p + c * 8));
+                if (mrow && !ragged)
+                    mw[k] = *(const ft_word_bf16x8 *)(mrow + c * 8);
+            } else { /* a ragged row's first or last word: its own elements (others read as the nearest) */
+                float f[8];
+#pragma unroll
+                for (int e = 0; e < 8; e++)
+                    f[e] = ft_to_float_bf16(p[o + min(max(c * 8 + e - o, 0), a.S - 1)]);
+                sw[k] = ft_pack_bf16x8(f);
+            }
+            if (mrow && ragged) { /* the mask row element by element (L1 serves the word's other lanes) */
+                float f[8];
+#pragma unroll
+                for (int e = 0; e < 8; e++)
+                    f[e] = ft_to_float_bf16(mrow[min(max(c * 8 + e - o, 0), a.S - 1)]);
+                mw[k] = ft_pack_bf16x8(f);
+            }
         }
     }
     float x[1][8]; /* first the mask terms, then the shifted values */
@@ -755,10 +923,13 @@ static __device__ __forceinline__ void ft_softmax_row_bf16_w16_r1_g32(const ft_s
 #pragma unroll
     for (int k = 0; k < 1; k++)
         if (full || lane + k * g < nvec) {
-            ft_softmax_keep_vec_bf16_w16(mrow != NULL, mw[k], row_in, len, lane + k * g, x[k]);
+            /* a ragged row's word c holds positions c*8 - o ...; o = 0 otherwise */
+            ft_softmax_keep_vec_bf16_w16(mrow != NULL, mw[k], row_in, len + o, lane + k * g, x[k]);
 #pragma unroll
             for (int e = 0; e < 8; e++) {
-                x[k][e] = (1.0f - x[k][e]) * -10000.0f;
+                const int j = (lane + k * g) * 8 + e - o;
+                /* positions outside a ragged row weigh nothing */
+                x[k][e] = !ragged || (j >= 0 && j < a.S) ? (1.0f - x[k][e]) * -10000.0f : -INFINITY;
                 t = fmaxf(t, x[k][e]);
             }
         }
@@ -795,7 +966,16 @@ static __device__ __forceinline__ void ft_softmax_row_bf16_w16_r1_g32(const ft_s
 #pragma unroll
             for (int e = 0; e < 8; e++)
                 x[k][e] *= inv;
-            ft_store_cs_bf16x8(p + c * 8, x[k]);
+            if (!ragged || (c > 0 && c < nvec - 1)) {
+                ft_store_cs_bf16x8(p + c * 8, x[k]);
+            } else {
+#pragma unroll
+                for (int e = 0; e < 8; e++) {
+                    const int j = c * 8 + e - o;
+                    if (j >= 0 && j < a.S)
+                        p[c * 8 + e] = ft_from_float_bf16(x[k][e]);
+                }
+            }
         }
     }
 }
@@ -817,15 +997,17 @@ static __global__ void __launch_bounds__(128, 12) ft_softmax_bf16_w16_r1_g32(ft_
     ft_pdl_wait();
     ft_pdl_trigger();
     const int row = live ? row0 : (int)a.rows - 1;
-    const int S = a.S, nvec = S / 8;
+    const int S = a.S;
     const int b = row / (a.H * S), i = row % S;
     __nv_bfloat16 *p = a.scores + (int64_t)row * S;
     const __nv_bfloat16 *mrow = a.mask ? a.mask + ((int64_t)b * S + i) * S : NULL;
     const int len = a.lengths ? min(max(a.lengths[b], 0), S) : S;
+    const int nvec = S / 8;
     if (nvec == 32)
         ft_softmax_row_bf16_w16_r1_g32(a, p, mrow, len, i < len, nvec, live, true);
     else
         ft_softmax_row_bf16_w16_r1_g32(a, p, mrow, len, i < len, nvec, live, false);
+
 }
 
 /* Softmax of rows of up to 512 columns: 32 lanes per row, 2 vector(s) of 8 per lane
@@ -848,6 +1030,7 @@ static __global__ void __launch_bounds__(128, 12) ft_softmax_bf16_w16_r1_g32(ft_
 static __device__ __forceinline__ void ft_softmax_row_bf16_w16_r2_g32(const ft_softmax_args_bf16 &a, __nv_bfloat16 *p,
     const __nv_bfloat16 *mrow, int len, int row_in, int nvec, bool live, const bool full)
 {
+    enum { ragged = 0, o = 0 };
     enum { g = 32 };
     const int lane = threadIdx.x & (g - 1);
     ft_word_bf16x8 sw[2], mw[2]; /* the row's score and mask words */
@@ -855,9 +1038,24 @@ static __device__ __forceinline__ void ft_softmax_row_bf16_w16_r2_g32(const ft_s
     for (int k = 0; k < 2; k++) {
         const int c = lane + k * g;
         if (full || c < nvec) {
-            sw[k] = __ldcs((const ft_word_bf16x8 *)(p + c * 8));
-            if (mrow)
-                mw[k] = *(const ft_word_bf16x8 *)(mrow + c * 8);
+            if (!ragged || (c > 0 && c < nvec - 1)) {
+                sw[k] = __ldcs((const ft_word_bf16x8 *)(p + c * 8));
+                if (mrow && !ragged)
+                    mw[k] = *(const ft_word_bf16x8 *)(mrow + c * 8);
+            } else { /* a ragged row's first or last word: its own elements (others read as the nearest) */
+                float f[8];
+#pragma unroll
+                for (int e = 0; e < 8; e++)
+                    f[e] = ft_to_float_bf16(p[o + min(max(c * 8 + e - o, 0), a.S - 1)]);
+                sw[k] = ft_pack_bf16x8(f);
+            }
+            if (mrow && ragged) { /* the mask row element by element (L1 serves the word's other lanes) */
+                float f[8];
+#pragma unroll
+                for (int e = 0; e < 8; e++)
+                    f[e] = ft_to_float_bf16(mrow[min(max(c * 8 + e - o, 0), a.S - 1)]);
+                mw[k] = ft_pack_bf16x8(f);
+            }
         }
     }
     float x[2][8]; /* first the mask terms, then the shifted values */
@@ -865,10 +1063,13 @@ static __device__ __forceinline__ void ft_softmax_row_bf16_w16_r2_g32(const ft_s
 #pragma unroll
     for (int k = 0; k < 2; k++)
         if (full || lane + k * g < nvec) {
-            ft_softmax_keep_vec_bf16_w16(mrow != NULL, mw[k], row_in, len, lane + k * g, x[k]);
+            /* a ragged row's word c holds positions c*8 - o ...; o = 0 otherwise */
+            ft_softmax_keep_vec_bf16_w16(mrow != NULL, mw[k], row_in, len + o, lane + k * g, x[k]);
 #pragma unroll
             for (int e = 0; e < 8; e++) {
-                x[k][e] = (1.0f - x[k][e]) * -10000.0f;
+                const int j = (lane + k * g) * 8 + e - o;
+                /* positions outside a ragged row weigh nothing */
+                x[k][e] = !ragged || (j >= 0 && j < a.S) ? (1.0f - x[k][e]) * -10000.0f : -INFINITY;
                 t = fmaxf(t, x[k][e]);
             }
         }
@@ -905,7 +1106,16 @@ static __device__ __forceinline__ void ft_softmax_row_bf16_w16_r2_g32(const ft_s
 #pragma unroll
             for (int e = 0; e < 8; e++)
                 x[k][e] *= inv;
-            ft_store_cs_bf16x8(p + c * 8, x[k]);
+            if (!ragged || (c > 0 && c < nvec - 1)) {
+                ft_store_cs_bf16x8(p + c * 8, x[k]);
+            } else {
+#pragma unroll
+                for (int e = 0; e < 8; e++) {
+                    const int j = c * 8 + e - o;
+                    if (j >= 0 && j < a.S)
+                        p[c * 8 + e] = ft_from_float_bf16(x[k][e]);
+                }
+            }
         }
     }
 }
@@ -927,15 +1137,17 @@ static __global__ void __launch_bounds__(128, 12) ft_softmax_bf16_w16_r2_g32(ft_
     ft_pdl_wait();
     ft_pdl_trigger();
     const int row = live ? row0 : (int)a.rows - 1;
-    const int S = a.S, nvec = S / 8;
+    const int S = a.S;
     const int b = row / (a.H * S), i = row % S;
     __nv_bfloat16 *p = a.scores + (int64_t)row * S;
     const __nv_bfloat16 *mrow = a.mask ? a.mask + ((int64_t)b * S + i) * S : NULL;
     const int len = a.lengths ? min(max(a.lengths[b], 0), S) : S;
+    const int nvec = S / 8;
     if (nvec == 64)
         ft_softmax_row_bf16_w16_r2_g32(a, p, mrow, len, i < len, nvec, live, true);
     else
         ft_softmax_row_bf16_w16_r2_g32(a, p, mrow, len, i < len, nvec, live, false);
+
 }
 
 /* Softmax of rows of up to 1024 columns: 32 lanes per row, 4 vector(s) of 8 per lane
@@ -958,6 +1170,7 @@ static __global__ void __launch_bounds__(128, 12) ft_softmax_bf16_w16_r2_g32(ft_
 static __device__ __forceinline__ void ft_softmax_row_bf16_w16_r4_g32(const ft_softmax_args_bf16 &a, __nv_bfloat16 *p,
     const __nv_bfloat16 *mrow, int len, int row_in, int nvec, bool live, const bool full)
 {
+    enum { ragged = 0, o = 0 };
     enum { g = 32 };
     const int lane = threadIdx.x & (g - 1);
     ft_word_bf16x8 sw[4], mw[4]; /* the row's score and mask words */
@@ -965,9 +1178,24 @@ static __device__ __forceinline__ void ft_softmax_row_bf16_w16_r4_g32(const ft_s
     for (int k = 0; k < 4; k++) {
         const int c = lane + k * g;
         if (full || c < nvec) {
-            sw[k] = __ldcs((const ft_word_bf16x8 *)(p + c * 8));
-            if (mrow)
-                mw[k] = *(const ft_word_bf16x8 *)(mrow + c * 8);
+            if (!ragged || (c > 0 && c < nvec - 1)) {
+                sw[k] = __ldcs((const ft_word_bf16x8 *)(p + c * 8));
+                if (mrow && !ragged)
+                    mw[k] = *(const ft_word_bf16x8 *)(mrow + c * 8);
+            } else { /* a ragged row's first or last word: its own elements (others read as the nearest) */
+                float f[8];
+#pragma unroll
+                for (int e = 0; e < 8; e++)
+                    f[e] = ft_to_float_bf16(p[o + min(max(c * 8 + e - o, 0), a.S - 1)]);
+                sw[k] = ft_pack_bf16x8(f);
+            }
+            if (mrow && ragged) { /* the mask row element by element (L1 serves the word's other lanes) */
+                float f[8];
+#pragma unroll
+                for (int e = 0; e < 8; e++)
+                    f[e] = ft_to_float_bf16(mrow[min(max(c * 8 + e - o, 0), a.S - 1)]);
+                mw[k] = ft_pack_bf16x8(f);
+            }
         }
     }
     float x[4][8]; /* first the mask terms, then the shifted values */
@@ -975,10 +1203,13 @@ static __device__ __forceinline__ void ft_softmax_row_bf16_w16_r4_g32(const ft_s
 #pragma unroll
     for (int k = 0; k < 4; k++)
         if (full || lane + k * g < nvec) {
-            ft_softmax_keep_vec_bf16_w16(mrow != NULL, mw[k], row_in, len, lane + k * g, x[k]);
+            /* a ragged row's word c holds positions c*8 - o ...; o = 0 otherwise */
+            ft_softmax_keep_vec_bf16_w16(mrow != NULL, mw[k], row_in, len + o, lane + k * g, x[k]);
 #pragma unroll
             for (int e = 0; e < 8; e++) {
-                x[k][e] = (1.0f - x[k][e]) * -10000.0f;
+                const int j = (lane + k * g) * 8 + e - o;
+                /* positions outside a ragged row weigh nothing */
+                x[k][e] = !ragged || (j >= 0 && j < a.S) ? (1.0f - x[k][e]) * -10000.0f : -INFINITY;
                 t = fmaxf(t, x[k][e]);
             }
         }
@@ -1015,7 +1246,16 @@ static __device__ __forceinline__ void ft_softmax_row_bf16_w16_r4_g32(const ft_s
 #pragma unroll
             for (int e = 0; e < 8; e++)
                 x[k][e] *= inv;
-            ft_store_cs_bf16x8(p + c * 8, x[k]);
+            if (!ragged || (c > 0 && c < nvec - 1)) {
+                ft_store_cs_bf16x8(p + c * 8, x[k]);
+            } else {
+#pragma unroll
+                for (int e = 0; e < 8; e++) {
+                    const int j = c * 8 + e - o;
+                    if (j >= 0 && j < a.S)
+                        p[c * 8 + e] = ft_from_float_bf16(x[k][e]);
+                }
+            }
         }
     }
 }
@@ -1037,15 +1277,17 @@ static __global__ void __launch_bounds__(128) ft_softmax_bf16_w16_r4_g32(ft_soft
     ft_pdl_wait();
     ft_pdl_trigger();
     const int row = live ? row0 : (int)a.rows - 1;
-    const int S = a.S, nvec = S / 8;
+    const int S = a.S;
     const int b = row / (a.H * S), i = row % S;
     __nv_bfloat16 *p = a.scores + (int64_t)row * S;
     const __nv_bfloat16 *mrow = a.mask ? a.mask + ((int64_t)b * S + i) * S : NULL;
     const int len = a.lengths ? min(max(a.lengths[b], 0), S) : S;
+    const int nvec = S / 8;
     if (nvec == 128)
         ft_softmax_row_bf16_w16_r4_g32(a, p, mrow, len, i < len, nvec, live, true);
     else
         ft_softmax_row_bf16_w16_r4_g32(a, p, mrow, len, i < len, nvec, live, false);
+
 }
 
 /* Softmax of rows of up to 2048 columns: 32 lanes per row, 8 vector(s) of 8 per lane
@@ -1068,6 +1310,7 @@ static __global__ void __launch_bounds__(128) ft_softmax_bf16_w16_r4_g32(ft_soft
 static __device__ __forceinline__ void ft_softmax_row_bf16_w16_r8_g32(const ft_softmax_args_bf16 &a, __nv_bfloat16 *p,
     const __nv_bfloat16 *mrow, int len, int row_in, int nvec, bool live, const bool full)
 {
+    enum { ragged = 0, o = 0 };
     enum { g = 32 };
     const int lane = threadIdx.x & (g - 1);
     ft_word_bf16x8 sw[8], mw[8]; /* the row's score and mask words */
@@ -1075,9 +1318,24 @@ static __device__ __forceinline__ void ft_softmax_row_bf16_w16_r8_g32(const ft_s
     for (int k = 0; k < 8; k++) {
         const int c = lane + k * g;
         if (full || c < nvec) {
-            sw[k] = __ldcs((const ft_word_bf16x8 *)(p + c * 8));
-            if (mrow)
-                mw[k] = *(const ft_word_bf16x8 *)(mrow + c * 8);
+            if (!ragged || (c > 0 && c < nvec - 1)) {
+                sw[k] = __ldcs((const ft_word_bf16x8 *)(p + c * 8));
+                if (mrow && !ragged)
+                    mw[k] = *(const ft_word_bf16x8 *)(mrow + c * 8);
+            } else { /* a ragged row's first or last word: its own elements (others read as the nearest) */
+                float f[8];
+#pragma unroll
+                for (int e = 0; e < 8; e++)
+                    f[e] = ft_to_float_bf16(p[o + min(max(c * 8 + e - o, 0), a.S - 1)]);
+                sw[k] = ft_pack_bf16x8(f);
+            }
+            if (mrow && ragged) { /* the mask row element by element (L1 serves the word's other lanes) */
+                float f[8];
+#pragma unroll
+                for (int e = 0; e < 8; e++)
+                    f[e] = ft_to_float_bf16(mrow[min(max(c * 8 + e - o, 0), a.S - 1)]);
+                mw[k] = ft_pack_bf16x8(f);
+            }
         }
     }
     float x[8][8]; /* first the mask terms, then the shifted values */
@@ -1085,10 +1343,13 @@ static __device__ __forceinline__ void ft_softmax_row_bf16_w16_r8_g32(const ft_s
 #pragma unroll
     for (int k = 0; k < 8; k++)
         if (full || lane + k * g < nvec) {
-            ft_softmax_keep_vec_bf16_w16(mrow != NULL, mw[k], row_in, len, lane + k * g, x[k]);
+            /* a ragged row's word c holds positions c*8 - o ...; o = 0 otherwise */
+            ft_softmax_keep_vec_bf16_w16(mrow != NULL, mw[k], row_in, len + o, lane + k * g, x[k]);
 #pragma unroll
             for (int e = 0; e < 8; e++) {
-                x[k][e] = (1.0f - x[k][e]) * -10000.0f;
+                const int j = (lane + k * g) * 8 + e - o;
+                /* positions outside a ragged row weigh nothing */
+                x[k][e] = !ragged || (j >= 0 && j < a.S) ? (1.0f - x[k][e]) * -10000.0f : -INFINITY;
                 t = fmaxf(t, x[k][e]);
             }
         }
@@ -1125,7 +1386,16 @@ static __device__ __forceinline__ void ft_softmax_row_bf16_w16_r8_g32(const ft_s
 #pragma unroll
             for (int e = 0; e < 8; e++)
                 x[k][e] *= inv;
-            ft_store_cs_bf16x8(p + c * 8, x[k]);
+            if (!ragged || (c > 0 && c < nvec - 1)) {
+                ft_store_cs_bf16x8(p + c * 8, x[k]);
+            } else {
+#pragma unroll
+                for (int e = 0; e < 8; e++) {
+                    const int j = c * 8 + e - o;
+                    if (j >= 0 && j < a.S)
+                        p[c * 8 + e] = ft_from_float_bf16(x[k][e]);
+                }
+            }
         }
     }
 }
@@ -1147,15 +1417,17 @@ static __global__ void __launch_bounds__(128) ft_softmax_bf16_w16_r8_g32(ft_soft
     ft_pdl_wait();
     ft_pdl_trigger();
     const int row = live ? row0 : (int)a.rows - 1;
-    const int S = a.S, nvec = S / 8;
+    const int S = a.S;
     const int b = row / (a.H * S), i = row % S;
     __nv_bfloat16 *p = a.scores + (int64_t)row * S;
     const __nv_bfloat16 *mrow = a.mask ? a.mask + ((int64_t)b * S + i) * S : NULL;
     const int len = a.lengths ? min(max(a.lengths[b], 0), S) : S;
+    const int nvec = S / 8;
     if (nvec == 256)
         ft_softmax_row_bf16_w16_r8_g32(a, p, mrow, len, i < len, nvec, live, true);
     else
         ft_softmax_row_bf16_w16_r8_g32(a, p, mrow, len, i < len, nvec, live, false);
+
 }
 
 /* Softmax of rows of up to blockDim.x x 32 columns: the whole block per row, 4 vector(s)
@@ -1173,9 +1445,13 @@ static __global__ void __launch_bounds__(128) ft_softmax_bf16_w16_r8_g32(ft_soft
  * the row's best, whose weights underflow either way.
  *
  * This is one row's work for the kernel below; `full`: the row fills the block's vectors
- * exactly (the compiler drops the bounds tests of that copy). */
+ * exactly (the compiler drops the bounds tests of that copy); `ragged`: the row lies o
+ * elements past the grid point p (or ends off the grid, or its mask row is off it): nvec
+ * words from p, the first and last read and written element by element, the mask
+ * element by element. */
 static __device__ __forceinline__ void ft_softmax_row_bf16_w16_b4(const ft_softmax_args_bf16 &a, __nv_bfloat16 *p,
-    const __nv_bfloat16 *mrow, int len, int row_in, int nvec, bool live, const bool full, float *scratch)
+    const __nv_bfloat16 *mrow, int len, int row_in, int nvec, bool live, const bool full, const bool ragged, int o,
+    float *scratch)
 {
     const int g = (int)blockDim.x, lane = (int)threadIdx.x;
     ft_word_bf16x8 sw[4], mw[4]; /* the row's score and mask words */
@@ -1183,9 +1459,24 @@ static __device__ __forceinline__ void ft_softmax_row_bf16_w16_b4(const ft_softm
     for (int k = 0; k < 4; k++) {
         const int c = lane + k * g;
         if (full || c < nvec) {
-            sw[k] = __ldcs((const ft_word_bf16x8 *)(p + c * 8));
-            if (mrow)
-                mw[k] = *(const ft_word_bf16x8 *)(mrow + c * 8);
+            if (!ragged || (c > 0 && c < nvec - 1)) {
+                sw[k] = __ldcs((const ft_word_bf16x8 *)(p + c * 8));
+                if (mrow && !ragged)
+                    mw[k] = *(const ft_word_bf16x8 *)(mrow + c * 8);
+            } else { /* a ragged row's first or last word: its own elements (others read as the nearest) */
+                float f[8];
+#pragma unroll
+                for (int e = 0; e < 8; e++)
+                    f[e] = ft_to_float_bf16(p[o + min(max(c * 8 + e - o, 0), a.S - 1)]);
+                sw[k] = ft_pack_bf16x8(f);
+            }
+            if (mrow && ragged) { /* the mask row element by element (L1 serves the word's other lanes) */
+                float f[8];
+#pragma unroll
+                for (int e = 0; e < 8; e++)
+                    f[e] = ft_to_float_bf16(mrow[min(max(c * 8 + e - o, 0), a.S - 1)]);
+                mw[k] = ft_pack_bf16x8(f);
+            }
         }
     }
     float x[4][8]; /* first the mask terms, then the shifted values */
@@ -1193,10 +1484,13 @@ static __device__ __forceinline__ void ft_softmax_row_bf16_w16_b4(const ft_softm
 #pragma unroll
     for (int k = 0; k < 4; k++)
         if (full || lane + k * g < nvec) {
-            ft_softmax_keep_vec_bf16_w16(mrow != NULL, mw[k], row_in, len, lane + k * g, x[k]);
+            /* a ragged row's word c holds positions c*8 - o ...; o = 0 otherwise */
+            ft_softmax_keep_vec_bf16_w16(mrow != NULL, mw[k], row_in, len + o, lane + k * g, x[k]);
 #pragma unroll
             for (int e = 0; e < 8; e++) {
-                x[k][e] = (1.0f - x[k][e]) * -10000.0f;
+                const int j = (lane + k * g) * 8 + e - o;
+                /* positions outside a ragged row weigh nothing */
+                x[k][e] = !ragged || (j >= 0 && j < a.S) ? (1.0f - x[k][e]) * -10000.0f : -INFINITY;
                 t = fmaxf(t, x[k][e]);
             }
         }
@@ -1233,7 +1527,16 @@ static __device__ __forceinline__ void ft_softmax_row_bf16_w16_b4(const ft_softm
 #pragma unroll
             for (int e = 0; e < 8; e++)
                 x[k][e] *= inv;
-            ft_store_cs_bf16x8(p + c * 8, x[k]);
+            if (!ragged || (c > 0 && c < nvec - 1)) {
+                ft_store_cs_bf16x8(p + c * 8, x[k]);
+            } else {
+#pragma unroll
+                for (int e = 0; e < 8; e++) {
+                    const int j = c * 8 + e - o;
+                    if (j >= 0 && j < a.S)
+                        p[c * 8 + e] = ft_from_float_bf16(x[k][e]);
+                }
+            }
         }
     }
 }
@@ -1248,7 +1551,7 @@ static __global__ void __launch_bounds__(256) ft_softmax_bf16_w16_b4(ft_softmax_
     __shared__ float scratch[96];
     ft_pdl_wait(); /* launched dependent, as the warp kernels */
     ft_pdl_trigger();
-    const int S = a.S, H = a.H, nvec = S / 8;
+    const int S = a.S, H = a.H;
     int b, i, row;
     if (a.mask) {
         const int bi = (int)blockIdx.x / H, h = (int)blockIdx.x - bi * H;
@@ -1261,10 +1564,12 @@ static __global__ void __launch_bounds__(256) ft_softmax_bf16_w16_b4(ft_softmax_
     __nv_bfloat16 *p = a.scores + (int64_t)row * S;
     const __nv_bfloat16 *mrow = a.mask ? a.mask + ((int64_t)b * S + i) * S : NULL;
     const int len = a.lengths ? min(max(a.lengths[b], 0), S) : S;
+    const int nvec = S / 8;
     if (nvec == (int)blockDim.x * 4)
-        ft_softmax_row_bf16_w16_b4(a, p, mrow, len, i < len, nvec, true, true, scratch);
+        ft_softmax_row_bf16_w16_b4(a, p, mrow, len, i < len, nvec, true, true, false, 0, scratch);
     else
-        ft_softmax_row_bf16_w16_b4(a, p, mrow, len, i < len, nvec, true, false, scratch);
+        ft_softmax_row_bf16_w16_b4(a, p, mrow, len, i < len, nvec, true, false, false, 0, scratch);
+
 }
 
 /* Softmax of rows of up to blockDim.x x 64 columns: the whole block per row, 8 vector(s)
@@ -1284,17 +1589,34 @@ static __global__ void __launch_bounds__(256) ft_softmax_bf16_w16_b4(ft_softmax_
  * This is one row's work for the kernel below; `full`: the row fills the block's vectors
  * exactly (the compiler drops the bounds tests of that copy). */
 static __device__ __forceinline__ void ft_softmax_row_bf16_w16_b8(const ft_softmax_args_bf16 &a, __nv_bfloat16 *p,
-    const __nv_bfloat16 *mrow, int len, int row_in, int nvec, bool live, const bool full, float *scratch)
+    const __nv_bfloat16 *mrow, int len, int row_in, int nvec, bool live, const bool full,
+    float *scratch)
 {
+    enum { ragged = 0, o = 0 };
     const int g = (int)blockDim.x, lane = (int)threadIdx.x;
     ft_word_bf16x8 sw[8], mw[8]; /* the row's score and mask words */
 #pragma unroll
     for (int k = 0; k < 8; k++) {
         const int c = lane + k * g;
         if (full || c < nvec) {
-            sw[k] = __ldcs((const ft_word_bf16x8 *)(p + c * 8));
-            if (mrow)
-                mw[k] = *(const ft_word_bf16x8 *)(mrow + c * 8);
+            if (!ragged || (c > 0 && c < nvec - 1)) {
+                sw[k] = __ldcs((const ft_word_bf16x8 *)(p + c * 8));
+                if (mrow && !ragged)
+                    mw[k] = *(const ft_word_bf16x8 *)(mrow + c * 8);
+            } else { /* a ragged row's first or last word: its own elements (others read as the nearest) */
+                float f[8];
+#pragma unroll
+                for (int e = 0; e < 8; e++)
+                    f[e] = ft_to_float_bf16(p[o + min(max(c * 8 + e - o, 0), a.S - 1)]);
+                sw[k] = ft_pack_bf16x8(f);
+            }
+            if (mrow && ragged) { /* the mask row element by element (L1 serves the word's other lanes) */
+                float f[8];
+#pragma unroll
+                for (int e = 0; e < 8; e++)
+                    f[e] = ft_to_float_bf16(mrow[min(max(c * 8 + e - o, 0), a.S - 1)]);
+                mw[k] = ft_pack_bf16x8(f);
+            }
         }
     }
     float x[8][8]; /* first the mask terms, then the shifted values */
@@ -1302,10 +1624,13 @@ static __device__ __forceinline__ void ft_softmax_row_bf16_w16_b8(const ft_softm
 #pragma unroll
     for (int k = 0; k < 8; k++)
         if (full || lane + k * g < nvec) {
-            ft_softmax_keep_vec_bf16_w16(mrow != NULL, mw[k], row_in, len, lane + k * g, x[k]);
+            /* a ragged row's word c holds positions c*8 - o ...; o = 0 otherwise */
+            ft_softmax_keep_vec_bf16_w16(mrow != NULL, mw[k], row_in, len + o, lane + k * g, x[k]);
 #pragma unroll
             for (int e = 0; e < 8; e++) {
-                x[k][e] = (1.0f - x[k][e]) * -10000.0f;
+                const int j = (lane + k * g) * 8 + e - o;
+                /* positions outside a ragged row weigh nothing */
+                x[k][e] = !ragged || (j >= 0 && j < a.S) ? (1.0f - x[k][e]) * -10000.0f : -INFINITY;
                 t = fmaxf(t, x[k][e]);
             }
         }
@@ -1342,7 +1667,16 @@ static __device__ __forceinline__ void ft_softmax_row_bf16_w16_b8(const ft_softm
 #pragma unroll
             for (int e = 0; e < 8; e++)
                 x[k][e] *= inv;
-            ft_store_cs_bf16x8(p + c * 8, x[k]);
+            if (!ragged || (c > 0 && c < nvec - 1)) {
+                ft_store_cs_bf16x8(p + c * 8, x[k]);
+            } else {
+#pragma unroll
+                for (int e = 0; e < 8; e++) {
+                    const int j = c * 8 + e - o;
+                    if (j >= 0 && j < a.S)
+                        p[c * 8 + e] = ft_from_float_bf16(x[k][e]);
+                }
+            }
         }
     }
 }
@@ -1357,7 +1691,7 @@ static __global__ void __launch_bounds__(128) ft_softmax_bf16_w16_b8(ft_softmax_
     __shared__ float scratch[96];
     ft_pdl_wait(); /* launched dependent, as the warp kernels */
     ft_pdl_trigger();
-    const int S = a.S, H = a.H, nvec = S / 8;
+    const int S = a.S, H = a.H;
     int b, i, row;
     if (a.mask) {
         const int bi = (int)blockIdx.x / H, h = (int)blockIdx.x - bi * H;
@@ -1370,10 +1704,42 @@ static __global__ void __launch_bounds__(128) ft_softmax_bf16_w16_b8(ft_softmax_
     __nv_bfloat16 *p = a.scores + (int64_t)row * S;
     const __nv_bfloat16 *mrow = a.mask ? a.mask + ((int64_t)b * S + i) * S : NULL;
     const int len = a.lengths ? min(max(a.lengths[b], 0), S) : S;
+    const int nvec = S / 8;
     if (nvec == (int)blockDim.x * 8)
         ft_softmax_row_bf16_w16_b8(a, p, mrow, len, i < len, nvec, true, true, scratch);
     else
         ft_softmax_row_bf16_w16_b8(a, p, mrow, len, i < len, nvec, true, false, scratch);
+
+}
+
+/* ft_softmax_bf16_w16_b4 for rows that may lie off the 16-byte grid (S not a multiple of
+ * 8, or a pointer off the grid): each row's words run from the grid point below it, the
+ * first and last read and written element by element, the mask element by element. A
+ * kernel of its own, so that the aligned kernels keep their registers (with this path
+ * inlined, bf16's 8-vector kernel took 168 registers instead of 127 and S4096 701 us
+ * instead of 605 on the H200). */
+static __global__ void __launch_bounds__(256) ft_softmax_bf16_w16_b4_ragged(ft_softmax_args_bf16 a)
+{
+    __shared__ float scratch[96];
+    ft_pdl_wait();
+    ft_pdl_trigger();
+    const int S = a.S, H = a.H;
+    int b, i, row;
+    if (a.mask) {
+        const int bi = (int)blockIdx.x / H, h = (int)blockIdx.x - bi * H;
+        b = bi / S, i = bi - b * S;
+        row = (b * H + h) * S + i;
+    } else {
+        row = (int)blockIdx.x;
+        b = row / (H * S), i = row % S;
+    }
+    __nv_bfloat16 *p = a.scores + (int64_t)row * S;
+    const __nv_bfloat16 *mrow = a.mask ? a.mask + ((int64_t)b * S + i) * S : NULL;
+    const int len = a.lengths ? min(max(a.lengths[b], 0), S) : S;
+    /* o elements past the grid point below the row; its words run from there */
+    const int o = (int)(((uintptr_t)p / sizeof(__nv_bfloat16)) % 8);
+    ft_softmax_row_bf16_w16_b4(a, p - o, mrow, len, i < len, (o + S + 7) / 8, true, false, true, o, scratch);
+
 }
 
 /* Softmax of rows of any length, one block per row: pass 1 keeps a running maximum and
@@ -1541,6 +1907,7 @@ static __device__ __forceinline__ void ft_softmax_keep_vec_bf16_w2(bool has_mask
 static __device__ __forceinline__ void ft_softmax_row_bf16_w2_r1_g1(const ft_softmax_args_bf16 &a, __nv_bfloat16 *p,
     const __nv_bfloat16 *mrow, int len, int row_in, int nvec, bool live, const bool full)
 {
+    enum { ragged = 0, o = 0 };
     enum { g = 1 };
     const int lane = threadIdx.x & (g - 1);
     ft_word_bf16x1 sw[1], mw[1]; /* the row's score and mask words */
@@ -1548,9 +1915,24 @@ static __device__ __forceinline__ void ft_softmax_row_bf16_w2_r1_g1(const ft_sof
     for (int k = 0; k < 1; k++) {
         const int c = lane + k * g;
         if (full || c < nvec) {
-            sw[k] = *(const ft_word_bf16x1 *)(p + c);
-            if (mrow)
-                mw[k] = *(const ft_word_bf16x1 *)(mrow + c * 1);
+            if (!ragged || (c > 0 && c < nvec - 1)) {
+                sw[k] = *(const ft_word_bf16x1 *)(p + c);
+                if (mrow && !ragged)
+                    mw[k] = *(const ft_word_bf16x1 *)(mrow + c * 1);
+            } else { /* a ragged row's first or last word: its own elements (others read as the nearest) */
+                float f[1];
+#pragma unroll
+                for (int e = 0; e < 1; e++)
+                    f[e] = ft_to_float_bf16(p[o + min(max(c * 1 + e - o, 0), a.S - 1)]);
+                sw[k] = ft_pack_bf16x1(f);
+            }
+            if (mrow && ragged) { /* the mask row element by element (L1 serves the word's other lanes) */
+                float f[1];
+#pragma unroll
+                for (int e = 0; e < 1; e++)
+                    f[e] = ft_to_float_bf16(mrow[min(max(c * 1 + e - o, 0), a.S - 1)]);
+                mw[k] = ft_pack_bf16x1(f);
+            }
         }
     }
     float x[1][1]; /* first the mask terms, then the shifted values */
@@ -1558,10 +1940,13 @@ static __device__ __forceinline__ void ft_softmax_row_bf16_w2_r1_g1(const ft_sof
 #pragma unroll
     for (int k = 0; k < 1; k++)
         if (full || lane + k * g < nvec) {
-            ft_softmax_keep_vec_bf16_w2(mrow != NULL, mw[k], row_in, len, lane + k * g, x[k]);
+            /* a ragged row's word c holds positions c*1 - o ...; o = 0 otherwise */
+            ft_softmax_keep_vec_bf16_w2(mrow != NULL, mw[k], row_in, len + o, lane + k * g, x[k]);
 #pragma unroll
             for (int e = 0; e < 1; e++) {
-                x[k][e] = (1.0f - x[k][e]) * -10000.0f;
+                const int j = (lane + k * g) * 1 + e - o;
+                /* positions outside a ragged row weigh nothing */
+                x[k][e] = !ragged || (j >= 0 && j < a.S) ? (1.0f - x[k][e]) * -10000.0f : -INFINITY;
                 t = fmaxf(t, x[k][e]);
             }
         }
@@ -1598,7 +1983,16 @@ static __device__ __forceinline__ void ft_softmax_row_bf16_w2_r1_g1(const ft_sof
 #pragma unroll
             for (int e = 0; e < 1; e++)
                 x[k][e] *= inv;
-            ft_store_bf16x1(p + c, x[k]);
+            if (!ragged || (c > 0 && c < nvec - 1)) {
+                ft_store_bf16x1(p + c, x[k]);
+            } else {
+#pragma unroll
+                for (int e = 0; e < 1; e++) {
+                    const int j = c * 1 + e - o;
+                    if (j >= 0 && j < a.S)
+                        p[c * 1 + e] = ft_from_float_bf16(x[k][e]);
+                }
+            }
         }
     }
 }
@@ -1620,15 +2014,17 @@ static __global__ void __launch_bounds__(128, 12) ft_softmax_bf16_w2_r1_g1(ft_so
     ft_pdl_wait();
     ft_pdl_trigger();
     const int row = live ? row0 : (int)a.rows - 1;
-    const int S = a.S, nvec = S / 1;
+    const int S = a.S;
     const int b = row / (a.H * S), i = row % S;
     __nv_bfloat16 *p = a.scores + (int64_t)row * S;
     const __nv_bfloat16 *mrow = a.mask ? a.mask + ((int64_t)b * S + i) * S : NULL;
     const int len = a.lengths ? min(max(a.lengths[b], 0), S) : S;
+    const int nvec = S / 1;
     if (nvec == 1)
         ft_softmax_row_bf16_w2_r1_g1(a, p, mrow, len, i < len, nvec, live, true);
     else
         ft_softmax_row_bf16_w2_r1_g1(a, p, mrow, len, i < len, nvec, live, false);
+
 }
 
 /* Softmax of rows of up to 2 columns: 2 lanes per row, 1 vector(s) of 1 per lane
@@ -1653,6 +2049,7 @@ static __global__ void __launch_bounds__(128, 12) ft_softmax_bf16_w2_r1_g1(ft_so
 static __device__ __forceinline__ void ft_softmax_row_bf16_w2_r1_g2(const ft_softmax_args_bf16 &a, __nv_bfloat16 *p,
     const __nv_bfloat16 *mrow, int len, int row_in, int nvec, bool live, const bool full)
 {
+    enum { ragged = 0, o = 0 };
     enum { g = 2 };
     const int lane = threadIdx.x & (g - 1);
     ft_word_bf16x1 sw[1], mw[1]; /* the row's score and mask words */
@@ -1660,9 +2057,24 @@ static __device__ __forceinline__ void ft_softmax_row_bf16_w2_r1_g2(const ft_sof
     for (int k = 0; k < 1; k++) {
         const int c = lane + k * g;
         if (full || c < nvec) {
-            sw[k] = *(const ft_word_bf16x1 *)(p + c);
-            if (mrow)
-                mw[k] = *(const ft_word_bf16x1 *)(mrow + c * 1);
+            if (!ragged || (c > 0 && c < nvec - 1)) {
+                sw[k] = *(const ft_word_bf16x1 *)(p + c);
+                if (mrow && !ragged)
+                    mw[k] = *(const ft_word_bf16x1 *)(mrow + c * 1);
+            } else { /* a ragged row's first or last word: its own elements (others read as the nearest) */
+                float f[1];
+#pragma unroll
+                for (int e = 0; e < 1; e++)
+                    f[e] = ft_to_float_bf16(p[o + min(max(c * 1 + e - o, 0), a.S - 1)]);
+                sw[k] = ft_pack_bf16x1(f);
+            }
+            if (mrow && ragged) { /* the mask row element by element (L1 serves the word's other lanes) */
+                float f[1];
+#pragma unroll
+                for (int e = 0; e < 1; e++)
+                    f[e] = ft_to_float_bf16(mrow[min(max(c * 1 + e - o, 0), a.S - 1)]);
+                mw[k] = ft_pack_bf16x1(f);
+            }
         }
     }
     float x[1][1]; /* first the mask terms, then the shifted values */
@@ -1670,10 +2082,13 @@ static __device__ __forceinline__ void ft_softmax_row_bf16_w2_r1_g2(const ft_sof
 #pragma unroll
     for (int k = 0; k < 1; k++)
         if (full || lane + k * g < nvec) {
-            ft_softmax_keep_vec_bf16_w2(mrow != NULL, mw[k], row_in, len, lane + k * g, x[k]);
+            /* a ragged row's word c holds positions c*1 - o ...; o = 0 otherwise */
+            ft_softmax_keep_vec_bf16_w2(mrow != NULL, mw[k], row_in, len + o, lane + k * g, x[k]);
 #pragma unroll
             for (int e = 0; e < 1; e++) {
-                x[k][e] = (1.0f - x[k][e]) * -10000.0f;
+                const int j = (lane + k * g) * 1 + e - o;
+                /* positions outside a ragged row weigh nothing */
+                x[k][e] = !ragged || (j >= 0 && j < a.S) ? (1.0f - x[k][e]) * -10000.0f : -INFINITY;
                 t = fmaxf(t, x[k][e]);
             }
         }
@@ -1710,7 +2125,16 @@ static __device__ __forceinline__ void ft_softmax_row_bf16_w2_r1_g2(const ft_sof
 #pragma unroll
             for (int e = 0; e < 1; e++)
                 x[k][e] *= inv;
-            ft_store_bf16x1(p + c, x[k]);
+            if (!ragged || (c > 0 && c < nvec - 1)) {
+                ft_store_bf16x1(p + c, x[k]);
+            } else {
+#pragma unroll
+                for (int e = 0; e < 1; e++) {
+                    const int j = c * 1 + e - o;
+                    if (j >= 0 && j < a.S)
+                        p[c * 1 + e] = ft_from_float_bf16(x[k][e]);
+                }
+            }
         }
     }
 }
@@ -1732,15 +2156,17 @@ static __global__ void __launch_bounds__(128, 12) ft_softmax_bf16_w2_r1_g2(ft_so
     ft_pdl_wait();
     ft_pdl_trigger();
     const int row = live ? row0 : (int)a.rows - 1;
-    const int S = a.S, nvec = S / 1;
+    const int S = a.S;
     const int b = row / (a.H * S), i = row % S;
     __nv_bfloat16 *p = a.scores + (int64_t)row * S;
     const __nv_bfloat16 *mrow = a.mask ? a.mask + ((int64_t)b * S + i) * S : NULL;
     const int len = a.lengths ? min(max(a.lengths[b], 0), S) : S;
+    const int nvec = S / 1;
     if (nvec == 2)
         ft_softmax_row_bf16_w2_r1_g2(a, p, mrow, len, i < len, nvec, live, true);
     else
         ft_softmax_row_bf16_w2_r1_g2(a, p, mrow, len, i < len, nvec, live, false);
+
 }
 
 /* Softmax of rows of up to 4 columns: 4 lanes per row, 1 vector(s) of 1 per lane
@@ -1765,6 +2191,7 @@ static __global__ void __launch_bounds__(128, 12) ft_softmax_bf16_w2_r1_g2(ft_so
 static __device__ __forceinline__ void ft_softmax_row_bf16_w2_r1_g4(const ft_softmax_args_bf16 &a, __nv_bfloat16 *p,
     const __nv_bfloat16 *mrow, int len, int row_in, int nvec, bool live, const bool full)
 {
+    enum { ragged = 0, o = 0 };
     enum { g = 4 };
     const int lane = threadIdx.x & (g - 1);
     ft_word_bf16x1 sw[1], mw[1]; /* the row's score and mask words */
@@ -1772,9 +2199,24 @@ static __device__ __forceinline__ void ft_softmax_row_bf16_w2_r1_g4(const ft_sof
     for (int k = 0; k < 1; k++) {
         const int c = lane + k * g;
         if (full || c < nvec) {
-            sw[k] = *(const ft_word_bf16x1 *)(p + c);
-            if (mrow)
-                mw[k] = *(const ft_word_bf16x1 *)(mrow + c * 1);
+            if (!ragged || (c > 0 && c < nvec - 1)) {
+                sw[k] = *(const ft_word_bf16x1 *)(p + c);
+                if (mrow && !ragged)
+                    mw[k] = *(const ft_word_bf16x1 *)(mrow + c * 1);
+            } else { /* a ragged row's first or last word: its own elements (others read as the nearest) */
+                float f[1];
+#pragma unroll
+                for (int e = 0; e < 1; e++)
+                    f[e] = ft_to_float_bf16(p[o + min(max(c * 1 + e - o, 0), a.S - 1)]);
+                sw[k] = ft_pack_bf16x1(f);
+            }
+            if (mrow && ragged) { /* the mask row element by element (L1 serves the word's other lanes) */
+                float f[1];
+#pragma unroll
+                for (int e = 0; e < 1; e++)
+                    f[e] = ft_to_float_bf16(mrow[min(max(c * 1 + e - o, 0), a.S - 1)]);
+                mw[k] = ft_pack_bf16x1(f);
+            }
         }
     }
     float x[1][1]; /* first the mask terms, then the shifted values */
@@ -1782,10 +2224,13 @@ static __device__ __forceinline__ void ft_softmax_row_bf16_w2_r1_g4(const ft_sof
 #pragma unroll
     for (int k = 0; k < 1; k++)
         if (full || lane + k * g < nvec) {
-            ft_softmax_keep_vec_bf16_w2(mrow != NULL, mw[k], row_in, len, lane + k * g, x[k]);
+            /* a ragged row's word c holds positions c*1 - o ...; o = 0 otherwise */
+            ft_softmax_keep_vec_bf16_w2(mrow != NULL, mw[k], row_in, len + o, lane + k * g, x[k]);
 #pragma unroll
             for (int e = 0; e < 1; e++) {
-                x[k][e] = (1.0f - x[k][e]) * -10000.0f;
+                const int j = (lane + k * g) * 1 + e - o;
+                /* positions outside a ragged row weigh nothing */
+                x[k][e] = !ragged || (j >= 0 && j < a.S) ? (1.0f - x[k][e]) * -10000.0f : -INFINITY;
                 t = fmaxf(t, x[k][e]);
             }
         }
@@ -1822,7 +2267,16 @@ static __device__ __forceinline__ void ft_softmax_row_bf16_w2_r1_g4(const ft_sof
 #pragma unroll
             for (int e = 0; e < 1; e++)
                 x[k][e] *= inv;
-            ft_store_bf16x1(p + c, x[k]);
+            if (!ragged || (c > 0 && c < nvec - 1)) {
+                ft_store_bf16x1(p + c, x[k]);
+            } else {
+#pragma unroll
+                for (int e = 0; e < 1; e++) {
+                    const int j = c * 1 + e - o;
+                    if (j >= 0 && j < a.S)
+                        p[c * 1 + e] = ft_from_float_bf16(x[k][e]);
+                }
+            }
         }
     }
 }
@@ -1844,15 +2298,17 @@ static __global__ void __launch_bounds__(128, 12) ft_softmax_bf16_w2_r1_g4(ft_so
     ft_pdl_wait();
     ft_pdl_trigger();
     const int row = live ? row0 : (int)a.rows - 1;
-    const int S = a.S, nvec = S / 1;
+    const int S = a.S;
     const int b = row / (a.H * S), i = row % S;
     __nv_bfloat16 *p = a.scores + (int64_t)row * S;
     const __nv_bfloat16 *mrow = a.mask ? a.mask + ((int64_t)b * S + i) * S : NULL;
     const int len = a.lengths ? min(max(a.lengths[b], 0), S) : S;
+    const int nvec = S / 1;
     if (nvec == 4)
         ft_softmax_row_bf16_w2_r1_g4(a, p, mrow, len, i < len, nvec, live, true);
     else
         ft_softmax_row_bf16_w2_r1_g4(a, p, mrow, len, i < len, nvec, live, false);
+
 }
 
 /* Softmax of rows of up to 8 columns: 8 lanes per row, 1 vector(s) of 1 per lane
@@ -1877,6 +2333,7 @@ static __global__ void __launch_bounds__(128, 12) ft_softmax_bf16_w2_r1_g4(ft_so
 static __device__ __forceinline__ void ft_softmax_row_bf16_w2_r1_g8(const ft_softmax_args_bf16 &a, __nv_bfloat16 *p,
     const __nv_bfloat16 *mrow, int len, int row_in, int nvec, bool live, const bool full)
 {
+    enum { ragged = 0, o = 0 };
     enum { g = 8 };
     const int lane = threadIdx.x & (g - 1);
     ft_word_bf16x1 sw[1], mw[1]; /* the row's score and mask words */
@@ -1884,9 +2341,24 @@ static __device__ __forceinline__ void ft_softmax_row_bf16_w2_r1_g8(const ft_sof
     for (int k = 0; k < 1; k++) {
         const int c = lane + k * g;
         if (full || c < nvec) {
-            sw[k] = *(const ft_word_bf16x1 *)(p + c);
-            if (mrow)
-                mw[k] = *(const ft_word_bf16x1 *)(mrow + c * 1);
+            if (!ragged || (c > 0 && c < nvec - 1)) {
+                sw[k] = *(const ft_word_bf16x1 *)(p + c);
+                if (mrow && !ragged)
+                    mw[k] = *(const ft_word_bf16x1 *)(mrow + c * 1);
+            } else { /* a ragged row's first or last word: its own elements (others read as the nearest) */
+                float f[1];
+#pragma unroll
+                for (int e = 0; e < 1; e++)
+                    f[e] = ft_to_float_bf16(p[o + min(max(c * 1 + e - o, 0), a.S - 1)]);
+                sw[k] = ft_pack_bf16x1(f);
+            }
+            if (mrow && ragged) { /* the mask row element by element (L1 serves the word's other lanes) */
+                float f[1];
+#pragma unroll
+                for (int e = 0; e < 1; e++)
+                    f[e] = ft_to_float_bf16(mrow[min(max(c * 1 + e - o, 0), a.S - 1)]);
+                mw[k] = ft_pack_bf16x1(f);
+            }
         }
     }
     float x[1][1]; /* first the mask terms, then the shifted values */
@@ -1894,10 +2366,13 @@ static __device__ __forceinline__ void ft_softmax_row_bf16_w2_r1_g8(const ft_sof
 #pragma unroll
     for (int k = 0; k < 1; k++)
         if (full || lane + k * g < nvec) {
-            ft_softmax_keep_vec_bf16_w2(mrow != NULL, mw[k], row_in, len, lane + k * g, x[k]);
+            /* a ragged row's word c holds positions c*1 - o ...; o = 0 otherwise */
+            ft_softmax_keep_vec_bf16_w2(mrow != NULL, mw[k], row_in, len + o, lane + k * g, x[k]);
 #pragma unroll
             for (int e = 0; e < 1; e++) {
-                x[k][e] = (1.0f - x[k][e]) * -10000.0f;
+                const int j = (lane + k * g) * 1 + e - o;
+                /* positions outside a ragged row weigh nothing */
+                x[k][e] = !ragged || (j >= 0 && j < a.S) ? (1.0f - x[k][e]) * -10000.0f : -INFINITY;
                 t = fmaxf(t, x[k][e]);
             }
         }
@@ -1934,7 +2409,16 @@ static __device__ __forceinline__ void ft_softmax_row_bf16_w2_r1_g8(const ft_sof
 #pragma unroll
             for (int e = 0; e < 1; e++)
                 x[k][e] *= inv;
-            ft_store_bf16x1(p + c, x[k]);
+            if (!ragged || (c > 0 && c < nvec - 1)) {
+                ft_store_bf16x1(p + c, x[k]);
+            } else {
+#pragma unroll
+                for (int e = 0; e < 1; e++) {
+                    const int j = c * 1 + e - o;
+                    if (j >= 0 && j < a.S)
+                        p[c * 1 + e] = ft_from_float_bf16(x[k][e]);
+                }
+            }
         }
     }
 }
@@ -1956,15 +2440,17 @@ static __global__ void __launch_bounds__(128, 12) ft_softmax_bf16_w2_r1_g8(ft_so
     ft_pdl_wait();
     ft_pdl_trigger();
     const int row = live ? row0 : (int)a.rows - 1;
-    const int S = a.S, nvec = S / 1;
+    const int S = a.S;
     const int b = row / (a.H * S), i = row % S;
     __nv_bfloat16 *p = a.scores + (int64_t)row * S;
     const __nv_bfloat16 *mrow = a.mask ? a.mask + ((int64_t)b * S + i) * S : NULL;
     const int len = a.lengths ? min(max(a.lengths[b], 0), S) : S;
+    const int nvec = S / 1;
     if (nvec == 8)
         ft_softmax_row_bf16_w2_r1_g8(a, p, mrow, len, i < len, nvec, live, true);
     else
         ft_softmax_row_bf16_w2_r1_g8(a, p, mrow, len, i < len, nvec, live, false);
+
 }
 
 /* Softmax of rows of up to 16 columns: 16 lanes per row, 1 vector(s) of 1 per lane
@@ -1989,6 +2475,7 @@ static __global__ void __launch_bounds__(128, 12) ft_softmax_bf16_w2_r1_g8(ft_so
 static __device__ __forceinline__ void ft_softmax_row_bf16_w2_r1_g16(const ft_softmax_args_bf16 &a, __nv_bfloat16 *p,
     const __nv_bfloat16 *mrow, int len, int row_in, int nvec, bool live, const bool full)
 {
+    enum { ragged = 0, o = 0 };
     enum { g = 16 };
     const int lane = threadIdx.x & (g - 1);
     ft_word_bf16x1 sw[1], mw[1]; /* the row's score and mask words */
@@ -1996,9 +2483,24 @@ static __device__ __forceinline__ void ft_softmax_row_bf16_w2_r1_g16(const ft_so
     for (int k = 0; k < 1; k++) {
         const int c = lane + k * g;
         if (full || c < nvec) {
-            sw[k] = *(const ft_word_bf16x1 *)(p + c);
-            if (mrow)
-                mw[k] = *(const ft_word_bf16x1 *)(mrow + c * 1);
+            if (!ragged || (c > 0 && c < nvec - 1)) {
+                sw[k] = *(const ft_word_bf16x1 *)(p + c);
+                if (mrow && !ragged)
+                    mw[k] = *(const ft_word_bf16x1 *)(mrow + c * 1);
+            } else { /* a ragged row's first or last word: its own elements (others read as the nearest) */
+                float f[1];
+#pragma unroll
+                for (int e = 0; e < 1; e++)
+                    f[e] = ft_to_float_bf16(p[o + min(max(c * 1 + e - o, 0), a.S - 1)]);
+                sw[k] = ft_pack_bf16x1(f);
+            }
+            if (mrow && ragged) { /* the mask row element by element (L1 serves the word's other lanes) */
+                float f[1];
+#pragma unroll
+                for (int e = 0; e < 1; e++)
+                    f[e] = ft_to_float_bf16(mrow[min(max(c * 1 + e - o, 0), a.S - 1)]);
+                mw[k] = ft_pack_bf16x1(f);
+            }
         }
     }
     float x[1][1]; /* first the mask terms, then the shifted values */
@@ -2006,10 +2508,13 @@ static __device__ __forceinline__ void ft_softmax_row_bf16_w2_r1_g16(const ft_so
 #pragma unroll
     for (int k = 0; k < 1; k++)
         if (full || lane + k * g < nvec) {
-            ft_softmax_keep_vec_bf16_w2(mrow != NULL, mw[k], row_in, len, lane + k * g, x[k]);
+            /* a ragged row's word c holds positions c*1 - o ...; o = 0 otherwise */
+            ft_softmax_keep_vec_bf16_w2(mrow != NULL, mw[k], row_in, len + o, lane + k * g, x[k]);
 #pragma unroll
             for (int e = 0; e < 1; e++) {
-                x[k][e] = (1.0f - x[k][e]) * -10000.0f;
+                const int j = (lane + k * g) * 1 + e - o;
+                /* positions outside a ragged row weigh nothing */
+                x[k][e] = !ragged || (j >= 0 && j < a.S) ? (1.0f - x[k][e]) * -10000.0f : -INFINITY;
                 t = fmaxf(t, x[k][e]);
             }
         }
@@ -2046,7 +2551,16 @@ static __device__ __forceinline__ void ft_softmax_row_bf16_w2_r1_g16(const ft_so
 #pragma unroll
             for (int e = 0; e < 1; e++)
                 x[k][e] *= inv;
-            ft_store_bf16x1(p + c, x[k]);
+            if (!ragged || (c > 0 && c < nvec - 1)) {
+                ft_store_bf16x1(p + c, x[k]);
+            } else {
+#pragma unroll
+                for (int e = 0; e < 1; e++) {
+                    const int j = c * 1 + e - o;
+                    if (j >= 0 && j < a.S)
+                        p[c * 1 + e] = ft_from_float_bf16(x[k][e]);
+                }
+            }
         }
     }
 }
@@ -2068,15 +2582,17 @@ static __global__ void __launch_bounds__(128, 12) ft_softmax_bf16_w2_r1_g16(ft_s
     ft_pdl_wait();
     ft_pdl_trigger();
     const int row = live ? row0 : (int)a.rows - 1;
-    const int S = a.S, nvec = S / 1;
+    const int S = a.S;
     const int b = row / (a.H * S), i = row % S;
     __nv_bfloat16 *p = a.scores + (int64_t)row * S;
     const __nv_bfloat16 *mrow = a.mask ? a.mask + ((int64_t)b * S + i) * S : NULL;
     const int len = a.lengths ? min(max(a.lengths[b], 0), S) : S;
+    const int nvec = S / 1;
     if (nvec == 16)
         ft_softmax_row_bf16_w2_r1_g16(a, p, mrow, len, i < len, nvec, live, true);
     else
         ft_softmax_row_bf16_w2_r1_g16(a, p, mrow, len, i < len, nvec, live, false);
+
 }
 
 /* Softmax of rows of up to 32 columns: 32 lanes per row, 1 vector(s) of 1 per lane
@@ -2101,6 +2617,7 @@ static __global__ void __launch_bounds__(128, 12) ft_softmax_bf16_w2_r1_g16(ft_s
 static __device__ __forceinline__ void ft_softmax_row_bf16_w2_r1_g32(const ft_softmax_args_bf16 &a, __nv_bfloat16 *p,
     const __nv_bfloat16 *mrow, int len, int row_in, int nvec, bool live, const bool full)
 {
+    enum { ragged = 0, o = 0 };
     enum { g = 32 };
     const int lane = threadIdx.x & (g - 1);
     ft_word_bf16x1 sw[1], mw[1]; /* the row's score and mask words */
@@ -2108,9 +2625,24 @@ static __device__ __forceinline__ void ft_softmax_row_bf16_w2_r1_g32(const ft_so
     for (int k = 0; k < 1; k++) {
         const int c = lane + k * g;
         if (full || c < nvec) {
-            sw[k] = *(const ft_word_bf16x1 *)(p + c);
-            if (mrow)
-                mw[k] = *(const ft_word_bf16x1 *)(mrow + c * 1);
+            if (!ragged || (c > 0 && c < nvec - 1)) {
+                sw[k] = *(const ft_word_bf16x1 *)(p + c);
+                if (mrow && !ragged)
+                    mw[k] = *(const ft_word_bf16x1 *)(mrow + c * 1);
+            } else { /* a ragged row's first or last word: its own elements (others read as the nearest) */
+                float f[1];
+#pragma unroll
+                for (int e = 0; e < 1; e++)
+                    f[e] = ft_to_float_bf16(p[o + min(max(c * 1 + e - o, 0), a.S - 1)]);
+                sw[k] = ft_pack_bf16x1(f);
+            }
+            if (mrow && ragged) { /* the mask row element by element (L1 serves the word's other lanes) */
+                float f[1];
+#pragma unroll
+                for (int e = 0; e < 1; e++)
+                    f[e] = ft_to_float_bf16(mrow[min(max(c * 1 + e - o, 0), a.S - 1)]);
+                mw[k] = ft_pack_bf16x1(f);
+            }
         }
     }
     float x[1][1]; /* first the mask terms, then the shifted values */
@@ -2118,10 +2650,13 @@ static __device__ __forceinline__ void ft_softmax_row_bf16_w2_r1_g32(const ft_so
 #pragma unroll
     for (int k = 0; k < 1; k++)
         if (full || lane + k * g < nvec) {
-            ft_softmax_keep_vec_bf16_w2(mrow != NULL, mw[k], row_in, len, lane + k * g, x[k]);
+            /* a ragged row's word c holds positions c*1 - o ...; o = 0 otherwise */
+            ft_softmax_keep_vec_bf16_w2(mrow != NULL, mw[k], row_in, len + o, lane + k * g, x[k]);
 #pragma unroll
             for (int e = 0; e < 1; e++) {
-                x[k][e] = (1.0f - x[k][e]) * -10000.0f;
+                const int j = (lane + k * g) * 1 + e - o;
+                /* positions outside a ragged row weigh nothing */
+                x[k][e] = !ragged || (j >= 0 && j < a.S) ? (1.0f - x[k][e]) * -10000.0f : -INFINITY;
                 t = fmaxf(t, x[k][e]);
             }
         }
@@ -2158,7 +2693,16 @@ static __device__ __forceinline__ void ft_softmax_row_bf16_w2_r1_g32(const ft_so
 #pragma unroll
             for (int e = 0; e < 1; e++)
                 x[k][e] *= inv;
-            ft_store_bf16x1(p + c, x[k]);
+            if (!ragged || (c > 0 && c < nvec - 1)) {
+                ft_store_bf16x1(p + c, x[k]);
+            } else {
+#pragma unroll
+                for (int e = 0; e < 1; e++) {
+                    const int j = c * 1 + e - o;
+                    if (j >= 0 && j < a.S)
+                        p[c * 1 + e] = ft_from_float_bf16(x[k][e]);
+                }
+            }
         }
     }
 }
@@ -2180,15 +2724,17 @@ static __global__ void __launch_bounds__(128, 12) ft_softmax_bf16_w2_r1_g32(ft_s
     ft_pdl_wait();
     ft_pdl_trigger();
     const int row = live ? row0 : (int)a.rows - 1;
-    const int S = a.S, nvec = S / 1;
+    const int S = a.S;
     const int b = row / (a.H * S), i = row % S;
     __nv_bfloat16 *p = a.scores + (int64_t)row * S;
     const __nv_bfloat16 *mrow = a.mask ? a.mask + ((int64_t)b * S + i) * S : NULL;
     const int len = a.lengths ? min(max(a.lengths[b], 0), S) : S;
+    const int nvec = S / 1;
     if (nvec == 32)
         ft_softmax_row_bf16_w2_r1_g32(a, p, mrow, len, i < len, nvec, live, true);
     else
         ft_softmax_row_bf16_w2_r1_g32(a, p, mrow, len, i < len, nvec, live, false);
+
 }
 
 /* Softmax of rows of up to 64 columns: 32 lanes per row, 2 vector(s) of 1 per lane
@@ -2213,6 +2759,7 @@ static __global__ void __launch_bounds__(128, 12) ft_softmax_bf16_w2_r1_g32(ft_s
 static __device__ __forceinline__ void ft_softmax_row_bf16_w2_r2_g32(const ft_softmax_args_bf16 &a, __nv_bfloat16 *p,
     const __nv_bfloat16 *mrow, int len, int row_in, int nvec, bool live, const bool full)
 {
+    enum { ragged = 0, o = 0 };
     enum { g = 32 };
     const int lane = threadIdx.x & (g - 1);
     ft_word_bf16x1 sw[2], mw[2]; /* the row's score and mask words */
@@ -2220,9 +2767,24 @@ static __device__ __forceinline__ void ft_softmax_row_bf16_w2_r2_g32(const ft_so
     for (int k = 0; k < 2; k++) {
         const int c = lane + k * g;
         if (full || c < nvec) {
-            sw[k] = *(const ft_word_bf16x1 *)(p + c);
-            if (mrow)
-                mw[k] = *(const ft_word_bf16x1 *)(mrow + c * 1);
+            if (!ragged || (c > 0 && c < nvec - 1)) {
+                sw[k] = *(const ft_word_bf16x1 *)(p + c);
+                if (mrow && !ragged)
+                    mw[k] = *(const ft_word_bf16x1 *)(mrow + c * 1);
+            } else { /* a ragged row's first or last word: its own elements (others read as the nearest) */
+                float f[1];
+#pragma unroll
+                for (int e = 0; e < 1; e++)
+                    f[e] = ft_to_float_bf16(p[o + min(max(c * 1 + e - o, 0), a.S - 1)]);
+                sw[k] = ft_pack_bf16x1(f);
+            }
+            if (mrow && ragged) { /* the mask row element by element (L1 serves the word's other lanes) */
+                float f[1];
+#pragma unroll
+                for (int e = 0; e < 1; e++)
+                    f[e] = ft_to_float_bf16(mrow[min(max(c * 1 + e - o, 0), a.S - 1)]);
+                mw[k] = ft_pack_bf16x1(f);
+            }
         }
     }
     float x[2][1]; /* first the mask terms, then the shifted values */
@@ -2230,10 +2792,13 @@ static __device__ __forceinline__ void ft_softmax_row_bf16_w2_r2_g32(const ft_so
 #pragma unroll
     for (int k = 0; k < 2; k++)
         if (full || lane + k * g < nvec) {
-            ft_softmax_keep_vec_bf16_w2(mrow != NULL, mw[k], row_in, len, lane + k * g, x[k]);
+            /* a ragged row's word c holds positions c*1 - o ...; o = 0 otherwise */
+            ft_softmax_keep_vec_bf16_w2(mrow != NULL, mw[k], row_in, len + o, lane + k * g, x[k]);
 #pragma unroll
             for (int e = 0; e < 1; e++) {
-                x[k][e] = (1.0f - x[k][e]) * -10000.0f;
+                const int j = (lane + k * g) * 1 + e - o;
+                /* positions outside a ragged row weigh nothing */
+                x[k][e] = !ragged || (j >= 0 && j < a.S) ? (1.0f - x[k][e]) * -10000.0f : -INFINITY;
                 t = fmaxf(t, x[k][e]);
             }
         }
@@ -2270,7 +2835,16 @@ static __device__ __forceinline__ void ft_softmax_row_bf16_w2_r2_g32(const ft_so
 #pragma unroll
             for (int e = 0; e < 1; e++)
                 x[k][e] *= inv;
-            ft_store_bf16x1(p + c, x[k]);
+            if (!ragged || (c > 0 && c < nvec - 1)) {
+                ft_store_bf16x1(p + c, x[k]);
+            } else {
+#pragma unroll
+                for (int e = 0; e < 1; e++) {
+                    const int j = c * 1 + e - o;
+                    if (j >= 0 && j < a.S)
+                        p[c * 1 + e] = ft_from_float_bf16(x[k][e]);
+                }
+            }
         }
     }
 }
@@ -2292,15 +2866,17 @@ static __global__ void __launch_bounds__(128, 12) ft_softmax_bf16_w2_r2_g32(ft_s
     ft_pdl_wait();
     ft_pdl_trigger();
     const int row = live ? row0 : (int)a.rows - 1;
-    const int S = a.S, nvec = S / 1;
+    const int S = a.S;
     const int b = row / (a.H * S), i = row % S;
     __nv_bfloat16 *p = a.scores + (int64_t)row * S;
     const __nv_bfloat16 *mrow = a.mask ? a.mask + ((int64_t)b * S + i) * S : NULL;
     const int len = a.lengths ? min(max(a.lengths[b], 0), S) : S;
+    const int nvec = S / 1;
     if (nvec == 64)
         ft_softmax_row_bf16_w2_r2_g32(a, p, mrow, len, i < len, nvec, live, true);
     else
         ft_softmax_row_bf16_w2_r2_g32(a, p, mrow, len, i < len, nvec, live, false);
+
 }
 
 /* Softmax of rows of up to 128 columns: 32 lanes per row, 4 vector(s) of 1 per lane
@@ -2325,6 +2901,7 @@ static __global__ void __launch_bounds__(128, 12) ft_softmax_bf16_w2_r2_g32(ft_s
 static __device__ __forceinline__ void ft_softmax_row_bf16_w2_r4_g32(const ft_softmax_args_bf16 &a, __nv_bfloat16 *p,
     const __nv_bfloat16 *mrow, int len, int row_in, int nvec, bool live, const bool full)
 {
+    enum { ragged = 0, o = 0 };
     enum { g = 32 };
     const int lane = threadIdx.x & (g - 1);
     ft_word_bf16x1 sw[4], mw[4]; /* the row's score and mask words */
@@ -2332,9 +2909,24 @@ static __device__ __forceinline__ void ft_softmax_row_bf16_w2_r4_g32(const ft_so
     for (int k = 0; k < 4; k++) {
         const int c = lane + k * g;
         if (full || c < nvec) {
-            sw[k] = *(const ft_word_bf16x1 *)(p + c);
-            if (mrow)
-                mw[k] = *(const ft_word_bf16x1 *)(mrow + c * 1);
+            if (!ragged || (c > 0 && c < nvec - 1)) {
+                sw[k] = *(const ft_word_bf16x1 *)(p + c);
+                if (mrow && !ragged)
+                    mw[k] = *(const ft_word_bf16x1 *)(mrow + c * 1);
+            } else { /* a ragged row's first or last word: its own elements (others read as the nearest) */
+                float f[1];
+#pragma unroll
+                for (int e = 0; e < 1; e++)
+                    f[e] = ft_to_float_bf16(p[o + min(max(c * 1 + e - o, 0), a.S - 1)]);
+                sw[k] = ft_pack_bf16x1(f);
+            }
+            if (mrow && ragged) { /* the mask row element by element (L1 serves the word's other lanes) */
+                float f[1];
+#pragma unroll
+                for (int e = 0; e < 1; e++)
+                    f[e] = ft_to_float_bf16(mrow[min(max(c * 1 + e - o, 0), a.S - 1)]);
+                mw[k] = ft_pack_bf16x1(f);
+            }
         }
     }
     float x[4][1]; /* first the mask terms, then the shifted values */
@@ -2342,10 +2934,13 @@ static __device__ __forceinline__ void ft_softmax_row_bf16_w2_r4_g32(const ft_so
 #pragma unroll
     for (int k = 0; k < 4; k++)
         if (full || lane + k * g < nvec) {
-            ft_softmax_keep_vec_bf16_w2(mrow != NULL, mw[k], row_in, len, lane + k * g, x[k]);
+            /* a ragged row's word c holds positions c*1 - o ...; o = 0 otherwise */
+            ft_softmax_keep_vec_bf16_w2(mrow != NULL, mw[k], row_in, len + o, lane + k * g, x[k]);
 #pragma unroll
             for (int e = 0; e < 1; e++) {
-                x[k][e] = (1.0f - x[k][e]) * -10000.0f;
+                const int j = (lane + k * g) * 1 + e - o;
+                /* positions outside a ragged row weigh nothing */
+                x[k][e] = !ragged || (j >= 0 && j < a.S) ? (1.0f - x[k][e]) * -10000.0f : -INFINITY;
                 t = fmaxf(t, x[k][e]);
             }
         }
@@ -2382,7 +2977,16 @@ static __device__ __forceinline__ void ft_softmax_row_bf16_w2_r4_g32(const ft_so
 #pragma unroll
             for (int e = 0; e < 1; e++)
                 x[k][e] *= inv;
-            ft_store_bf16x1(p + c, x[k]);
+            if (!ragged || (c > 0 && c < nvec - 1)) {
+                ft_store_bf16x1(p + c, x[k]);
+            } else {
+#pragma unroll
+                for (int e = 0; e < 1; e++) {
+                    const int j = c * 1 + e - o;
+                    if (j >= 0 && j < a.S)
+                        p[c * 1 + e] = ft_from_float_bf16(x[k][e]);
+                }
+            }
         }
     }
 }
@@ -2404,15 +3008,17 @@ static __global__ void __launch_bounds__(128) ft_softmax_bf16_w2_r4_g32(ft_softm
     ft_pdl_wait();
     ft_pdl_trigger();
     const int row = live ? row0 : (int)a.rows - 1;
-    const int S = a.S, nvec = S / 1;
+    const int S = a.S;
     const int b = row / (a.H * S), i = row % S;
     __nv_bfloat16 *p = a.scores + (int64_t)row * S;
     const __nv_bfloat16 *mrow = a.mask ? a.mask + ((int64_t)b * S + i) * S : NULL;
     const int len = a.lengths ? min(max(a.lengths[b], 0), S) : S;
+    const int nvec = S / 1;
     if (nvec == 128)
         ft_softmax_row_bf16_w2_r4_g32(a, p, mrow, len, i < len, nvec, live, true);
     else
         ft_softmax_row_bf16_w2_r4_g32(a, p, mrow, len, i < len, nvec, live, false);
+
 }
 
 /* Softmax of rows of up to 256 columns: 32 lanes per row, 8 vector(s) of 1 per lane
@@ -2437,6 +3043,7 @@ static __global__ void __launch_bounds__(128) ft_softmax_bf16_w2_r4_g32(ft_softm
 static __device__ __forceinline__ void ft_softmax_row_bf16_w2_r8_g32(const ft_softmax_args_bf16 &a, __nv_bfloat16 *p,
     const __nv_bfloat16 *mrow, int len, int row_in, int nvec, bool live, const bool full)
 {
+    enum { ragged = 0, o = 0 };
     enum { g = 32 };
     const int lane = threadIdx.x & (g - 1);
     ft_word_bf16x1 sw[8], mw[8]; /* the row's score and mask words */
@@ -2444,9 +3051,24 @@ static __device__ __forceinline__ void ft_softmax_row_bf16_w2_r8_g32(const ft_so
     for (int k = 0; k < 8; k++) {
         const int c = lane + k * g;
         if (full || c < nvec) {
-            sw[k] = *(const ft_word_bf16x1 *)(p + c);
-            if (mrow)
-                mw[k] = *(const ft_word_bf16x1 *)(mrow + c * 1);
+            if (!ragged || (c > 0 && c < nvec - 1)) {
+                sw[k] = *(const ft_word_bf16x1 *)(p + c);
+                if (mrow && !ragged)
+                    mw[k] = *(const ft_word_bf16x1 *)(mrow + c * 1);
+            } else { /* a ragged row's first or last word: its own elements (others read as the nearest) */
+                float f[1];
+#pragma unroll
+                for (int e = 0; e < 1; e++)
+                    f[e] = ft_to_float_bf16(p[o + min(max(c * 1 + e - o, 0), a.S - 1)]);
+                sw[k] = ft_pack_bf16x1(f);
+            }
+            if (mrow && ragged) { /* the mask row element by element (L1 serves the word's other lanes) */
+                float f[1];
+#pragma unroll
+                for (int e = 0; e < 1; e++)
+                    f[e] = ft_to_float_bf16(mrow[min(max(c * 1 + e - o, 0), a.S - 1)]);
+                mw[k] = ft_pack_bf16x1(f);
+            }
         }
     }
     float x[8][1]; /* first the mask terms, then the shifted values */
@@ -2454,10 +3076,13 @@ static __device__ __forceinline__ void ft_softmax_row_bf16_w2_r8_g32(const ft_so
 #pragma unroll
     for (int k = 0; k < 8; k++)
         if (full || lane + k * g < nvec) {
-            ft_softmax_keep_vec_bf16_w2(mrow != NULL, mw[k], row_in, len, lane + k * g, x[k]);
+            /* a ragged row's word c holds positions c*1 - o ...; o = 0 otherwise */
+            ft_softmax_keep_vec_bf16_w2(mrow != NULL, mw[k], row_in, len + o, lane + k * g, x[k]);
 #pragma unroll
             for (int e = 0; e < 1; e++) {
-                x[k][e] = (1.0f - x[k][e]) * -10000.0f;
+                const int j = (lane + k * g) * 1 + e - o;
+                /* positions outside a ragged row weigh nothing */
+                x[k][e] = !ragged || (j >= 0 && j < a.S) ? (1.0f - x[k][e]) * -10000.0f : -INFINITY;
                 t = fmaxf(t, x[k][e]);
             }
         }
@@ -2494,7 +3119,16 @@ static __device__ __forceinline__ void ft_softmax_row_bf16_w2_r8_g32(const ft_so
 #pragma unroll
             for (int e = 0; e < 1; e++)
                 x[k][e] *= inv;
-            ft_store_bf16x1(p + c, x[k]);
+            if (!ragged || (c > 0 && c < nvec - 1)) {
+                ft_store_bf16x1(p + c, x[k]);
+            } else {
+#pragma unroll
+                for (int e = 0; e < 1; e++) {
+                    const int j = c * 1 + e - o;
+                    if (j >= 0 && j < a.S)
+                        p[c * 1 + e] = ft_from_float_bf16(x[k][e]);
+                }
+            }
         }
     }
 }
@@ -2516,15 +3150,17 @@ static __global__ void __launch_bounds__(128) ft_softmax_bf16_w2_r8_g32(ft_softm
     ft_pdl_wait();
     ft_pdl_trigger();
     const int row = live ? row0 : (int)a.rows - 1;
-    const int S = a.S, nvec = S / 1;
+    const int S = a.S;
     const int b = row / (a.H * S), i = row % S;
     __nv_bfloat16 *p = a.scores + (int64_t)row * S;
     const __nv_bfloat16 *mrow = a.mask ? a.mask + ((int64_t)b * S + i) * S : NULL;
     const int len = a.lengths ? min(max(a.lengths[b], 0), S) : S;
+    const int nvec = S / 1;
     if (nvec == 256)
         ft_softmax_row_bf16_w2_r8_g32(a, p, mrow, len, i < len, nvec, live, true);
     else
         ft_softmax_row_bf16_w2_r8_g32(a, p, mrow, len, i < len, nvec, live, false);
+
 }
 
 /* Softmax of rows of up to 512 columns: 32 lanes per row, 16 vector(s) of 1 per lane
@@ -2549,6 +3185,7 @@ static __global__ void __launch_bounds__(128) ft_softmax_bf16_w2_r8_g32(ft_softm
 static __device__ __forceinline__ void ft_softmax_row_bf16_w2_r16_g32(const ft_softmax_args_bf16 &a, __nv_bfloat16 *p,
     const __nv_bfloat16 *mrow, int len, int row_in, int nvec, bool live, const bool full)
 {
+    enum { ragged = 0, o = 0 };
     enum { g = 32 };
     const int lane = threadIdx.x & (g - 1);
     ft_word_bf16x1 sw[16], mw[16]; /* the row's score and mask words */
@@ -2556,9 +3193,24 @@ static __device__ __forceinline__ void ft_softmax_row_bf16_w2_r16_g32(const ft_s
     for (int k = 0; k < 16; k++) {
         const int c = lane + k * g;
         if (full || c < nvec) {
-            sw[k] = *(const ft_word_bf16x1 *)(p + c);
-            if (mrow)
-                mw[k] = *(const ft_word_bf16x1 *)(mrow + c * 1);
+            if (!ragged || (c > 0 && c < nvec - 1)) {
+                sw[k] = *(const ft_word_bf16x1 *)(p + c);
+                if (mrow && !ragged)
+                    mw[k] = *(const ft_word_bf16x1 *)(mrow + c * 1);
+            } else { /* a ragged row's first or last word: its own elements (others read as the nearest) */
+                float f[1];
+#pragma unroll
+                for (int e = 0; e < 1; e++)
+                    f[e] = ft_to_float_bf16(p[o + min(max(c * 1 + e - o, 0), a.S - 1)]);
+                sw[k] = ft_pack_bf16x1(f);
+            }
+            if (mrow && ragged) { /* the mask row element by element (L1 serves the word's other lanes) */
+                float f[1];
+#pragma unroll
+                for (int e = 0; e < 1; e++)
+                    f[e] = ft_to_float_bf16(mrow[min(max(c * 1 + e - o, 0), a.S - 1)]);
+                mw[k] = ft_pack_bf16x1(f);
+            }
         }
     }
     float x[16][1]; /* first the mask terms, then the shifted values */
@@ -2566,10 +3218,13 @@ static __device__ __forceinline__ void ft_softmax_row_bf16_w2_r16_g32(const ft_s
 #pragma unroll
     for (int k = 0; k < 16; k++)
         if (full || lane + k * g < nvec) {
-            ft_softmax_keep_vec_bf16_w2(mrow != NULL, mw[k], row_in, len, lane + k * g, x[k]);
+            /* a ragged row's word c holds positions c*1 - o ...; o = 0 otherwise */
+            ft_softmax_keep_vec_bf16_w2(mrow != NULL, mw[k], row_in, len + o, lane + k * g, x[k]);
 #pragma unroll
             for (int e = 0; e < 1; e++) {
-                x[k][e] = (1.0f - x[k][e]) * -10000.0f;
+                const int j = (lane + k * g) * 1 + e - o;
+                /* positions outside a ragged row weigh nothing */
+                x[k][e] = !ragged || (j >= 0 && j < a.S) ? (1.0f - x[k][e]) * -10000.0f : -INFINITY;
                 t = fmaxf(t, x[k][e]);
             }
         }
@@ -2606,7 +3261,16 @@ static __device__ __forceinline__ void ft_softmax_row_bf16_w2_r16_g32(const ft_s
 #pragma unroll
             for (int e = 0; e < 1; e++)
                 x[k][e] *= inv;
-            ft_store_bf16x1(p + c, x[k]);
+            if (!ragged || (c > 0 && c < nvec - 1)) {
+                ft_store_bf16x1(p + c, x[k]);
+            } else {
+#pragma unroll
+                for (int e = 0; e < 1; e++) {
+                    const int j = c * 1 + e - o;
+                    if (j >= 0 && j < a.S)
+                        p[c * 1 + e] = ft_from_float_bf16(x[k][e]);
+                }
+            }
         }
     }
 }
@@ -2628,15 +3292,17 @@ static __global__ void __launch_bounds__(128) ft_softmax_bf16_w2_r16_g32(ft_soft
     ft_pdl_wait();
     ft_pdl_trigger();
     const int row = live ? row0 : (int)a.rows - 1;
-    const int S = a.S, nvec = S / 1;
+    const int S = a.S;
     const int b = row / (a.H * S), i = row % S;
     __nv_bfloat16 *p = a.scores + (int64_t)row * S;
     const __nv_bfloat16 *mrow = a.mask ? a.mask + ((int64_t)b * S + i) * S : NULL;
     const int len = a.lengths ? min(max(a.lengths[b], 0), S) : S;
+    const int nvec = S / 1;
     if (nvec == 512)
         ft_softmax_row_bf16_w2_r16_g32(a, p, mrow, len, i < len, nvec, live, true);
     else
         ft_softmax_row_bf16_w2_r16_g32(a, p, mrow, len, i < len, nvec, live, false);
+
 }
 
 /* Softmax of rows of up to 1024 columns: 32 lanes per row, 32 vector(s) of 1 per lane
@@ -2661,6 +3327,7 @@ static __global__ void __launch_bounds__(128) ft_softmax_bf16_w2_r16_g32(ft_soft
 static __device__ __forceinline__ void ft_softmax_row_bf16_w2_r32_g32(const ft_softmax_args_bf16 &a, __nv_bfloat16 *p,
     const __nv_bfloat16 *mrow, int len, int row_in, int nvec, bool live, const bool full)
 {
+    enum { ragged = 0, o = 0 };
     enum { g = 32 };
     const int lane = threadIdx.x & (g - 1);
     ft_word_bf16x1 sw[32], mw[32]; /* the row's score and mask words */
@@ -2668,9 +3335,24 @@ static __device__ __forceinline__ void ft_softmax_row_bf16_w2_r32_g32(const ft_s
     for (int k = 0; k < 32; k++) {
         const int c = lane + k * g;
         if (full || c < nvec) {
-            sw[k] = *(const ft_word_bf16x1 *)(p + c);
-            if (mrow)
-                mw[k] = *(const ft_word_bf16x1 *)(mrow + c * 1);
+            if (!ragged || (c > 0 && c < nvec - 1)) {
+                sw[k] = *(const ft_word_bf16x1 *)(p + c);
+                if (mrow && !ragged)
+                    mw[k] = *(const ft_word_bf16x1 *)(mrow + c * 1);
+            } else { /* a ragged row's first or last word: its own elements (others read as the nearest) */
+                float f[1];
+#pragma unroll
+                for (int e = 0; e < 1; e++)
+                    f[e] = ft_to_float_bf16(p[o + min(max(c * 1 + e - o, 0), a.S - 1)]);
+                sw[k] = ft_pack_bf16x1(f);
+            }
+            if (mrow && ragged) { /* the mask row element by element (L1 serves the word's other lanes) */
+                float f[1];
+#pragma unroll
+                for (int e = 0; e < 1; e++)
+                    f[e] = ft_to_float_bf16(mrow[min(max(c * 1 + e - o, 0), a.S - 1)]);
+                mw[k] = ft_pack_bf16x1(f);
+            }
         }
     }
     float x[32][1]; /* first the mask terms, then the shifted values */
@@ -2678,10 +3360,13 @@ static __device__ __forceinline__ void ft_softmax_row_bf16_w2_r32_g32(const ft_s
 #pragma unroll
     for (int k = 0; k < 32; k++)
         if (full || lane + k * g < nvec) {
-            ft_softmax_keep_vec_bf16_w2(mrow != NULL, mw[k], row_in, len, lane + k * g, x[k]);
+            /* a ragged row's word c holds positions c*1 - o ...; o = 0 otherwise */
+            ft_softmax_keep_vec_bf16_w2(mrow != NULL, mw[k], row_in, len + o, lane + k * g, x[k]);
 #pragma unroll
             for (int e = 0; e < 1; e++) {
-                x[k][e] = (1.0f - x[k][e]) * -10000.0f;
+                const int j = (lane + k * g) * 1 + e - o;
+                /* positions outside a ragged row weigh nothing */
+                x[k][e] = !ragged || (j >= 0 && j < a.S) ? (1.0f - x[k][e]) * -10000.0f : -INFINITY;
                 t = fmaxf(t, x[k][e]);
             }
         }
@@ -2718,7 +3403,16 @@ static __device__ __forceinline__ void ft_softmax_row_bf16_w2_r32_g32(const ft_s
 #pragma unroll
             for (int e = 0; e < 1; e++)
                 x[k][e] *= inv;
-            ft_store_bf16x1(p + c, x[k]);
+            if (!ragged || (c > 0 && c < nvec - 1)) {
+                ft_store_bf16x1(p + c, x[k]);
+            } else {
+#pragma unroll
+                for (int e = 0; e < 1; e++) {
+                    const int j = c * 1 + e - o;
+                    if (j >= 0 && j < a.S)
+                        p[c * 1 + e] = ft_from_float_bf16(x[k][e]);
+                }
+            }
         }
     }
 }
@@ -2740,126 +3434,17 @@ static __global__ void __launch_bounds__(128) ft_softmax_bf16_w2_r32_g32(ft_soft
     ft_pdl_wait();
     ft_pdl_trigger();
     const int row = live ? row0 : (int)a.rows - 1;
-    const int S = a.S, nvec = S / 1;
+    const int S = a.S;
     const int b = row / (a.H * S), i = row % S;
     __nv_bfloat16 *p = a.scores + (int64_t)row * S;
     const __nv_bfloat16 *mrow = a.mask ? a.mask + ((int64_t)b * S + i) * S : NULL;
     const int len = a.lengths ? min(max(a.lengths[b], 0), S) : S;
+    const int nvec = S / 1;
     if (nvec == 1024)
         ft_softmax_row_bf16_w2_r32_g32(a, p, mrow, len, i < len, nvec, live, true);
     else
         ft_softmax_row_bf16_w2_r32_g32(a, p, mrow, len, i < len, nvec, live, false);
-}
 
-/* Softmax of rows of up to blockDim.x x 16 columns: the whole block per row, 16 vector(s)
- * of 1 per thread kept in registers; one read and one write of the row; the two
- * reductions go through `scratch` (96 floats). Every load of the row (score and mask
- * words) is issued before the first reduction.
- * Score elements are read and written as plain accesses, not streaming: a row off the
- * 16-byte grid shares its edge sectors between neighbouring instructions, which
- * evict-first would fetch twice (H200, fp16 with a mask: B32 H16 S1023 1256 us against
- * 2065, B8 H16 S2047 1663 against 1884).
- *
- * Each thread subtracts its own largest mask term t from its positions, so a row masked
- * everywhere (all terms -10000, where fp32 would keep only ~10 bits of score*scale) keeps
- * score*scale exactly; the row maximum is reduced as (largest t, maximum relative to
- * it) in one pass (ft_block_max_shifted). Threads whose t is the row's get the values they
- * would without any shift, bit for bit; the others hold only positions masked harder than
- * the row's best, whose weights underflow either way.
- *
- * This is one row's work for the kernel below; `full`: the row fills the block's vectors
- * exactly (the compiler drops the bounds tests of that copy). */
-static __device__ __forceinline__ void ft_softmax_row_bf16_w2_b16(const ft_softmax_args_bf16 &a, __nv_bfloat16 *p,
-    const __nv_bfloat16 *mrow, int len, int row_in, int nvec, bool live, const bool full, float *scratch)
-{
-    const int g = (int)blockDim.x, lane = (int)threadIdx.x;
-    ft_word_bf16x1 sw[16], mw[16]; /* the row's score and mask words */
-#pragma unroll
-    for (int k = 0; k < 16; k++) {
-        const int c = lane + k * g;
-        if (full || c < nvec) {
-            sw[k] = *(const ft_word_bf16x1 *)(p + c);
-            if (mrow)
-                mw[k] = *(const ft_word_bf16x1 *)(mrow + c * 1);
-        }
-    }
-    float x[16][1]; /* first the mask terms, then the shifted values */
-    float t = -INFINITY;            /* this thread's largest mask term */
-#pragma unroll
-    for (int k = 0; k < 16; k++)
-        if (full || lane + k * g < nvec) {
-            ft_softmax_keep_vec_bf16_w2(mrow != NULL, mw[k], row_in, len, lane + k * g, x[k]);
-#pragma unroll
-            for (int e = 0; e < 1; e++) {
-                x[k][e] = (1.0f - x[k][e]) * -10000.0f;
-                t = fmaxf(t, x[k][e]);
-            }
-        }
-    float mx = -INFINITY;
-#pragma unroll
-    for (int k = 0; k < 16; k++)
-        if (full || lane + k * g < nvec) {
-            float sc[1];
-            ft_unpack_bf16x1(sw[k], sc);
-#pragma unroll
-            for (int e = 0; e < 1; e++) {
-                x[k][e] = sc[e] * a.scale + (x[k][e] - t);
-                mx = fmaxf(mx, x[k][e]);
-            }
-        }
-    float top = t;
-    ft_block_max_shifted(top, mx, scratch);
-    mx -= t - top; /* the row maximum relative to this thread's shift */
-    float sum = 0.0f;
-#pragma unroll
-    for (int k = 0; k < 16; k++)
-        if (full || lane + k * g < nvec)
-#pragma unroll
-            for (int e = 0; e < 1; e++) {
-                x[k][e] = __expf(x[k][e] - mx);
-                sum += x[k][e];
-            }
-    sum = ft_block_sum(sum, scratch + 64);
-    const float inv = 1.0f / sum;
-#pragma unroll
-    for (int k = 0; k < 16; k++) {
-        const int c = lane + k * g;
-        if (live && (full || c < nvec)) {
-#pragma unroll
-            for (int e = 0; e < 1; e++)
-                x[k][e] *= inv;
-            ft_store_bf16x1(p + c, x[k]);
-        }
-    }
-}
-
-/* Softmax of rows of up to 8192 columns: one block of up to 512 threads per row
- * (16 vector(s) of 1 per thread, the block as many warps as the row needs), the
- * row in registers as in the warp kernels; one read and one write of it. With a mask, the H rows that
- * read one mask row are neighbouring blocks (heads fastest), so the mask comes from DRAM
- * once per batch rather than once per head. */
-static __global__ void __launch_bounds__(512) ft_softmax_bf16_w2_b16(ft_softmax_args_bf16 a)
-{
-    __shared__ float scratch[96];
-    ft_pdl_wait(); /* launched dependent, as the warp kernels */
-    ft_pdl_trigger();
-    const int S = a.S, H = a.H, nvec = S / 1;
-    int b, i, row;
-    if (a.mask) {
-        const int bi = (int)blockIdx.x / H, h = (int)blockIdx.x - bi * H;
-        b = bi / S, i = bi - b * S;
-        row = (b * H + h) * S + i;
-    } else {
-        row = (int)blockIdx.x;
-        b = row / (H * S), i = row % S;
-    }
-    __nv_bfloat16 *p = a.scores + (int64_t)row * S;
-    const __nv_bfloat16 *mrow = a.mask ? a.mask + ((int64_t)b * S + i) * S : NULL;
-    const int len = a.lengths ? min(max(a.lengths[b], 0), S) : S;
-    if (nvec == (int)blockDim.x * 16)
-        ft_softmax_row_bf16_w2_b16(a, p, mrow, len, i < len, nvec, true, true, scratch);
-    else
-        ft_softmax_row_bf16_w2_b16(a, p, mrow, len, i < len, nvec, true, false, scratch);
 }
 
 /* Softmax of rows of any length, one block per row: pass 1 keeps a running maximum and
@@ -3303,10 +3888,13 @@ if (aligned) {
             /* g is 32 past one vector per lane */
             return ft_softmax_launch_bf16(fn, (const void *)ft_softmax_bf16_w2_r32_g32, grid, 128, a, stream);
         }
-        /* past one warp: one block per row, 16 elements per thread */
-        if (nvec <= 8192)
-            return ft_softmax_launch_bf16(fn, (const void *)ft_softmax_bf16_w2_b16, (unsigned)rows,
-                                          (unsigned)((nvec + 511) / 512 * 32), a, stream);
+        /* past one warp, rows off the grid take 16-byte words but their ends (H200, fp16 with
+         * a mask: B8 H16 S2047 1242 us against 1663 element by element in a block; within
+         * one warp, element by element was the faster: B32 H16 S1023 1256 us against 1760) */
+        const int words = (S + 14) / 8; /* the most a row touches */
+        if (words <= 1024)
+            return ft_softmax_launch_bf16(fn, (const void *)ft_softmax_bf16_w16_b4_ragged, (unsigned)rows,
+                                          (unsigned)((words + 127) / 128 * 32), a, stream);
         return ft_softmax_launch_bf16(fn, (const void *)ft_softmax_bf16_w2_stream, (unsigned)rows, 512, a, stream);
     }
 }

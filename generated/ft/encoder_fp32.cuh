@@ -23,11 +23,13 @@
  *
  * Copies run 16 bytes per access when the row pieces they move are multiples of
  * 4 elements and every pointer is 16-byte aligned, else element by element.
- * The softmax keeps a row in registers: rows of up to 2048 columns (vector path) or
- * 1024 (element-wise) are served by a group of 1..32 lanes, chosen per call as the
- * fewest lanes that hold the row (the register buckets per lane are fixed when the
- * header is generated); rows of up to 8192 columns by one block;
- * longer rows by a block that streams the row twice (no length limit). Launchers check every argument before touching the GPU and return an
+ * The softmax keeps a row in registers: rows of up to 2048 columns (16-byte accesses) or
+ * 1024 (element by element, rows off the 16-byte grid) are served by a group of 1..32
+ * lanes, chosen per call as the fewest lanes that hold the row (the register buckets per
+ * lane are fixed when the header is generated); rows of up to 8192 columns by one block,
+ * 16-byte accesses (a row off the grid has its first and last words read and
+ * written element by element); longer rows by a block that streams the row twice (no
+ * length limit). Launchers check every argument before touching the GPU and return an
  * ft_status; ft_last_error() says what was wrong. */
 #ifndef FT_ENCODER_FP32_CUH
 #define FT_ENCODER_FP32_CUH
@@ -188,6 +190,7 @@ static __device__ __forceinline__ void ft_softmax_keep_vec_fp32_w16(bool has_mas
 static __device__ __forceinline__ void ft_softmax_row_fp32_w16_r1_g1(const ft_softmax_args_fp32 &a, float *p,
     const float *mrow, int len, int row_in, int nvec, bool live, const bool full)
 {
+    enum { ragged = 0, o = 0 };
     enum { g = 1 };
     const int lane = threadIdx.x & (g - 1);
     ft_word_fp32x4 sw[1], mw[1]; /* the row's score and mask words */
@@ -195,9 +198,24 @@ static __device__ __forceinline__ void ft_softmax_row_fp32_w16_r1_g1(const ft_so
     for (int k = 0; k < 1; k++) {
         const int c = lane + k * g;
         if (full || c < nvec) {
-            sw[k] = __ldcs((const ft_word_fp32x4 *)(p + c * 4));
-            if (mrow)
-                mw[k] = *(const ft_word_fp32x4 *)(mrow + c * 4);
+            if (!ragged || (c > 0 && c < nvec - 1)) {
+                sw[k] = __ldcs((const ft_word_fp32x4 *)(p + c * 4));
+                if (mrow && !ragged)
+                    mw[k] = *(const ft_word_fp32x4 *)(mrow + c * 4);
+            } else { /* a ragged row's first or last word: its own elements (others read as the nearest) */
+                float f[4];
+#pragma unroll
+                for (int e = 0; e < 4; e++)
+                    f[e] = ft_to_float_fp32(p[o + min(max(c * 4 + e - o, 0), a.S - 1)]);
+                sw[k] = ft_pack_fp32x4(f);
+            }
+            if (mrow && ragged) { /* the mask row element by element (L1 serves the word's other lanes) */
+                float f[4];
+#pragma unroll
+                for (int e = 0; e < 4; e++)
+                    f[e] = ft_to_float_fp32(mrow[min(max(c * 4 + e - o, 0), a.S - 1)]);
+                mw[k] = ft_pack_fp32x4(f);
+            }
         }
     }
     float x[1][4]; /* first the mask terms, then the shifted values */
@@ -205,10 +223,13 @@ static __device__ __forceinline__ void ft_softmax_row_fp32_w16_r1_g1(const ft_so
 #pragma unroll
     for (int k = 0; k < 1; k++)
         if (full || lane + k * g < nvec) {
-            ft_softmax_keep_vec_fp32_w16(mrow != NULL, mw[k], row_in, len, lane + k * g, x[k]);
+            /* a ragged row's word c holds positions c*4 - o ...; o = 0 otherwise */
+            ft_softmax_keep_vec_fp32_w16(mrow != NULL, mw[k], row_in, len + o, lane + k * g, x[k]);
 #pragma unroll
             for (int e = 0; e < 4; e++) {
-                x[k][e] = (1.0f - x[k][e]) * -10000.0f;
+                const int j = (lane + k * g) * 4 + e - o;
+                /* positions outside a ragged row weigh nothing */
+                x[k][e] = !ragged || (j >= 0 && j < a.S) ? (1.0f - x[k][e]) * -10000.0f : -INFINITY;
                 t = fmaxf(t, x[k][e]);
             }
         }
@@ -245,7 +266,16 @@ static __device__ __forceinline__ void ft_softmax_row_fp32_w16_r1_g1(const ft_so
 #pragma unroll
             for (int e = 0; e < 4; e++)
                 x[k][e] *= inv;
-            ft_store_cs_fp32x4(p + c * 4, x[k]);
+            if (!ragged || (c > 0 && c < nvec - 1)) {
+                ft_store_cs_fp32x4(p + c * 4, x[k]);
+            } else {
+#pragma unroll
+                for (int e = 0; e < 4; e++) {
+                    const int j = c * 4 + e - o;
+                    if (j >= 0 && j < a.S)
+                        p[c * 4 + e] = ft_from_float_fp32(x[k][e]);
+                }
+            }
         }
     }
 }
@@ -267,15 +297,17 @@ static __global__ void __launch_bounds__(128, 12) ft_softmax_fp32_w16_r1_g1(ft_s
     ft_pdl_wait();
     ft_pdl_trigger();
     const int row = live ? row0 : (int)a.rows - 1;
-    const int S = a.S, nvec = S / 4;
+    const int S = a.S;
     const int b = row / (a.H * S), i = row % S;
     float *p = a.scores + (int64_t)row * S;
     const float *mrow = a.mask ? a.mask + ((int64_t)b * S + i) * S : NULL;
     const int len = a.lengths ? min(max(a.lengths[b], 0), S) : S;
+    const int nvec = S / 4;
     if (nvec == 1)
         ft_softmax_row_fp32_w16_r1_g1(a, p, mrow, len, i < len, nvec, live, true);
     else
         ft_softmax_row_fp32_w16_r1_g1(a, p, mrow, len, i < len, nvec, live, false);
+
 }
 
 /* Softmax of rows of up to 8 columns: 2 lanes per row, 1 vector(s) of 4 per lane
@@ -298,6 +330,7 @@ static __global__ void __launch_bounds__(128, 12) ft_softmax_fp32_w16_r1_g1(ft_s
 static __device__ __forceinline__ void ft_softmax_row_fp32_w16_r1_g2(const ft_softmax_args_fp32 &a, float *p,
     const float *mrow, int len, int row_in, int nvec, bool live, const bool full)
 {
+    enum { ragged = 0, o = 0 };
     enum { g = 2 };
     const int lane = threadIdx.x & (g - 1);
     ft_word_fp32x4 sw[1], mw[1]; /* the row's score and mask words */
@@ -305,9 +338,24 @@ static __device__ __forceinline__ void ft_softmax_row_fp32_w16_r1_g2(const ft_so
     for (int k = 0; k < 1; k++) {
         const int c = lane + k * g;
         if (full || c < nvec) {
-            sw[k] = __ldcs((const ft_word_fp32x4 *)(p + c * 4));
-            if (mrow)
-                mw[k] = *(const ft_word_fp32x4 *)(mrow + c * 4);
+            if (!ragged || (c > 0 && c < nvec - 1)) {
+                sw[k] = __ldcs((const ft_word_fp32x4 *)(p + c * 4));
+                if (mrow && !ragged)
+                    mw[k] = *(const ft_word_fp32x4 *)(mrow + c * 4);
+            } else { /* a ragged row's first or last word: its own elements (others read as the nearest) */
+                float f[4];
+#pragma unroll
+                for (int e = 0; e < 4; e++)
+                    f[e] = ft_to_float_fp32(p[o + min(max(c * 4 + e - o, 0), a.S - 1)]);
+                sw[k] = ft_pack_fp32x4(f);
+            }
+            if (mrow && ragged) { /* the mask row element by element (L1 serves the word's other lanes) */
+                float f[4];
+#pragma unroll
+                for (int e = 0; e < 4; e++)
+                    f[e] = ft_to_float_fp32(mrow[min(max(c * 4 + e - o, 0), a.S - 1)]);
+                mw[k] = ft_pack_fp32x4(f);
+            }
         }
     }
     float x[1][4]; /* first the mask terms, then the shifted values */
@@ -315,10 +363,13 @@ static __device__ __forceinline__ void ft_softmax_row_fp32_w16_r1_g2(const ft_so
 #pragma unroll
     for (int k = 0; k < 1; k++)
         if (full || lane + k * g < nvec) {
-            ft_softmax_keep_vec_fp32_w16(mrow != NULL, mw[k], row_in, len, lane + k * g, x[k]);
+            /* a ragged row's word c holds positions c*4 - o ...; o = 0 otherwise */
+            ft_softmax_keep_vec_fp32_w16(mrow != NULL, mw[k], row_in, len + o, lane + k * g, x[k]);
 #pragma unroll
             for (int e = 0; e < 4; e++) {
-                x[k][e] = (1.0f - x[k][e]) * -10000.0f;
+                const int j = (lane + k * g) * 4 + e - o;
+                /* positions outside a ragged row weigh nothing */
+                x[k][e] = !ragged || (j >= 0 && j < a.S) ? (1.0f - x[k][e]) * -10000.0f : -INFINITY;
                 t = fmaxf(t, x[k][e]);
             }
         }
@@ -355,7 +406,16 @@ static __device__ __forceinline__ void ft_softmax_row_fp32_w16_r1_g2(const ft_so
 #pragma unroll
             for (int e = 0; e < 4; e++)
                 x[k][e] *= inv;
-            ft_store_cs_fp32x4(p + c * 4, x[k]);
+            if (!ragged || (c > 0 && c < nvec - 1)) {
+                ft_store_cs_fp32x4(p + c * 4, x[k]);
+            } else {
+#pragma unroll
+                for (int e = 0; e < 4; e++) {
+                    const int j = c * 4 + e - o;
+                    if (j >= 0 && j < a.S)
+                        p[c * 4 + e] = ft_from_float_fp32(x[k][e]);
+                }
+            }
         }
     }
 }
@@ -377,15 +437,17 @@ static __global__ void __launch_bounds__(128, 12) ft_softmax_fp32_w16_r1_g2(ft_s
     ft_pdl_wait();
     ft_pdl_trigger();
     const int row = live ? row0 : (int)a.rows - 1;
-    const int S = a.S, nvec = S / 4;
+    const int S = a.S;
     const int b = row / (a.H * S), i = row % S;
     float *p = a.scores + (int64_t)row * S;
     const float *mrow = a.mask ? a.mask + ((int64_t)b * S + i) * S : NULL;
     const int len = a.lengths ? min(max(a.lengths[b], 0), S) : S;
+    const int nvec = S / 4;
     if (nvec == 2)
         ft_softmax_row_fp32_w16_r1_g2(a, p, mrow, len, i < len, nvec, live, true);
     else
         ft_softmax_row_fp32_w16_r1_g2(a, p, mrow, len, i < len, nvec, live, false);
+
 }
 
 /* Softmax of rows of up to 16 columns: 4 lanes per row, 1 vector(s) of 4 per lane
@@ -408,6 +470,7 @@ static __global__ void __launch_bounds__(128, 12) ft_softmax_fp32_w16_r1_g2(ft_s
 static __device__ __forceinline__ void ft_softmax_row_fp32_w16_r1_g4(const ft_softmax_args_fp32 &a, float *p,
     const float *mrow, int len, int row_in, int nvec, bool live, const bool full)
 {
+    enum { ragged = 0, o = 0 };
     enum { g = 4 };
     const int lane = threadIdx.x & (g - 1);
     ft_word_fp32x4 sw[1], mw[1]; /* the row's score and mask words */
@@ -415,9 +478,24 @@ static __device__ __forceinline__ void ft_softmax_row_fp32_w16_r1_g4(const ft_so
     for (int k = 0; k < 1; k++) {
         const int c = lane + k * g;
         if (full || c < nvec) {
-            sw[k] = __ldcs((const ft_word_fp32x4 *)(p + c * 4));
-            if (mrow)
-                mw[k] = *(const ft_word_fp32x4 *)(mrow + c * 4);
+            if (!ragged || (c > 0 && c < nvec - 1)) {
+                sw[k] = __ldcs((const ft_word_fp32x4 *)(p + c * 4));
+                if (mrow && !ragged)
+                    mw[k] = *(const ft_word_fp32x4 *)(mrow + c * 4);
+            } else { /* a ragged row's first or last word: its own elements (others read as the nearest) */
+                float f[4];
+#pragma unroll
+                for (int e = 0; e < 4; e++)
+                    f[e] = ft_to_float_fp32(p[o + min(max(c * 4 + e - o, 0), a.S - 1)]);
+                sw[k] = ft_pack_fp32x4(f);
+            }
+            if (mrow && ragged) { /* the mask row element by element (L1 serves the word's other lanes) */
+                float f[4];
+#pragma unroll
+                for (int e = 0; e < 4; e++)
+                    f[e] = ft_to_float_fp32(mrow[min(max(c * 4 + e - o, 0), a.S - 1)]);
+                mw[k] = ft_pack_fp32x4(f);
+            }
         }
     }
     float x[1][4]; /* first the mask terms, then the shifted values */
@@ -425,10 +503,13 @@ static __device__ __forceinline__ void ft_softmax_row_fp32_w16_r1_g4(const ft_so
 #pragma unroll
     for (int k = 0; k < 1; k++)
         if (full || lane + k * g < nvec) {
-            ft_softmax_keep_vec_fp32_w16(mrow != NULL, mw[k], row_in, len, lane + k * g, x[k]);
+            /* a ragged row's word c holds positions c*4 - o ...; o = 0 otherwise */
+            ft_softmax_keep_vec_fp32_w16(mrow != NULL, mw[k], row_in, len + o, lane + k * g, x[k]);
 #pragma unroll
             for (int e = 0; e < 4; e++) {
-                x[k][e] = (1.0f - x[k][e]) * -10000.0f;
+                const int j = (lane + k * g) * 4 + e - o;
+                /* positions outside a ragged row weigh nothing */
+                x[k][e] = !ragged || (j >= 0 && j < a.S) ? (1.0f - x[k][e]) * -10000.0f : -INFINITY;
                 t = fmaxf(t, x[k][e]);
             }
         }
@@ -465,7 +546,16 @@ static __device__ __forceinline__ void ft_softmax_row_fp32_w16_r1_g4(const ft_so
 #pragma unroll
             for (int e = 0; e < 4; e++)
                 x[k][e] *= inv;
-            ft_store_cs_fp32x4(p + c * 4, x[k]);
+            if (!ragged || (c > 0 && c < nvec - 1)) {
+                ft_store_cs_fp32x4(p + c * 4, x[k]);
+            } else {
+#pragma unroll
+                for (int e = 0; e < 4; e++) {
+                    const int j = c * 4 + e - o;
+                    if (j >= 0 && j < a.S)
+                        p[c * 4 + e] = ft_from_float_fp32(x[k][e]);
+                }
+            }
         }
     }
 }
@@ -487,15 +577,17 @@ static __global__ void __launch_bounds__(128, 12) ft_softmax_fp32_w16_r1_g4(ft_s
     ft_pdl_wait();
     ft_pdl_trigger();
     const int row = live ? row0 : (int)a.rows - 1;
-    const int S = a.S, nvec = S / 4;
+    const int S = a.S;
     const int b = row / (a.H * S), i = row % S;
     float *p = a.scores + (int64_t)row * S;
     const float *mrow = a.mask ? a.mask + ((int64_t)b * S + i) * S : NULL;
     const int len = a.lengths ? min(max(a.lengths[b], 0), S) : S;
+    const int nvec = S / 4;
     if (nvec == 4)
         ft_softmax_row_fp32_w16_r1_g4(a, p, mrow, len, i < len, nvec, live, true);
     else
         ft_softmax_row_fp32_w16_r1_g4(a, p, mrow, len, i < len, nvec, live, false);
+
 }
 
 /* Softmax of rows of up to 32 columns: 8 lanes per row, 1 vector(s) of 4 per lane
@@ -518,6 +610,7 @@ static __global__ void __launch_bounds__(128, 12) ft_softmax_fp32_w16_r1_g4(ft_s
 static __device__ __forceinline__ void ft_softmax_row_fp32_w16_r1_g8(const ft_softmax_args_fp32 &a, float *p,
     const float *mrow, int len, int row_in, int nvec, bool live, const bool full)
 {
+    enum { ragged = 0, o = 0 };
     enum { g = 8 };
     const int lane = threadIdx.x & (g - 1);
     ft_word_fp32x4 sw[1], mw[1]; /* the row's score and mask words */
@@ -525,9 +618,24 @@ static __device__ __forceinline__ void ft_softmax_row_fp32_w16_r1_g8(const ft_so
     for (int k = 0; k < 1; k++) {
         const int c = lane + k * g;
         if (full || c < nvec) {
-            sw[k] = __ldcs((const ft_word_fp32x4 *)(p + c * 4));
-            if (mrow)
-                mw[k] = *(const ft_word_fp32x4 *)(mrow + c * 4);
+            if (!ragged || (c > 0 && c < nvec - 1)) {
+                sw[k] = __ldcs((const ft_word_fp32x4 *)(p + c * 4));
+                if (mrow && !ragged)
+                    mw[k] = *(const ft_word_fp32x4 *)(mrow + c * 4);
+            } else { /* a ragged row's first or last word: its own elements (others read as the nearest) */
+                float f[4];
+#pragma unroll
+                for (int e = 0; e < 4; e++)
+                    f[e] = ft_to_float_fp32(p[o + min(max(c * 4 + e - o, 0), a.S - 1)]);
+                sw[k] = ft_pack_fp32x4(f);
+            }
+            if (mrow && ragged) { /* the mask row element by element (L1 serves the word's other lanes) */
+                float f[4];
+#pragma unroll
+                for (int e = 0; e < 4; e++)
+                    f[e] = ft_to_float_fp32(mrow[min(max(c * 4 + e - o, 0), a.S - 1)]);
+                mw[k] = ft_pack_fp32x4(f);
+            }
         }
     }
     float x[1][4]; /* first the mask terms, then the shifted values */
@@ -535,10 +643,13 @@ static __device__ __forceinline__ void ft_softmax_row_fp32_w16_r1_g8(const ft_so
 #pragma unroll
     for (int k = 0; k < 1; k++)
         if (full || lane + k * g < nvec) {
-            ft_softmax_keep_vec_fp32_w16(mrow != NULL, mw[k], row_in, len, lane + k * g, x[k]);
+            /* a ragged row's word c holds positions c*4 - o ...; o = 0 otherwise */
+            ft_softmax_keep_vec_fp32_w16(mrow != NULL, mw[k], row_in, len + o, lane + k * g, x[k]);
 #pragma unroll
             for (int e = 0; e < 4; e++) {
-                x[k][e] = (1.0f - x[k][e]) * -10000.0f;
+                const int j = (lane + k * g) * 4 + e - o;
+                /* positions outside a ragged row weigh nothing */
+                x[k][e] = !ragged || (j >= 0 && j < a.S) ? (1.0f - x[k][e]) * -10000.0f : -INFINITY;
                 t = fmaxf(t, x[k][e]);
             }
         }
@@ -575,7 +686,16 @@ static __device__ __forceinline__ void ft_softmax_row_fp32_w16_r1_g8(const ft_so
 #pragma unroll
             for (int e = 0; e < 4; e++)
                 x[k][e] *= inv;
-            ft_store_cs_fp32x4(p + c * 4, x[k]);
+            if (!ragged || (c > 0 && c < nvec - 1)) {
+                ft_store_cs_fp32x4(p + c * 4, x[k]);
+            } else {
+#pragma unroll
+                for (int e = 0; e < 4; e++) {
+                    const int j = c * 4 + e - o;
+                    if (j >= 0 && j < a.S)
+                        p[c * 4 + e] = ft_from_float_fp32(x[k][e]);
+                }
+            }
         }
     }
 }
@@ -597,15 +717,17 @@ static __global__ void __launch_bounds__(128, 12) ft_softmax_fp32_w16_r1_g8(ft_s
     ft_pdl_wait();
     ft_pdl_trigger();
     const int row = live ? row0 : (int)a.rows - 1;
-    const int S = a.S, nvec = S / 4;
+    const int S = a.S;
     const int b = row / (a.H * S), i = row % S;
     float *p = a.scores + (int64_t)row * S;
     const float *mrow = a.mask ? a.mask + ((int64_t)b * S + i) * S : NULL;
     const int len = a.lengths ? min(max(a.lengths[b], 0), S) : S;
+    const int nvec = S / 4;
     if (nvec == 8)
         ft_softmax_row_fp32_w16_r1_g8(a, p, mrow, len, i < len, nvec, live, true);
     else
         ft_softmax_row_fp32_w16_r1_g8(a, p, mrow, len, i < len, nvec, live, false);
+
 }
 
 /* Softmax of rows of up to 64 columns: 16 lanes per row, 1 vector(s) of 4 per lane
@@ -628,6 +750,7 @@ static __global__ void __launch_bounds__(128, 12) ft_softmax_fp32_w16_r1_g8(ft_s
 static __device__ __forceinline__ void ft_softmax_row_fp32_w16_r1_g16(const ft_softmax_args_fp32 &a, float *p,
     const float *mrow, int len, int row_in, int nvec, bool live, const bool full)
 {
+    enum { ragged = 0, o = 0 };
     enum { g = 16 };
     const int lane = threadIdx.x & (g - 1);
     ft_word_fp32x4 sw[1], mw[1]; /* the row's score and mask words */
@@ -635,9 +758,24 @@ static __device__ __forceinline__ void ft_softmax_row_fp32_w16_r1_g16(const ft_s
     for (int k = 0; k < 1; k++) {
         const int c = lane + k * g;
         if (full || c < nvec) {
-            sw[k] = __ldcs((const ft_word_fp32x4 *)(p + c * 4));
-            if (mrow)
-                mw[k] = *(const ft_word_fp32x4 *)(mrow + c * 4);
+            if (!ragged || (c > 0 && c < nvec - 1)) {
+                sw[k] = __ldcs((const ft_word_fp32x4 *)(p + c * 4));
+                if (mrow && !ragged)
+                    mw[k] = *(const ft_word_fp32x4 *)(mrow + c * 4);
+            } else { /* a ragged row's first or last word: its own elements (others read as the nearest) */
+                float f[4];
+#pragma unroll
+                for (int e = 0; e < 4; e++)
+                    f[e] = ft_to_float_fp32(p[o + min(max(c * 4 + e - o, 0), a.S - 1)]);
+                sw[k] = ft_pack_fp32x4(f);
+            }
+            if (mrow && ragged) { /* the mask row element by element (L1 serves the word's other lanes) */
+                float f[4];
+#pragma unroll
+                for (int e = 0; e < 4; e++)
+                    f[e] = ft_to_float_fp32(mrow[min(max(c * 4 + e - o, 0), a.S - 1)]);
+                mw[k] = ft_pack_fp32x4(f);
+            }
         }
     }
     float x[1][4]; /* first the mask terms, then the shifted values */
@@ -645,10 +783,13 @@ static __device__ __forceinline__ void ft_softmax_row_fp32_w16_r1_g16(const ft_s
 #pragma unroll
     for (int k = 0; k < 1; k++)
         if (full || lane + k * g < nvec) {
-            ft_softmax_keep_vec_fp32_w16(mrow != NULL, mw[k], row_in, len, lane + k * g, x[k]);
+            /* a ragged row's word c holds positions c*4 - o ...; o = 0 otherwise */
+            ft_softmax_keep_vec_fp32_w16(mrow != NULL, mw[k], row_in, len + o, lane + k * g, x[k]);
 #pragma unroll
             for (int e = 0; e < 4; e++) {
-                x[k][e] = (1.0f - x[k][e]) * -10000.0f;
+                const int j = (lane + k * g) * 4 + e - o;
+                /* positions outside a ragged row weigh nothing */
+                x[k][e] = !ragged || (j >= 0 && j < a.S) ? (1.0f - x[k][e]) * -10000.0f : -INFINITY;
                 t = fmaxf(t, x[k][e]);
             }
         }
@@ -685,7 +826,16 @@ static __device__ __forceinline__ void ft_softmax_row_fp32_w16_r1_g16(const ft_s
 #pragma unroll
             for (int e = 0; e < 4; e++)
                 x[k][e] *= inv;
-            ft_store_cs_fp32x4(p + c * 4, x[k]);
+            if (!ragged || (c > 0 && c < nvec - 1)) {
+                ft_store_cs_fp32x4(p + c * 4, x[k]);
+            } else {
+#pragma unroll
+                for (int e = 0; e < 4; e++) {
+                    const int j = c * 4 + e - o;
+                    if (j >= 0 && j < a.S)
+                        p[c * 4 + e] = ft_from_float_fp32(x[k][e]);
+                }
+            }
         }
     }
 }
@@ -707,15 +857,17 @@ static __global__ void __launch_bounds__(128, 12) ft_softmax_fp32_w16_r1_g16(ft_
     ft_pdl_wait();
     ft_pdl_trigger();
     const int row = live ? row0 : (int)a.rows - 1;
-    const int S = a.S, nvec = S / 4;
+    const int S = a.S;
     const int b = row / (a.H * S), i = row % S;
     float *p = a.scores + (int64_t)row * S;
     const float *mrow = a.mask ? a.mask + ((int64_t)b * S + i) * S : NULL;
     const int len = a.lengths ? min(max(a.lengths[b], 0), S) : S;
+    const int nvec = S / 4;
     if (nvec == 16)
         ft_softmax_row_fp32_w16_r1_g16(a, p, mrow, len, i < len, nvec, live, true);
     else
         ft_softmax_row_fp32_w16_r1_g16(a, p, mrow, len, i < len, nvec, live, false);
+
 }
 
 /* Softmax of rows of up to 128 columns: 32 lanes per row, 1 vector(s) of 4 per lane
@@ -738,6 +890,7 @@ static __global__ void __launch_bounds__(128, 12) ft_softmax_fp32_w16_r1_g16(ft_
 static __device__ __forceinline__ void ft_softmax_row_fp32_w16_r1_g32(const ft_softmax_args_fp32 &a, float *p,
     const float *mrow, int len, int row_in, int nvec, bool live, const bool full)
 {
+    enum { ragged = 0, o = 0 };
     enum { g = 32 };
     const int lane = threadIdx.x & (g - 1);
     ft_word_fp32x4 sw[1], mw[1]; /* the row's score and mask words */
@@ -745,9 +898,24 @@ static __device__ __forceinline__ void ft_softmax_row_fp32_w16_r1_g32(const ft_s
     for (int k = 0; k < 1; k++) {
         const int c = lane + k * g;
         if (full || c < nvec) {
-            sw[k] = __ldcs((const ft_word_fp32x4 *)(p + c * 4));
-            if (mrow)
-                mw[k] = *(const ft_word_fp32x4 *)(mrow + c * 4);
+            if (!ragged || (c > 0 && c < nvec - 1)) {
+                sw[k] = __ldcs((const ft_word_fp32x4 *)(p + c * 4));
+                if (mrow && !ragged)
+                    mw[k] = *(const ft_word_fp32x4 *)(mrow + c * 4);
+            } else { /* a ragged row's first or last word: its own elements (others read as the nearest) */
+                float f[4];
+#pragma unroll
+                for (int e = 0; e < 4; e++)
+                    f[e] = ft_to_float_fp32(p[o + min(max(c * 4 + e - o, 0), a.S - 1)]);
+                sw[k] = ft_pack_fp32x4(f);
+            }
+            if (mrow && ragged) { /* the mask row element by element (L1 serves the word's other lanes) */
+                float f[4];
+#pragma unroll
+                for (int e = 0; e < 4; e++)
+                    f[e] = ft_to_float_fp32(mrow[min(max(c * 4 + e - o, 0), a.S - 1)]);
+                mw[k] = ft_pack_fp32x4(f);
+            }
         }
     }
     float x[1][4]; /* first the mask terms, then the shifted values */
@@ -755,10 +923,13 @@ static __device__ __forceinline__ void ft_softmax_row_fp32_w16_r1_g32(const ft_s
 #pragma unroll
     for (int k = 0; k < 1; k++)
         if (full || lane + k * g < nvec) {
-            ft_softmax_keep_vec_fp32_w16(mrow != NULL, mw[k], row_in, len, lane + k * g, x[k]);
+            /* a ragged row's word c holds positions c*4 - o ...; o = 0 otherwise */
+            ft_softmax_keep_vec_fp32_w16(mrow != NULL, mw[k], row_in, len + o, lane + k * g, x[k]);
 #pragma unroll
             for (int e = 0; e < 4; e++) {
-                x[k][e] = (1.0f - x[k][e]) * -10000.0f;
+                const int j = (lane + k * g) * 4 + e - o;
+                /* positions outside a ragged row weigh nothing */
+                x[k][e] = !ragged || (j >= 0 && j < a.S) ? (1.0f - x[k][e]) * -10000.0f : -INFINITY;
                 t = fmaxf(t, x[k][e]);
             }
         }
@@ -795,7 +966,16 @@ static __device__ __forceinline__ void ft_softmax_row_fp32_w16_r1_g32(const ft_s
 #pragma unroll
             for (int e = 0; e < 4; e++)
                 x[k][e] *= inv;
-            ft_store_cs_fp32x4(p + c * 4, x[k]);
+            if (!ragged || (c > 0 && c < nvec - 1)) {
+                ft_store_cs_fp32x4(p + c * 4, x[k]);
+            } else {
+#pragma unroll
+                for (int e = 0; e < 4; e++) {
+                    const int j = c * 4 + e - o;
+                    if (j >= 0 && j < a.S)
+                        p[c * 4 + e] = ft_from_float_fp32(x[k][e]);
+                }
+            }
         }
     }
 }
@@ -817,15 +997,17 @@ static __global__ void __launch_bounds__(128, 12) ft_softmax_fp32_w16_r1_g32(ft_
     ft_pdl_wait();
     ft_pdl_trigger();
     const int row = live ? row0 : (int)a.rows - 1;
-    const int S = a.S, nvec = S / 4;
+    const int S = a.S;
     const int b = row / (a.H * S), i = row % S;
     float *p = a.scores + (int64_t)row * S;
     const float *mrow = a.mask ? a.mask + ((int64_t)b * S + i) * S : NULL;
     const int len = a.lengths ? min(max(a.lengths[b], 0), S) : S;
+    const int nvec = S / 4;
     if (nvec == 32)
         ft_softmax_row_fp32_w16_r1_g32(a, p, mrow, len, i < len, nvec, live, true);
     else
         ft_softmax_row_fp32_w16_r1_g32(a, p, mrow, len, i < len, nvec, live, false);
+
 }
 
 /* Softmax of rows of up to 256 columns: 32 lanes per row, 2 vector(s) of 4 per lane
@@ -848,6 +1030,7 @@ static __global__ void __launch_bounds__(128, 12) ft_softmax_fp32_w16_r1_g32(ft_
 static __device__ __forceinline__ void ft_softmax_row_fp32_w16_r2_g32(const ft_softmax_args_fp32 &a, float *p,
     const float *mrow, int len, int row_in, int nvec, bool live, const bool full)
 {
+    enum { ragged = 0, o = 0 };
     enum { g = 32 };
     const int lane = threadIdx.x & (g - 1);
     ft_word_fp32x4 sw[2], mw[2]; /* the row's score and mask words */
@@ -855,9 +1038,24 @@ static __device__ __forceinline__ void ft_softmax_row_fp32_w16_r2_g32(const ft_s
     for (int k = 0; k < 2; k++) {
         const int c = lane + k * g;
         if (full || c < nvec) {
-            sw[k] = __ldcs((const ft_word_fp32x4 *)(p + c * 4));
-            if (mrow)
-                mw[k] = *(const ft_word_fp32x4 *)(mrow + c * 4);
+            if (!ragged || (c > 0 && c < nvec - 1)) {
+                sw[k] = __ldcs((const ft_word_fp32x4 *)(p + c * 4));
+                if (mrow && !ragged)
+                    mw[k] = *(const ft_word_fp32x4 *)(mrow + c * 4);
+            } else { /* a ragged row's first or last word: its own elements (others read as the nearest) */
+                float f[4];
+#pragma unroll
+                for (int e = 0; e < 4; e++)
+                    f[e] = ft_to_float_fp32(p[o + min(max(c * 4 + e - o, 0), a.S - 1)]);
+                sw[k] = ft_pack_fp32x4(f);
+            }
+            if (mrow && ragged) { /* the mask row element by element (L1 serves the word's other lanes) */
+                float f[4];
+#pragma unroll
+                for (int e = 0; e < 4; e++)
+                    f[e] = ft_to_float_fp32(mrow[min(max(c * 4 + e - o, 0), a.S - 1)]);
+                mw[k] = ft_pack_fp32x4(f);
+            }
         }
     }
     float x[2][4]; /* first the mask terms, then the shifted values */
@@ -865,10 +1063,13 @@ static __device__ __forceinline__ void ft_softmax_row_fp32_w16_r2_g32(const ft_s
 #pragma unroll
     for (int k = 0; k < 2; k++)
         if (full || lane + k * g < nvec) {
-            ft_softmax_keep_vec_fp32_w16(mrow != NULL, mw[k], row_in, len, lane + k * g, x[k]);
+            /* a ragged row's word c holds positions c*4 - o ...; o = 0 otherwise */
+            ft_softmax_keep_vec_fp32_w16(mrow != NULL, mw[k], row_in, len + o, lane + k * g, x[k]);
 #pragma unroll
             for (int e = 0; e < 4; e++) {
-                x[k][e] = (1.0f - x[k][e]) * -10000.0f;
+                const int j = (lane + k * g) * 4 + e - o;
+                /* positions outside a ragged row weigh nothing */
+                x[k][e] = !ragged || (j >= 0 && j < a.S) ? (1.0f - x[k][e]) * -10000.0f : -INFINITY;
                 t = fmaxf(t, x[k][e]);
             }
         }
@@ -905,7 +1106,16 @@ static __device__ __forceinline__ void ft_softmax_row_fp32_w16_r2_g32(const ft_s
 #pragma unroll
             for (int e = 0; e < 4; e++)
                 x[k][e] *= inv;
-            ft_store_cs_fp32x4(p + c * 4, x[k]);
+            if (!ragged || (c > 0 && c < nvec - 1)) {
+                ft_store_cs_fp32x4(p + c * 4, x[k]);
+            } else {
+#pragma unroll
+                for (int e = 0; e < 4; e++) {
+                    const int j = c * 4 + e - o;
+                    if (j >= 0 && j < a.S)
+                        p[c * 4 + e] = ft_from_float_fp32(x[k][e]);
+                }
+            }
         }
     }
 }
@@ -927,15 +1137,17 @@ static __global__ void __launch_bounds__(128, 12) ft_softmax_fp32_w16_r2_g32(ft_
     ft_pdl_wait();
     ft_pdl_trigger();
     const int row = live ? row0 : (int)a.rows - 1;
-    const int S = a.S, nvec = S / 4;
+    const int S = a.S;
     const int b = row / (a.H * S), i = row % S;
     float *p = a.scores + (int64_t)row * S;
     const float *mrow = a.mask ? a.mask + ((int64_t)b * S + i) * S : NULL;
     const int len = a.lengths ? min(max(a.lengths[b], 0), S) : S;
+    const int nvec = S / 4;
     if (nvec == 64)
         ft_softmax_row_fp32_w16_r2_g32(a, p, mrow, len, i < len, nvec, live, true);
     else
         ft_softmax_row_fp32_w16_r2_g32(a, p, mrow, len, i < len, nvec, live, false);
+
 }
 
 /* Softmax of rows of up to 512 columns: 32 lanes per row, 4 vector(s) of 4 per lane
@@ -958,6 +1170,7 @@ static __global__ void __launch_bounds__(128, 12) ft_softmax_fp32_w16_r2_g32(ft_
 static __device__ __forceinline__ void ft_softmax_row_fp32_w16_r4_g32(const ft_softmax_args_fp32 &a, float *p,
     const float *mrow, int len, int row_in, int nvec, bool live, const bool full)
 {
+    enum { ragged = 0, o = 0 };
     enum { g = 32 };
     const int lane = threadIdx.x & (g - 1);
     ft_word_fp32x4 sw[4], mw[4]; /* the row's score and mask words */
@@ -965,9 +1178,24 @@ static __device__ __forceinline__ void ft_softmax_row_fp32_w16_r4_g32(const ft_s
     for (int k = 0; k < 4; k++) {
         const int c = lane + k * g;
         if (full || c < nvec) {
-            sw[k] = __ldcs((const ft_word_fp32x4 *)(p + c * 4));
-            if (mrow)
-                mw[k] = *(const ft_word_fp32x4 *)(mrow + c * 4);
+            if (!ragged || (c > 0 && c < nvec - 1)) {
+                sw[k] = __ldcs((const ft_word_fp32x4 *)(p + c * 4));
+                if (mrow && !ragged)
+                    mw[k] = *(const ft_word_fp32x4 *)(mrow + c * 4);
+            } else { /* a ragged row's first or last word: its own elements (others read as the nearest) */
+                float f[4];
+#pragma unroll
+                for (int e = 0; e < 4; e++)
+                    f[e] = ft_to_float_fp32(p[o + min(max(c * 4 + e - o, 0), a.S - 1)]);
+                sw[k] = ft_pack_fp32x4(f);
+            }
+            if (mrow && ragged) { /* the mask row element by element (L1 serves the word's other lanes) */
+                float f[4];
+#pragma unroll
+                for (int e = 0; e < 4; e++)
+                    f[e] = ft_to_float_fp32(mrow[min(max(c * 4 + e - o, 0), a.S - 1)]);
+                mw[k] = ft_pack_fp32x4(f);
+            }
         }
     }
     float x[4][4]; /* first the mask terms, then the shifted values */
@@ -975,10 +1203,13 @@ static __device__ __forceinline__ void ft_softmax_row_fp32_w16_r4_g32(const ft_s
 #pragma unroll
     for (int k = 0; k < 4; k++)
         if (full || lane + k * g < nvec) {
-            ft_softmax_keep_vec_fp32_w16(mrow != NULL, mw[k], row_in, len, lane + k * g, x[k]);
+            /* a ragged row's word c holds positions c*4 - o ...; o = 0 otherwise */
+            ft_softmax_keep_vec_fp32_w16(mrow != NULL, mw[k], row_in, len + o, lane + k * g, x[k]);
 #pragma unroll
             for (int e = 0; e < 4; e++) {
-                x[k][e] = (1.0f - x[k][e]) * -10000.0f;
+                const int j = (lane + k * g) * 4 + e - o;
+                /* positions outside a ragged row weigh nothing */
+                x[k][e] = !ragged || (j >= 0 && j < a.S) ? (1.0f - x[k][e]) * -10000.0f : -INFINITY;
                 t = fmaxf(t, x[k][e]);
             }
         }
@@ -1015,7 +1246,16 @@ static __device__ __forceinline__ void ft_softmax_row_fp32_w16_r4_g32(const ft_s
 #pragma unroll
             for (int e = 0; e < 4; e++)
                 x[k][e] *= inv;
-            ft_store_cs_fp32x4(p + c * 4, x[k]);
+            if (!ragged || (c > 0 && c < nvec - 1)) {
+                ft_store_cs_fp32x4(p + c * 4, x[k]);
+            } else {
+#pragma unroll
+                for (int e = 0; e < 4; e++) {
+                    const int j = c * 4 + e - o;
+                    if (j >= 0 && j < a.S)
+                        p[c * 4 + e] = ft_from_float_fp32(x[k][e]);
+                }
+            }
         }
     }
 }
@@ -1037,15 +1277,17 @@ static __global__ void __launch_bounds__(128) ft_softmax_fp32_w16_r4_g32(ft_soft
     ft_pdl_wait();
     ft_pdl_trigger();
     const int row = live ? row0 : (int)a.rows - 1;
-    const int S = a.S, nvec = S / 4;
+    const int S = a.S;
     const int b = row / (a.H * S), i = row % S;
     float *p = a.scores + (int64_t)row * S;
     const float *mrow = a.mask ? a.mask + ((int64_t)b * S + i) * S : NULL;
     const int len = a.lengths ? min(max(a.lengths[b], 0), S) : S;
+    const int nvec = S / 4;
     if (nvec == 128)
         ft_softmax_row_fp32_w16_r4_g32(a, p, mrow, len, i < len, nvec, live, true);
     else
         ft_softmax_row_fp32_w16_r4_g32(a, p, mrow, len, i < len, nvec, live, false);
+
 }
 
 /* Softmax of rows of up to 1024 columns: 32 lanes per row, 8 vector(s) of 4 per lane
@@ -1068,6 +1310,7 @@ static __global__ void __launch_bounds__(128) ft_softmax_fp32_w16_r4_g32(ft_soft
 static __device__ __forceinline__ void ft_softmax_row_fp32_w16_r8_g32(const ft_softmax_args_fp32 &a, float *p,
     const float *mrow, int len, int row_in, int nvec, bool live, const bool full)
 {
+    enum { ragged = 0, o = 0 };
     enum { g = 32 };
     const int lane = threadIdx.x & (g - 1);
     ft_word_fp32x4 sw[8], mw[8]; /* the row's score and mask words */
@@ -1075,9 +1318,24 @@ static __device__ __forceinline__ void ft_softmax_row_fp32_w16_r8_g32(const ft_s
     for (int k = 0; k < 8; k++) {
         const int c = lane + k * g;
         if (full || c < nvec) {
-            sw[k] = __ldcs((const ft_word_fp32x4 *)(p + c * 4));
-            if (mrow)
-                mw[k] = *(const ft_word_fp32x4 *)(mrow + c * 4);
+            if (!ragged || (c > 0 && c < nvec - 1)) {
+                sw[k] = __ldcs((const ft_word_fp32x4 *)(p + c * 4));
+                if (mrow && !ragged)
+                    mw[k] = *(const ft_word_fp32x4 *)(mrow + c * 4);
+            } else { /* a ragged row's first or last word: its own elements (others read as the nearest) */
+                float f[4];
+#pragma unroll
+                for (int e = 0; e < 4; e++)
+                    f[e] = ft_to_float_fp32(p[o + min(max(c * 4 + e - o, 0), a.S - 1)]);
+                sw[k] = ft_pack_fp32x4(f);
+            }
+            if (mrow && ragged) { /* the mask row element by element (L1 serves the word's other lanes) */
+                float f[4];
+#pragma unroll
+                for (int e = 0; e < 4; e++)
+                    f[e] = ft_to_float_fp32(mrow[min(max(c * 4 + e - o, 0), a.S - 1)]);
+                mw[k] = ft_pack_fp32x4(f);
+            }
         }
     }
     float x[8][4]; /* first the mask terms, then the shifted values */
@@ -1085,10 +1343,13 @@ static __device__ __forceinline__ void ft_softmax_row_fp32_w16_r8_g32(const ft_s
 #pragma unroll
     for (int k = 0; k < 8; k++)
         if (full || lane + k * g < nvec) {
-            ft_softmax_keep_vec_fp32_w16(mrow != NULL, mw[k], row_in, len, lane + k * g, x[k]);
+            /* a ragged row's word c holds positions c*4 - o ...; o = 0 otherwise */
+            ft_softmax_keep_vec_fp32_w16(mrow != NULL, mw[k], row_in, len + o, lane + k * g, x[k]);
 #pragma unroll
             for (int e = 0; e < 4; e++) {
-                x[k][e] = (1.0f - x[k][e]) * -10000.0f;
+                const int j = (lane + k * g) * 4 + e - o;
+                /* positions outside a ragged row weigh nothing */
+                x[k][e] = !ragged || (j >= 0 && j < a.S) ? (1.0f - x[k][e]) * -10000.0f : -INFINITY;
                 t = fmaxf(t, x[k][e]);
             }
         }
@@ -1125,7 +1386,16 @@ static __device__ __forceinline__ void ft_softmax_row_fp32_w16_r8_g32(const ft_s
 #pragma unroll
             for (int e = 0; e < 4; e++)
                 x[k][e] *= inv;
-            ft_store_cs_fp32x4(p + c * 4, x[k]);
+            if (!ragged || (c > 0 && c < nvec - 1)) {
+                ft_store_cs_fp32x4(p + c * 4, x[k]);
+            } else {
+#pragma unroll
+                for (int e = 0; e < 4; e++) {
+                    const int j = c * 4 + e - o;
+                    if (j >= 0 && j < a.S)
+                        p[c * 4 + e] = ft_from_float_fp32(x[k][e]);
+                }
+            }
         }
     }
 }
@@ -1147,15 +1417,17 @@ static __global__ void __launch_bounds__(128) ft_softmax_fp32_w16_r8_g32(ft_soft
     ft_pdl_wait();
     ft_pdl_trigger();
     const int row = live ? row0 : (int)a.rows - 1;
-    const int S = a.S, nvec = S / 4;
+    const int S = a.S;
     const int b = row / (a.H * S), i = row % S;
     float *p = a.scores + (int64_t)row * S;
     const float *mrow = a.mask ? a.mask + ((int64_t)b * S + i) * S : NULL;
     const int len = a.lengths ? min(max(a.lengths[b], 0), S) : S;
+    const int nvec = S / 4;
     if (nvec == 256)
         ft_softmax_row_fp32_w16_r8_g32(a, p, mrow, len, i < len, nvec, live, true);
     else
         ft_softmax_row_fp32_w16_r8_g32(a, p, mrow, len, i < len, nvec, live, false);
+
 }
 
 /* Softmax of rows of up to 2048 columns: 32 lanes per row, 16 vector(s) of 4 per lane
@@ -1178,6 +1450,7 @@ static __global__ void __launch_bounds__(128) ft_softmax_fp32_w16_r8_g32(ft_soft
 static __device__ __forceinline__ void ft_softmax_row_fp32_w16_r16_g32(const ft_softmax_args_fp32 &a, float *p,
     const float *mrow, int len, int row_in, int nvec, bool live, const bool full)
 {
+    enum { ragged = 0, o = 0 };
     enum { g = 32 };
     const int lane = threadIdx.x & (g - 1);
     ft_word_fp32x4 sw[16], mw[16]; /* the row's score and mask words */
@@ -1185,9 +1458,24 @@ static __device__ __forceinline__ void ft_softmax_row_fp32_w16_r16_g32(const ft_
     for (int k = 0; k < 16; k++) {
         const int c = lane + k * g;
         if (full || c < nvec) {
-            sw[k] = __ldcs((const ft_word_fp32x4 *)(p + c * 4));
-            if (mrow)
-                mw[k] = *(const ft_word_fp32x4 *)(mrow + c * 4);
+            if (!ragged || (c > 0 && c < nvec - 1)) {
+                sw[k] = __ldcs((const ft_word_fp32x4 *)(p + c * 4));
+                if (mrow && !ragged)
+                    mw[k] = *(const ft_word_fp32x4 *)(mrow + c * 4);
+            } else { /* a ragged row's first or last word: its own elements (others read as the nearest) */
+                float f[4];
+#pragma unroll
+                for (int e = 0; e < 4; e++)
+                    f[e] = ft_to_float_fp32(p[o + min(max(c * 4 + e - o, 0), a.S - 1)]);
+                sw[k] = ft_pack_fp32x4(f);
+            }
+            if (mrow && ragged) { /* the mask row element by element (L1 serves the word's other lanes) */
+                float f[4];
+#pragma unroll
+                for (int e = 0; e < 4; e++)
+                    f[e] = ft_to_float_fp32(mrow[min(max(c * 4 + e - o, 0), a.S - 1)]);
+                mw[k] = ft_pack_fp32x4(f);
+            }
         }
     }
     float x[16][4]; /* first the mask terms, then the shifted values */
@@ -1195,10 +1483,13 @@ static __device__ __forceinline__ void ft_softmax_row_fp32_w16_r16_g32(const ft_
 #pragma unroll
     for (int k = 0; k < 16; k++)
         if (full || lane + k * g < nvec) {
-            ft_softmax_keep_vec_fp32_w16(mrow != NULL, mw[k], row_in, len, lane + k * g, x[k]);
+            /* a ragged row's word c holds positions c*4 - o ...; o = 0 otherwise */
+            ft_softmax_keep_vec_fp32_w16(mrow != NULL, mw[k], row_in, len + o, lane + k * g, x[k]);
 #pragma unroll
             for (int e = 0; e < 4; e++) {
-                x[k][e] = (1.0f - x[k][e]) * -10000.0f;
+                const int j = (lane + k * g) * 4 + e - o;
+                /* positions outside a ragged row weigh nothing */
+                x[k][e] = !ragged || (j >= 0 && j < a.S) ? (1.0f - x[k][e]) * -10000.0f : -INFINITY;
                 t = fmaxf(t, x[k][e]);
             }
         }
@@ -1235,7 +1526,16 @@ static __device__ __forceinline__ void ft_softmax_row_fp32_w16_r16_g32(const ft_
 #pragma unroll
             for (int e = 0; e < 4; e++)
                 x[k][e] *= inv;
-            ft_store_cs_fp32x4(p + c * 4, x[k]);
+            if (!ragged || (c > 0 && c < nvec - 1)) {
+                ft_store_cs_fp32x4(p + c * 4, x[k]);
+            } else {
+#pragma unroll
+                for (int e = 0; e < 4; e++) {
+                    const int j = c * 4 + e - o;
+                    if (j >= 0 && j < a.S)
+                        p[c * 4 + e] = ft_from_float_fp32(x[k][e]);
+                }
+            }
         }
     }
 }
@@ -1257,15 +1557,17 @@ static __global__ void __launch_bounds__(128) ft_softmax_fp32_w16_r16_g32(ft_sof
     ft_pdl_wait();
     ft_pdl_trigger();
     const int row = live ? row0 : (int)a.rows - 1;
-    const int S = a.S, nvec = S / 4;
+    const int S = a.S;
     const int b = row / (a.H * S), i = row % S;
     float *p = a.scores + (int64_t)row * S;
     const float *mrow = a.mask ? a.mask + ((int64_t)b * S + i) * S : NULL;
     const int len = a.lengths ? min(max(a.lengths[b], 0), S) : S;
+    const int nvec = S / 4;
     if (nvec == 512)
         ft_softmax_row_fp32_w16_r16_g32(a, p, mrow, len, i < len, nvec, live, true);
     else
         ft_softmax_row_fp32_w16_r16_g32(a, p, mrow, len, i < len, nvec, live, false);
+
 }
 
 /* Softmax of rows of up to blockDim.x x 16 columns: the whole block per row, 4 vector(s)
@@ -1283,9 +1585,13 @@ static __global__ void __launch_bounds__(128) ft_softmax_fp32_w16_r16_g32(ft_sof
  * the row's best, whose weights underflow either way.
  *
  * This is one row's work for the kernel below; `full`: the row fills the block's vectors
- * exactly (the compiler drops the bounds tests of that copy). */
+ * exactly (the compiler drops the bounds tests of that copy); `ragged`: the row lies o
+ * elements past the grid point p (or ends off the grid, or its mask row is off it): nvec
+ * words from p, the first and last read and written element by element, the mask
+ * element by element. */
 static __device__ __forceinline__ void ft_softmax_row_fp32_w16_b4(const ft_softmax_args_fp32 &a, float *p,
-    const float *mrow, int len, int row_in, int nvec, bool live, const bool full, float *scratch)
+    const float *mrow, int len, int row_in, int nvec, bool live, const bool full, const bool ragged, int o,
+    float *scratch)
 {
     const int g = (int)blockDim.x, lane = (int)threadIdx.x;
     ft_word_fp32x4 sw[4], mw[4]; /* the row's score and mask words */
@@ -1293,9 +1599,24 @@ static __device__ __forceinline__ void ft_softmax_row_fp32_w16_b4(const ft_softm
     for (int k = 0; k < 4; k++) {
         const int c = lane + k * g;
         if (full || c < nvec) {
-            sw[k] = __ldcs((const ft_word_fp32x4 *)(p + c * 4));
-            if (mrow)
-                mw[k] = *(const ft_word_fp32x4 *)(mrow + c * 4);
+            if (!ragged || (c > 0 && c < nvec - 1)) {
+                sw[k] = __ldcs((const ft_word_fp32x4 *)(p + c * 4));
+                if (mrow && !ragged)
+                    mw[k] = *(const ft_word_fp32x4 *)(mrow + c * 4);
+            } else { /* a ragged row's first or last word: its own elements (others read as the nearest) */
+                float f[4];
+#pragma unroll
+                for (int e = 0; e < 4; e++)
+                    f[e] = ft_to_float_fp32(p[o + min(max(c * 4 + e - o, 0), a.S - 1)]);
+                sw[k] = ft_pack_fp32x4(f);
+            }
+            if (mrow && ragged) { /* the mask row element by element (L1 serves the word's other lanes) */
+                float f[4];
+#pragma unroll
+                for (int e = 0; e < 4; e++)
+                    f[e] = ft_to_float_fp32(mrow[min(max(c * 4 + e - o, 0), a.S - 1)]);
+                mw[k] = ft_pack_fp32x4(f);
+            }
         }
     }
     float x[4][4]; /* first the mask terms, then the shifted values */
@@ -1303,10 +1624,13 @@ static __device__ __forceinline__ void ft_softmax_row_fp32_w16_b4(const ft_softm
 #pragma unroll
     for (int k = 0; k < 4; k++)
         if (full || lane + k * g < nvec) {
-            ft_softmax_keep_vec_fp32_w16(mrow != NULL, mw[k], row_in, len, lane + k * g, x[k]);
+            /* a ragged row's word c holds positions c*4 - o ...; o = 0 otherwise */
+            ft_softmax_keep_vec_fp32_w16(mrow != NULL, mw[k], row_in, len + o, lane + k * g, x[k]);
 #pragma unroll
             for (int e = 0; e < 4; e++) {
-                x[k][e] = (1.0f - x[k][e]) * -10000.0f;
+                const int j = (lane + k * g) * 4 + e - o;
+                /* positions outside a ragged row weigh nothing */
+                x[k][e] = !ragged || (j >= 0 && j < a.S) ? (1.0f - x[k][e]) * -10000.0f : -INFINITY;
                 t = fmaxf(t, x[k][e]);
             }
         }
@@ -1343,7 +1667,16 @@ static __device__ __forceinline__ void ft_softmax_row_fp32_w16_b4(const ft_softm
 #pragma unroll
             for (int e = 0; e < 4; e++)
                 x[k][e] *= inv;
-            ft_store_cs_fp32x4(p + c * 4, x[k]);
+            if (!ragged || (c > 0 && c < nvec - 1)) {
+                ft_store_cs_fp32x4(p + c * 4, x[k]);
+            } else {
+#pragma unroll
+                for (int e = 0; e < 4; e++) {
+                    const int j = c * 4 + e - o;
+                    if (j >= 0 && j < a.S)
+                        p[c * 4 + e] = ft_from_float_fp32(x[k][e]);
+                }
+            }
         }
     }
 }
@@ -1358,7 +1691,7 @@ static __global__ void __launch_bounds__(512) ft_softmax_fp32_w16_b4(ft_softmax_
     __shared__ float scratch[96];
     ft_pdl_wait(); /* launched dependent, as the warp kernels */
     ft_pdl_trigger();
-    const int S = a.S, H = a.H, nvec = S / 4;
+    const int S = a.S, H = a.H;
     int b, i, row;
     if (a.mask) {
         const int bi = (int)blockIdx.x / H, h = (int)blockIdx.x - bi * H;
@@ -1371,10 +1704,12 @@ static __global__ void __launch_bounds__(512) ft_softmax_fp32_w16_b4(ft_softmax_
     float *p = a.scores + (int64_t)row * S;
     const float *mrow = a.mask ? a.mask + ((int64_t)b * S + i) * S : NULL;
     const int len = a.lengths ? min(max(a.lengths[b], 0), S) : S;
+    const int nvec = S / 4;
     if (nvec == (int)blockDim.x * 4)
-        ft_softmax_row_fp32_w16_b4(a, p, mrow, len, i < len, nvec, true, true, scratch);
+        ft_softmax_row_fp32_w16_b4(a, p, mrow, len, i < len, nvec, true, true, false, 0, scratch);
     else
-        ft_softmax_row_fp32_w16_b4(a, p, mrow, len, i < len, nvec, true, false, scratch);
+        ft_softmax_row_fp32_w16_b4(a, p, mrow, len, i < len, nvec, true, false, false, 0, scratch);
+
 }
 
 /* Softmax of rows of up to blockDim.x x 32 columns: the whole block per row, 8 vector(s)
@@ -1394,17 +1729,34 @@ static __global__ void __launch_bounds__(512) ft_softmax_fp32_w16_b4(ft_softmax_
  * This is one row's work for the kernel below; `full`: the row fills the block's vectors
  * exactly (the compiler drops the bounds tests of that copy). */
 static __device__ __forceinline__ void ft_softmax_row_fp32_w16_b8(const ft_softmax_args_fp32 &a, float *p,
-    const float *mrow, int len, int row_in, int nvec, bool live, const bool full, float *scratch)
+    const float *mrow, int len, int row_in, int nvec, bool live, const bool full,
+    float *scratch)
 {
+    enum { ragged = 0, o = 0 };
     const int g = (int)blockDim.x, lane = (int)threadIdx.x;
     ft_word_fp32x4 sw[8], mw[8]; /* the row's score and mask words */
 #pragma unroll
     for (int k = 0; k < 8; k++) {
         const int c = lane + k * g;
         if (full || c < nvec) {
-            sw[k] = __ldcs((const ft_word_fp32x4 *)(p + c * 4));
-            if (mrow)
-                mw[k] = *(const ft_word_fp32x4 *)(mrow + c * 4);
+            if (!ragged || (c > 0 && c < nvec - 1)) {
+                sw[k] = __ldcs((const ft_word_fp32x4 *)(p + c * 4));
+                if (mrow && !ragged)
+                    mw[k] = *(const ft_word_fp32x4 *)(mrow + c * 4);
+            } else { /* a ragged row's first or last word: its own elements (others read as the nearest) */
+                float f[4];
+#pragma unroll
+                for (int e = 0; e < 4; e++)
+                    f[e] = ft_to_float_fp32(p[o + min(max(c * 4 + e - o, 0), a.S - 1)]);
+                sw[k] = ft_pack_fp32x4(f);
+            }
+            if (mrow && ragged) { /* the mask row element by element (L1 serves the word's other lanes) */
+                float f[4];
+#pragma unroll
+                for (int e = 0; e < 4; e++)
+                    f[e] = ft_to_float_fp32(mrow[min(max(c * 4 + e - o, 0), a.S - 1)]);
+                mw[k] = ft_pack_fp32x4(f);
+            }
         }
     }
     float x[8][4]; /* first the mask terms, then the shifted values */
@@ -1412,10 +1764,13 @@ static __device__ __forceinline__ void ft_softmax_row_fp32_w16_b8(const ft_softm
 #pragma unroll
     for (int k = 0; k < 8; k++)
         if (full || lane + k * g < nvec) {
-            ft_softmax_keep_vec_fp32_w16(mrow != NULL, mw[k], row_in, len, lane + k * g, x[k]);
+            /* a ragged row's word c holds positions c*4 - o ...; o = 0 otherwise */
+            ft_softmax_keep_vec_fp32_w16(mrow != NULL, mw[k], row_in, len + o, lane + k * g, x[k]);
 #pragma unroll
             for (int e = 0; e < 4; e++) {
-                x[k][e] = (1.0f - x[k][e]) * -10000.0f;
+                const int j = (lane + k * g) * 4 + e - o;
+                /* positions outside a ragged row weigh nothing */
+                x[k][e] = !ragged || (j >= 0 && j < a.S) ? (1.0f - x[k][e]) * -10000.0f : -INFINITY;
                 t = fmaxf(t, x[k][e]);
             }
         }
@@ -1452,7 +1807,16 @@ static __device__ __forceinline__ void ft_softmax_row_fp32_w16_b8(const ft_softm
 #pragma unroll
             for (int e = 0; e < 4; e++)
                 x[k][e] *= inv;
-            ft_store_cs_fp32x4(p + c * 4, x[k]);
+            if (!ragged || (c > 0 && c < nvec - 1)) {
+                ft_store_cs_fp32x4(p + c * 4, x[k]);
+            } else {
+#pragma unroll
+                for (int e = 0; e < 4; e++) {
+                    const int j = c * 4 + e - o;
+                    if (j >= 0 && j < a.S)
+                        p[c * 4 + e] = ft_from_float_fp32(x[k][e]);
+                }
+            }
         }
     }
 }
@@ -1467,7 +1831,7 @@ static __global__ void __launch_bounds__(256) ft_softmax_fp32_w16_b8(ft_softmax_
     __shared__ float scratch[96];
     ft_pdl_wait(); /* launched dependent, as the warp kernels */
     ft_pdl_trigger();
-    const int S = a.S, H = a.H, nvec = S / 4;
+    const int S = a.S, H = a.H;
     int b, i, row;
     if (a.mask) {
         const int bi = (int)blockIdx.x / H, h = (int)blockIdx.x - bi * H;
@@ -1480,10 +1844,42 @@ static __global__ void __launch_bounds__(256) ft_softmax_fp32_w16_b8(ft_softmax_
     float *p = a.scores + (int64_t)row * S;
     const float *mrow = a.mask ? a.mask + ((int64_t)b * S + i) * S : NULL;
     const int len = a.lengths ? min(max(a.lengths[b], 0), S) : S;
+    const int nvec = S / 4;
     if (nvec == (int)blockDim.x * 8)
         ft_softmax_row_fp32_w16_b8(a, p, mrow, len, i < len, nvec, true, true, scratch);
     else
         ft_softmax_row_fp32_w16_b8(a, p, mrow, len, i < len, nvec, true, false, scratch);
+
+}
+
+/* ft_softmax_fp32_w16_b4 for rows that may lie off the 16-byte grid (S not a multiple of
+ * 4, or a pointer off the grid): each row's words run from the grid point below it, the
+ * first and last read and written element by element, the mask element by element. A
+ * kernel of its own, so that the aligned kernels keep their registers (with this path
+ * inlined, bf16's 8-vector kernel took 168 registers instead of 127 and S4096 701 us
+ * instead of 605 on the H200). */
+static __global__ void __launch_bounds__(512) ft_softmax_fp32_w16_b4_ragged(ft_softmax_args_fp32 a)
+{
+    __shared__ float scratch[96];
+    ft_pdl_wait();
+    ft_pdl_trigger();
+    const int S = a.S, H = a.H;
+    int b, i, row;
+    if (a.mask) {
+        const int bi = (int)blockIdx.x / H, h = (int)blockIdx.x - bi * H;
+        b = bi / S, i = bi - b * S;
+        row = (b * H + h) * S + i;
+    } else {
+        row = (int)blockIdx.x;
+        b = row / (H * S), i = row % S;
+    }
+    float *p = a.scores + (int64_t)row * S;
+    const float *mrow = a.mask ? a.mask + ((int64_t)b * S + i) * S : NULL;
+    const int len = a.lengths ? min(max(a.lengths[b], 0), S) : S;
+    /* o elements past the grid point below the row; its words run from there */
+    const int o = (int)(((uintptr_t)p / sizeof(float)) % 4);
+    ft_softmax_row_fp32_w16_b4(a, p - o, mrow, len, i < len, (o + S + 3) / 4, true, false, true, o, scratch);
+
 }
 
 /* Softmax of rows of any length, one block per row: pass 1 keeps a running maximum and
@@ -1651,6 +2047,7 @@ static __device__ __forceinline__ void ft_softmax_keep_vec_fp32_w4(bool has_mask
 static __device__ __forceinline__ void ft_softmax_row_fp32_w4_r1_g1(const ft_softmax_args_fp32 &a, float *p,
     const float *mrow, int len, int row_in, int nvec, bool live, const bool full)
 {
+    enum { ragged = 0, o = 0 };
     enum { g = 1 };
     const int lane = threadIdx.x & (g - 1);
     ft_word_fp32x1 sw[1], mw[1]; /* the row's score and mask words */
@@ -1658,9 +2055,24 @@ static __device__ __forceinline__ void ft_softmax_row_fp32_w4_r1_g1(const ft_sof
     for (int k = 0; k < 1; k++) {
         const int c = lane + k * g;
         if (full || c < nvec) {
-            sw[k] = *(const ft_word_fp32x1 *)(p + c);
-            if (mrow)
-                mw[k] = *(const ft_word_fp32x1 *)(mrow + c * 1);
+            if (!ragged || (c > 0 && c < nvec - 1)) {
+                sw[k] = *(const ft_word_fp32x1 *)(p + c);
+                if (mrow && !ragged)
+                    mw[k] = *(const ft_word_fp32x1 *)(mrow + c * 1);
+            } else { /* a ragged row's first or last word: its own elements (others read as the nearest) */
+                float f[1];
+#pragma unroll
+                for (int e = 0; e < 1; e++)
+                    f[e] = ft_to_float_fp32(p[o + min(max(c * 1 + e - o, 0), a.S - 1)]);
+                sw[k] = ft_pack_fp32x1(f);
+            }
+            if (mrow && ragged) { /* the mask row element by element (L1 serves the word's other lanes) */
+                float f[1];
+#pragma unroll
+                for (int e = 0; e < 1; e++)
+                    f[e] = ft_to_float_fp32(mrow[min(max(c * 1 + e - o, 0), a.S - 1)]);
+                mw[k] = ft_pack_fp32x1(f);
+            }
         }
     }
     float x[1][1]; /* first the mask terms, then the shifted values */
@@ -1668,10 +2080,13 @@ static __device__ __forceinline__ void ft_softmax_row_fp32_w4_r1_g1(const ft_sof
 #pragma unroll
     for (int k = 0; k < 1; k++)
         if (full || lane + k * g < nvec) {
-            ft_softmax_keep_vec_fp32_w4(mrow != NULL, mw[k], row_in, len, lane + k * g, x[k]);
+            /* a ragged row's word c holds positions c*1 - o ...; o = 0 otherwise */
+            ft_softmax_keep_vec_fp32_w4(mrow != NULL, mw[k], row_in, len + o, lane + k * g, x[k]);
 #pragma unroll
             for (int e = 0; e < 1; e++) {
-                x[k][e] = (1.0f - x[k][e]) * -10000.0f;
+                const int j = (lane + k * g) * 1 + e - o;
+                /* positions outside a ragged row weigh nothing */
+                x[k][e] = !ragged || (j >= 0 && j < a.S) ? (1.0f - x[k][e]) * -10000.0f : -INFINITY;
                 t = fmaxf(t, x[k][e]);
             }
         }
@@ -1708,7 +2123,16 @@ static __device__ __forceinline__ void ft_softmax_row_fp32_w4_r1_g1(const ft_sof
 #pragma unroll
             for (int e = 0; e < 1; e++)
                 x[k][e] *= inv;
-            ft_store_fp32x1(p + c, x[k]);
+            if (!ragged || (c > 0 && c < nvec - 1)) {
+                ft_store_fp32x1(p + c, x[k]);
+            } else {
+#pragma unroll
+                for (int e = 0; e < 1; e++) {
+                    const int j = c * 1 + e - o;
+                    if (j >= 0 && j < a.S)
+                        p[c * 1 + e] = ft_from_float_fp32(x[k][e]);
+                }
+            }
         }
     }
 }
@@ -1730,15 +2154,17 @@ static __global__ void __launch_bounds__(128, 12) ft_softmax_fp32_w4_r1_g1(ft_so
     ft_pdl_wait();
     ft_pdl_trigger();
     const int row = live ? row0 : (int)a.rows - 1;
-    const int S = a.S, nvec = S / 1;
+    const int S = a.S;
     const int b = row / (a.H * S), i = row % S;
     float *p = a.scores + (int64_t)row * S;
     const float *mrow = a.mask ? a.mask + ((int64_t)b * S + i) * S : NULL;
     const int len = a.lengths ? min(max(a.lengths[b], 0), S) : S;
+    const int nvec = S / 1;
     if (nvec == 1)
         ft_softmax_row_fp32_w4_r1_g1(a, p, mrow, len, i < len, nvec, live, true);
     else
         ft_softmax_row_fp32_w4_r1_g1(a, p, mrow, len, i < len, nvec, live, false);
+
 }
 
 /* Softmax of rows of up to 2 columns: 2 lanes per row, 1 vector(s) of 1 per lane
@@ -1763,6 +2189,7 @@ static __global__ void __launch_bounds__(128, 12) ft_softmax_fp32_w4_r1_g1(ft_so
 static __device__ __forceinline__ void ft_softmax_row_fp32_w4_r1_g2(const ft_softmax_args_fp32 &a, float *p,
     const float *mrow, int len, int row_in, int nvec, bool live, const bool full)
 {
+    enum { ragged = 0, o = 0 };
     enum { g = 2 };
     const int lane = threadIdx.x & (g - 1);
     ft_word_fp32x1 sw[1], mw[1]; /* the row's score and mask words */
@@ -1770,9 +2197,24 @@ static __device__ __forceinline__ void ft_softmax_row_fp32_w4_r1_g2(const ft_sof
     for (int k = 0; k < 1; k++) {
         const int c = lane + k * g;
         if (full || c < nvec) {
-            sw[k] = *(const ft_word_fp32x1 *)(p + c);
-            if (mrow)
-                mw[k] = *(const ft_word_fp32x1 *)(mrow + c * 1);
+            if (!ragged || (c > 0 && c < nvec - 1)) {
+                sw[k] = *(const ft_word_fp32x1 *)(p + c);
+                if (mrow && !ragged)
+                    mw[k] = *(const ft_word_fp32x1 *)(mrow + c * 1);
+            } else { /* a ragged row's first or last word: its own elements (others read as the nearest) */
+                float f[1];
+#pragma unroll
+                for (int e = 0; e < 1; e++)
+                    f[e] = ft_to_float_fp32(p[o + min(max(c * 1 + e - o, 0), a.S - 1)]);
+                sw[k] = ft_pack_fp32x1(f);
+            }
+            if (mrow && ragged) { /* the mask row element by element (L1 serves the word's other lanes) */
+                float f[1];
+#pragma unroll
+                for (int e = 0; e < 1; e++)
+                    f[e] = ft_to_float_fp32(mrow[min(max(c * 1 + e - o, 0), a.S - 1)]);
+                mw[k] = ft_pack_fp32x1(f);
+            }
         }
     }
     float x[1][1]; /* first the mask terms, then the shifted values */
@@ -1780,10 +2222,13 @@ static __device__ __forceinline__ void ft_softmax_row_fp32_w4_r1_g2(const ft_sof
 #pragma unroll
     for (int k = 0; k < 1; k++)
         if (full || lane + k * g < nvec) {
-            ft_softmax_keep_vec_fp32_w4(mrow != NULL, mw[k], row_in, len, lane + k * g, x[k]);
+            /* a ragged row's word c holds positions c*1 - o ...; o = 0 otherwise */
+            ft_softmax_keep_vec_fp32_w4(mrow != NULL, mw[k], row_in, len + o, lane + k * g, x[k]);
 #pragma unroll
             for (int e = 0; e < 1; e++) {
-                x[k][e] = (1.0f - x[k][e]) * -10000.0f;
+                const int j = (lane + k * g) * 1 + e - o;
+                /* positions outside a ragged row weigh nothing */
+                x[k][e] = !ragged || (j >= 0 && j < a.S) ? (1.0f - x[k][e]) * -10000.0f : -INFINITY;
                 t = fmaxf(t, x[k][e]);
             }
         }
@@ -1820,7 +2265,16 @@ static __device__ __forceinline__ void ft_softmax_row_fp32_w4_r1_g2(const ft_sof
 #pragma unroll
             for (int e = 0; e < 1; e++)
                 x[k][e] *= inv;
-            ft_store_fp32x1(p + c, x[k]);
+            if (!ragged || (c > 0 && c < nvec - 1)) {
+                ft_store_fp32x1(p + c, x[k]);
+            } else {
+#pragma unroll
+                for (int e = 0; e < 1; e++) {
+                    const int j = c * 1 + e - o;
+                    if (j >= 0 && j < a.S)
+                        p[c * 1 + e] = ft_from_float_fp32(x[k][e]);
+                }
+            }
         }
     }
 }
@@ -1842,15 +2296,17 @@ static __global__ void __launch_bounds__(128, 12) ft_softmax_fp32_w4_r1_g2(ft_so
     ft_pdl_wait();
     ft_pdl_trigger();
     const int row = live ? row0 : (int)a.rows - 1;
-    const int S = a.S, nvec = S / 1;
+    const int S = a.S;
     const int b = row / (a.H * S), i = row % S;
     float *p = a.scores + (int64_t)row * S;
     const float *mrow = a.mask ? a.mask + ((int64_t)b * S + i) * S : NULL;
     const int len = a.lengths ? min(max(a.lengths[b], 0), S) : S;
+    const int nvec = S / 1;
     if (nvec == 2)
         ft_softmax_row_fp32_w4_r1_g2(a, p, mrow, len, i < len, nvec, live, true);
     else
         ft_softmax_row_fp32_w4_r1_g2(a, p, mrow, len, i < len, nvec, live, false);
+
 }
 
 /* Softmax of rows of up to 4 columns: 4 lanes per row, 1 vector(s) of 1 per lane
@@ -1875,6 +2331,7 @@ static __global__ void __launch_bounds__(128, 12) ft_softmax_fp32_w4_r1_g2(ft_so
 static __device__ __forceinline__ void ft_softmax_row_fp32_w4_r1_g4(const ft_softmax_args_fp32 &a, float *p,
     const float *mrow, int len, int row_in, int nvec, bool live, const bool full)
 {
+    enum { ragged = 0, o = 0 };
     enum { g = 4 };
     const int lane = threadIdx.x & (g - 1);
     ft_word_fp32x1 sw[1], mw[1]; /* the row's score and mask words */
@@ -1882,9 +2339,24 @@ static __device__ __forceinline__ void ft_softmax_row_fp32_w4_r1_g4(const ft_sof
     for (int k = 0; k < 1; k++) {
         const int c = lane + k * g;
         if (full || c < nvec) {
-            sw[k] = *(const ft_word_fp32x1 *)(p + c);
-            if (mrow)
-                mw[k] = *(const ft_word_fp32x1 *)(mrow + c * 1);
+            if (!ragged || (c > 0 && c < nvec - 1)) {
+                sw[k] = *(const ft_word_fp32x1 *)(p + c);
+                if (mrow && !ragged)
+                    mw[k] = *(const ft_word_fp32x1 *)(mrow + c * 1);
+            } else { /* a ragged row's first or last word: its own elements (others read as the nearest) */
+                float f[1];
+#pragma unroll
+                for (int e = 0; e < 1; e++)
+                    f[e] = ft_to_float_fp32(p[o + min(max(c * 1 + e - o, 0), a.S - 1)]);
+                sw[k] = ft_pack_fp32x1(f);
+            }
+            if (mrow && ragged) { /* the mask row element by element (L1 serves the word's other lanes) */
+                float f[1];
+#pragma unroll
+                for (int e = 0; e < 1; e++)
+                    f[e] = ft_to_float_fp32(mrow[min(max(c * 1 + e - o, 0), a.S - 1)]);
+                mw[k] = ft_pack_fp32x1(f);
+            }
         }
     }
     float x[1][1]; /* first the mask terms, then the shifted values */
@@ -1892,10 +2364,13 @@ static __device__ __forceinline__ void ft_softmax_row_fp32_w4_r1_g4(const ft_sof
 #pragma unroll
     for (int k = 0; k < 1; k++)
         if (full || lane + k * g < nvec) {
-            ft_softmax_keep_vec_fp32_w4(mrow != NULL, mw[k], row_in, len, lane + k * g, x[k]);
+            /* a ragged row's word c holds positions c*1 - o ...; o = 0 otherwise */
+            ft_softmax_keep_vec_fp32_w4(mrow != NULL, mw[k], row_in, len + o, lane + k * g, x[k]);
 #pragma unroll
             for (int e = 0; e < 1; e++) {
-                x[k][e] = (1.0f - x[k][e]) * -10000.0f;
+                const int j = (lane + k * g) * 1 + e - o;
+                /* positions outside a ragged row weigh nothing */
+                x[k][e] = !ragged || (j >= 0 && j < a.S) ? (1.0f - x[k][e]) * -10000.0f : -INFINITY;
                 t = fmaxf(t, x[k][e]);
             }
         }
@@ -1932,7 +2407,16 @@ static __device__ __forceinline__ void ft_softmax_row_fp32_w4_r1_g4(const ft_sof
 #pragma unroll
             for (int e = 0; e < 1; e++)
                 x[k][e] *= inv;
-            ft_store_fp32x1(p + c, x[k]);
+            if (!ragged || (c > 0 && c < nvec - 1)) {
+                ft_store_fp32x1(p + c, x[k]);
+            } else {
+#pragma unroll
+                for (int e = 0; e < 1; e++) {
+                    const int j = c * 1 + e - o;
+                    if (j >= 0 && j < a.S)
+                        p[c * 1 + e] = ft_from_float_fp32(x[k][e]);
+                }
+            }
         }
     }
 }
@@ -1954,15 +2438,17 @@ static __global__ void __launch_bounds__(128, 12) ft_softmax_fp32_w4_r1_g4(ft_so
     ft_pdl_wait();
     ft_pdl_trigger();
     const int row = live ? row0 : (int)a.rows - 1;
-    const int S = a.S, nvec = S / 1;
+    const int S = a.S;
     const int b = row / (a.H * S), i = row % S;
     float *p = a.scores + (int64_t)row * S;
     const float *mrow = a.mask ? a.mask + ((int64_t)b * S + i) * S : NULL;
     const int len = a.lengths ? min(max(a.lengths[b], 0), S) : S;
+    const int nvec = S / 1;
     if (nvec == 4)
         ft_softmax_row_fp32_w4_r1_g4(a, p, mrow, len, i < len, nvec, live, true);
     else
         ft_softmax_row_fp32_w4_r1_g4(a, p, mrow, len, i < len, nvec, live, false);
+
 }
 
 /* Softmax of rows of up to 8 columns: 8 lanes per row, 1 vector(s) of 1 per lane
@@ -1987,6 +2473,7 @@ static __global__ void __launch_bounds__(128, 12) ft_softmax_fp32_w4_r1_g4(ft_so
 static __device__ __forceinline__ void ft_softmax_row_fp32_w4_r1_g8(const ft_softmax_args_fp32 &a, float *p,
     const float *mrow, int len, int row_in, int nvec, bool live, const bool full)
 {
+    enum { ragged = 0, o = 0 };
     enum { g = 8 };
     const int lane = threadIdx.x & (g - 1);
     ft_word_fp32x1 sw[1], mw[1]; /* the row's score and mask words */
@@ -1994,9 +2481,24 @@ static __device__ __forceinline__ void ft_softmax_row_fp32_w4_r1_g8(const ft_sof
     for (int k = 0; k < 1; k++) {
         const int c = lane + k * g;
         if (full || c < nvec) {
-            sw[k] = *(const ft_word_fp32x1 *)(p + c);
-            if (mrow)
-                mw[k] = *(const ft_word_fp32x1 *)(mrow + c * 1);
+            if (!ragged || (c > 0 && c < nvec - 1)) {
+                sw[k] = *(const ft_word_fp32x1 *)(p + c);
+                if (mrow && !ragged)
+                    mw[k] = *(const ft_word_fp32x1 *)(mrow + c * 1);
+            } else { /* a ragged row's first or last word: its own elements (others read as the nearest) */
+                float f[1];
+#pragma unroll
+                for (int e = 0; e < 1; e++)
+                    f[e] = ft_to_float_fp32(p[o + min(max(c * 1 + e - o, 0), a.S - 1)]);
+                sw[k] = ft_pack_fp32x1(f);
+            }
+            if (mrow && ragged) { /* the mask row element by element (L1 serves the word's other lanes) */
+                float f[1];
+#pragma unroll
+                for (int e = 0; e < 1; e++)
+                    f[e] = ft_to_float_fp32(mrow[min(max(c * 1 + e - o, 0), a.S - 1)]);
+                mw[k] = ft_pack_fp32x1(f);
+            }
         }
     }
     float x[1][1]; /* first the mask terms, then the shifted values */
@@ -2004,10 +2506,13 @@ static __device__ __forceinline__ void ft_softmax_row_fp32_w4_r1_g8(const ft_sof
 #pragma unroll
     for (int k = 0; k < 1; k++)
         if (full || lane + k * g < nvec) {
-            ft_softmax_keep_vec_fp32_w4(mrow != NULL, mw[k], row_in, len, lane + k * g, x[k]);
+            /* a ragged row's word c holds positions c*1 - o ...; o = 0 otherwise */
+            ft_softmax_keep_vec_fp32_w4(mrow != NULL, mw[k], row_in, len + o, lane + k * g, x[k]);
 #pragma unroll
             for (int e = 0; e < 1; e++) {
-                x[k][e] = (1.0f - x[k][e]) * -10000.0f;
+                const int j = (lane + k * g) * 1 + e - o;
+                /* positions outside a ragged row weigh nothing */
+                x[k][e] = !ragged || (j >= 0 && j < a.S) ? (1.0f - x[k][e]) * -10000.0f : -INFINITY;
                 t = fmaxf(t, x[k][e]);
             }
         }
@@ -2044,7 +2549,16 @@ static __device__ __forceinline__ void ft_softmax_row_fp32_w4_r1_g8(const ft_sof
 #pragma unroll
             for (int e = 0; e < 1; e++)
                 x[k][e] *= inv;
-            ft_store_fp32x1(p + c, x[k]);
+            if (!ragged || (c > 0 && c < nvec - 1)) {
+                ft_store_fp32x1(p + c, x[k]);
+            } else {
+#pragma unroll
+                for (int e = 0; e < 1; e++) {
+                    const int j = c * 1 + e - o;
+                    if (j >= 0 && j < a.S)
+                        p[c * 1 + e] = ft_from_float_fp32(x[k][e]);
+                }
+            }
         }
     }
 }
@@ -2066,15 +2580,17 @@ static __global__ void __launch_bounds__(128, 12) ft_softmax_fp32_w4_r1_g8(ft_so
     ft_pdl_wait();
     ft_pdl_trigger();
     const int row = live ? row0 : (int)a.rows - 1;
-    const int S = a.S, nvec = S / 1;
+    const int S = a.S;
     const int b = row / (a.H * S), i = row % S;
     float *p = a.scores + (int64_t)row * S;
     const float *mrow = a.mask ? a.mask + ((int64_t)b * S + i) * S : NULL;
     const int len = a.lengths ? min(max(a.lengths[b], 0), S) : S;
+    const int nvec = S / 1;
     if (nvec == 8)
         ft_softmax_row_fp32_w4_r1_g8(a, p, mrow, len, i < len, nvec, live, true);
     else
         ft_softmax_row_fp32_w4_r1_g8(a, p, mrow, len, i < len, nvec, live, false);
+
 }
 
 /* Softmax of rows of up to 16 columns: 16 lanes per row, 1 vector(s) of 1 per lane
@@ -2099,6 +2615,7 @@ static __global__ void __launch_bounds__(128, 12) ft_softmax_fp32_w4_r1_g8(ft_so
 static __device__ __forceinline__ void ft_softmax_row_fp32_w4_r1_g16(const ft_softmax_args_fp32 &a, float *p,
     const float *mrow, int len, int row_in, int nvec, bool live, const bool full)
 {
+    enum { ragged = 0, o = 0 };
     enum { g = 16 };
     const int lane = threadIdx.x & (g - 1);
     ft_word_fp32x1 sw[1], mw[1]; /* the row's score and mask words */
@@ -2106,9 +2623,24 @@ static __device__ __forceinline__ void ft_softmax_row_fp32_w4_r1_g16(const ft_so
     for (int k = 0; k < 1; k++) {
         const int c = lane + k * g;
         if (full || c < nvec) {
-            sw[k] = *(const ft_word_fp32x1 *)(p + c);
-            if (mrow)
-                mw[k] = *(const ft_word_fp32x1 *)(mrow + c * 1);
+            if (!ragged || (c > 0 && c < nvec - 1)) {
+                sw[k] = *(const ft_word_fp32x1 *)(p + c);
+                if (mrow && !ragged)
+                    mw[k] = *(const ft_word_fp32x1 *)(mrow + c * 1);
+            } else { /* a ragged row's first or last word: its own elements (others read as the nearest) */
+                float f[1];
+#pragma unroll
+                for (int e = 0; e < 1; e++)
+                    f[e] = ft_to_float_fp32(p[o + min(max(c * 1 + e - o, 0), a.S - 1)]);
+                sw[k] = ft_pack_fp32x1(f);
+            }
+            if (mrow && ragged) { /* the mask row element by element (L1 serves the word's other lanes) */
+                float f[1];
+#pragma unroll
+                for (int e = 0; e < 1; e++)
+                    f[e] = ft_to_float_fp32(mrow[min(max(c * 1 + e - o, 0), a.S - 1)]);
+                mw[k] = ft_pack_fp32x1(f);
+            }
         }
     }
     float x[1][1]; /* first the mask terms, then the shifted values */
@@ -2116,10 +2648,13 @@ static __device__ __forceinline__ void ft_softmax_row_fp32_w4_r1_g16(const ft_so
 #pragma unroll
     for (int k = 0; k < 1; k++)
         if (full || lane + k * g < nvec) {
-            ft_softmax_keep_vec_fp32_w4(mrow != NULL, mw[k], row_in, len, lane + k * g, x[k]);
+            /* a ragged row's word c holds positions c*1 - o ...; o = 0 otherwise */
+            ft_softmax_keep_vec_fp32_w4(mrow != NULL, mw[k], row_in, len + o, lane + k * g, x[k]);
 #pragma unroll
             for (int e = 0; e < 1; e++) {
-                x[k][e] = (1.0f - x[k][e]) * -10000.0f;
+                const int j = (lane + k * g) * 1 + e - o;
+                /* positions outside a ragged row weigh nothing */
+                x[k][e] = !ragged || (j >= 0 && j < a.S) ? (1.0f - x[k][e]) * -10000.0f : -INFINITY;
                 t = fmaxf(t, x[k][e]);
             }
         }
@@ -2156,7 +2691,16 @@ static __device__ __forceinline__ void ft_softmax_row_fp32_w4_r1_g16(const ft_so
 #pragma unroll
             for (int e = 0; e < 1; e++)
                 x[k][e] *= inv;
-            ft_store_fp32x1(p + c, x[k]);
+            if (!ragged || (c > 0 && c < nvec - 1)) {
+                ft_store_fp32x1(p + c, x[k]);
+            } else {
+#pragma unroll
+                for (int e = 0; e < 1; e++) {
+                    const int j = c * 1 + e - o;
+                    if (j >= 0 && j < a.S)
+                        p[c * 1 + e] = ft_from_float_fp32(x[k][e]);
+                }
+            }
         }
     }
 }
@@ -2178,15 +2722,17 @@ static __global__ void __launch_bounds__(128, 12) ft_softmax_fp32_w4_r1_g16(ft_s
     ft_pdl_wait();
     ft_pdl_trigger();
     const int row = live ? row0 : (int)a.rows - 1;
-    const int S = a.S, nvec = S / 1;
+    const int S = a.S;
     const int b = row / (a.H * S), i = row % S;
     float *p = a.scores + (int64_t)row * S;
     const float *mrow = a.mask ? a.mask + ((int64_t)b * S + i) * S : NULL;
     const int len = a.lengths ? min(max(a.lengths[b], 0), S) : S;
+    const int nvec = S / 1;
     if (nvec == 16)
         ft_softmax_row_fp32_w4_r1_g16(a, p, mrow, len, i < len, nvec, live, true);
     else
         ft_softmax_row_fp32_w4_r1_g16(a, p, mrow, len, i < len, nvec, live, false);
+
 }
 
 /* Softmax of rows of up to 32 columns: 32 lanes per row, 1 vector(s) of 1 per lane
@@ -2211,6 +2757,7 @@ static __global__ void __launch_bounds__(128, 12) ft_softmax_fp32_w4_r1_g16(ft_s
 static __device__ __forceinline__ void ft_softmax_row_fp32_w4_r1_g32(const ft_softmax_args_fp32 &a, float *p,
     const float *mrow, int len, int row_in, int nvec, bool live, const bool full)
 {
+    enum { ragged = 0, o = 0 };
     enum { g = 32 };
     const int lane = threadIdx.x & (g - 1);
     ft_word_fp32x1 sw[1], mw[1]; /* the row's score and mask words */
@@ -2218,9 +2765,24 @@ static __device__ __forceinline__ void ft_softmax_row_fp32_w4_r1_g32(const ft_so
     for (int k = 0; k < 1; k++) {
         const int c = lane + k * g;
         if (full || c < nvec) {
-            sw[k] = *(const ft_word_fp32x1 *)(p + c);
-            if (mrow)
-                mw[k] = *(const ft_word_fp32x1 *)(mrow + c * 1);
+            if (!ragged || (c > 0 && c < nvec - 1)) {
+                sw[k] = *(const ft_word_fp32x1 *)(p + c);
+                if (mrow && !ragged)
+                    mw[k] = *(const ft_word_fp32x1 *)(mrow + c * 1);
+            } else { /* a ragged row's first or last word: its own elements (others read as the nearest) */
+                float f[1];
+#pragma unroll
+                for (int e = 0; e < 1; e++)
+                    f[e] = ft_to_float_fp32(p[o + min(max(c * 1 + e - o, 0), a.S - 1)]);
+                sw[k] = ft_pack_fp32x1(f);
+            }
+            if (mrow && ragged) { /* the mask row element by element (L1 serves the word's other lanes) */
+                float f[1];
+#pragma unroll
+                for (int e = 0; e < 1; e++)
+                    f[e] = ft_to_float_fp32(mrow[min(max(c * 1 + e - o, 0), a.S - 1)]);
+                mw[k] = ft_pack_fp32x1(f);
+            }
         }
     }
     float x[1][1]; /* first the mask terms, then the shifted values */
@@ -2228,10 +2790,13 @@ static __device__ __forceinline__ void ft_softmax_row_fp32_w4_r1_g32(const ft_so
 #pragma unroll
     for (int k = 0; k < 1; k++)
         if (full || lane + k * g < nvec) {
-            ft_softmax_keep_vec_fp32_w4(mrow != NULL, mw[k], row_in, len, lane + k * g, x[k]);
+            /* a ragged row's word c holds positions c*1 - o ...; o = 0 otherwise */
+            ft_softmax_keep_vec_fp32_w4(mrow != NULL, mw[k], row_in, len + o, lane + k * g, x[k]);
 #pragma unroll
             for (int e = 0; e < 1; e++) {
-                x[k][e] = (1.0f - x[k][e]) * -10000.0f;
+                const int j = (lane + k * g) * 1 + e - o;
+                /* positions outside a ragged row weigh nothing */
+                x[k][e] = !ragged || (j >= 0 && j < a.S) ? (1.0f - x[k][e]) * -10000.0f : -INFINITY;
                 t = fmaxf(t, x[k][e]);
             }
         }
@@ -2268,7 +2833,16 @@ static __device__ __forceinline__ void ft_softmax_row_fp32_w4_r1_g32(const ft_so
 #pragma unroll
             for (int e = 0; e < 1; e++)
                 x[k][e] *= inv;
-            ft_store_fp32x1(p + c, x[k]);
+            if (!ragged || (c > 0 && c < nvec - 1)) {
+                ft_store_fp32x1(p + c, x[k]);
+            } else {
+#pragma unroll
+                for (int e = 0; e < 1; e++) {
+                    const int j = c * 1 + e - o;
+                    if (j >= 0 && j < a.S)
+                        p[c * 1 + e] = ft_from_float_fp32(x[k][e]);
+                }
+            }
         }
     }
 }
@@ -2290,15 +2864,17 @@ static __global__ void __launch_bounds__(128, 12) ft_softmax_fp32_w4_r1_g32(ft_s
     ft_pdl_wait();
     ft_pdl_trigger();
     const int row = live ? row0 : (int)a.rows - 1;
-    const int S = a.S, nvec = S / 1;
+    const int S = a.S;
     const int b = row / (a.H * S), i = row % S;
     float *p = a.scores + (int64_t)row * S;
     const float *mrow = a.mask ? a.mask + ((int64_t)b * S + i) * S : NULL;
     const int len = a.lengths ? min(max(a.lengths[b], 0), S) : S;
+    const int nvec = S / 1;
     if (nvec == 32)
         ft_softmax_row_fp32_w4_r1_g32(a, p, mrow, len, i < len, nvec, live, true);
     else
         ft_softmax_row_fp32_w4_r1_g32(a, p, mrow, len, i < len, nvec, live, false);
+
 }
 
 /* Softmax of rows of up to 64 columns: 32 lanes per row, 2 vector(s) of 1 per lane
@@ -2323,6 +2899,7 @@ static __global__ void __launch_bounds__(128, 12) ft_softmax_fp32_w4_r1_g32(ft_s
 static __device__ __forceinline__ void ft_softmax_row_fp32_w4_r2_g32(const ft_softmax_args_fp32 &a, float *p,
     const float *mrow, int len, int row_in, int nvec, bool live, const bool full)
 {
+    enum { ragged = 0, o = 0 };
     enum { g = 32 };
     const int lane = threadIdx.x & (g - 1);
     ft_word_fp32x1 sw[2], mw[2]; /* the row's score and mask words */
@@ -2330,9 +2907,24 @@ static __device__ __forceinline__ void ft_softmax_row_fp32_w4_r2_g32(const ft_so
     for (int k = 0; k < 2; k++) {
         const int c = lane + k * g;
         if (full || c < nvec) {
-            sw[k] = *(const ft_word_fp32x1 *)(p + c);
-            if (mrow)
-                mw[k] = *(const ft_word_fp32x1 *)(mrow + c * 1);
+            if (!ragged || (c > 0 && c < nvec - 1)) {
+                sw[k] = *(const ft_word_fp32x1 *)(p + c);
+                if (mrow && !ragged)
+                    mw[k] = *(const ft_word_fp32x1 *)(mrow + c * 1);
+            } else { /* a ragged row's first or last word: its own elements (others read as the nearest) */
+                float f[1];
+#pragma unroll
+                for (int e = 0; e < 1; e++)
+                    f[e] = ft_to_float_fp32(p[o + min(max(c * 1 + e - o, 0), a.S - 1)]);
+                sw[k] = ft_pack_fp32x1(f);
+            }
+            if (mrow && ragged) { /* the mask row element by element (L1 serves the word's other lanes) */
+                float f[1];
+#pragma unroll
+                for (int e = 0; e < 1; e++)
+                    f[e] = ft_to_float_fp32(mrow[min(max(c * 1 + e - o, 0), a.S - 1)]);
+                mw[k] = ft_pack_fp32x1(f);
+            }
         }
     }
     float x[2][1]; /* first the mask terms, then the shifted values */
@@ -2340,10 +2932,13 @@ static __device__ __forceinline__ void ft_softmax_row_fp32_w4_r2_g32(const ft_so
 #pragma unroll
     for (int k = 0; k < 2; k++)
         if (full || lane + k * g < nvec) {
-            ft_softmax_keep_vec_fp32_w4(mrow != NULL, mw[k], row_in, len, lane + k * g, x[k]);
+            /* a ragged row's word c holds positions c*1 - o ...; o = 0 otherwise */
+            ft_softmax_keep_vec_fp32_w4(mrow != NULL, mw[k], row_in, len + o, lane + k * g, x[k]);
 #pragma unroll
             for (int e = 0; e < 1; e++) {
-                x[k][e] = (1.0f - x[k][e]) * -10000.0f;
+                const int j = (lane + k * g) * 1 + e - o;
+                /* positions outside a ragged row weigh nothing */
+                x[k][e] = !ragged || (j >= 0 && j < a.S) ? (1.0f - x[k][e]) * -10000.0f : -INFINITY;
                 t = fmaxf(t, x[k][e]);
             }
         }
@@ -2380,7 +2975,16 @@ static __device__ __forceinline__ void ft_softmax_row_fp32_w4_r2_g32(const ft_so
 #pragma unroll
             for (int e = 0; e < 1; e++)
                 x[k][e] *= inv;
-            ft_store_fp32x1(p + c, x[k]);
+            if (!ragged || (c > 0 && c < nvec - 1)) {
+                ft_store_fp32x1(p + c, x[k]);
+            } else {
+#pragma unroll
+                for (int e = 0; e < 1; e++) {
+                    const int j = c * 1 + e - o;
+                    if (j >= 0 && j < a.S)
+                        p[c * 1 + e] = ft_from_float_fp32(x[k][e]);
+                }
+            }
         }
     }
 }
@@ -2402,15 +3006,17 @@ static __global__ void __launch_bounds__(128, 12) ft_softmax_fp32_w4_r2_g32(ft_s
     ft_pdl_wait();
     ft_pdl_trigger();
     const int row = live ? row0 : (int)a.rows - 1;
-    const int S = a.S, nvec = S / 1;
+    const int S = a.S;
     const int b = row / (a.H * S), i = row % S;
     float *p = a.scores + (int64_t)row * S;
     const float *mrow = a.mask ? a.mask + ((int64_t)b * S + i) * S : NULL;
     const int len = a.lengths ? min(max(a.lengths[b], 0), S) : S;
+    const int nvec = S / 1;
     if (nvec == 64)
         ft_softmax_row_fp32_w4_r2_g32(a, p, mrow, len, i < len, nvec, live, true);
     else
         ft_softmax_row_fp32_w4_r2_g32(a, p, mrow, len, i < len, nvec, live, false);
+
 }
 
 /* Softmax of rows of up to 128 columns: 32 lanes per row, 4 vector(s) of 1 per lane
@@ -2435,6 +3041,7 @@ static __global__ void __launch_bounds__(128, 12) ft_softmax_fp32_w4_r2_g32(ft_s
 static __device__ __forceinline__ void ft_softmax_row_fp32_w4_r4_g32(const ft_softmax_args_fp32 &a, float *p,
     const float *mrow, int len, int row_in, int nvec, bool live, const bool full)
 {
+    enum { ragged = 0, o = 0 };
     enum { g = 32 };
     const int lane = threadIdx.x & (g - 1);
     ft_word_fp32x1 sw[4], mw[4]; /* the row's score and mask words */
@@ -2442,9 +3049,24 @@ static __device__ __forceinline__ void ft_softmax_row_fp32_w4_r4_g32(const ft_so
     for (int k = 0; k < 4; k++) {
         const int c = lane + k * g;
         if (full || c < nvec) {
-            sw[k] = *(const ft_word_fp32x1 *)(p + c);
-            if (mrow)
-                mw[k] = *(const ft_word_fp32x1 *)(mrow + c * 1);
+            if (!ragged || (c > 0 && c < nvec - 1)) {
+                sw[k] = *(const ft_word_fp32x1 *)(p + c);
+                if (mrow && !ragged)
+                    mw[k] = *(const ft_word_fp32x1 *)(mrow + c * 1);
+            } else { /* a ragged row's first or last word: its own elements (others read as the nearest) */
+                float f[1];
+#pragma unroll
+                for (int e = 0; e < 1; e++)
+                    f[e] = ft_to_float_fp32(p[o + min(max(c * 1 + e - o, 0), a.S - 1)]);
+                sw[k] = ft_pack_fp32x1(f);
+            }
+            if (mrow && ragged) { /* the mask row element by element (L1 serves the word's other lanes) */
+                float f[1];
+#pragma unroll
+                for (int e = 0; e < 1; e++)
+                    f[e] = ft_to_float_fp32(mrow[min(max(c * 1 + e - o, 0), a.S - 1)]);
+                mw[k] = ft_pack_fp32x1(f);
+            }
         }
     }
     float x[4][1]; /* first the mask terms, then the shifted values */
@@ -2452,10 +3074,13 @@ static __device__ __forceinline__ void ft_softmax_row_fp32_w4_r4_g32(const ft_so
 #pragma unroll
     for (int k = 0; k < 4; k++)
         if (full || lane + k * g < nvec) {
-            ft_softmax_keep_vec_fp32_w4(mrow != NULL, mw[k], row_in, len, lane + k * g, x[k]);
+            /* a ragged row's word c holds positions c*1 - o ...; o = 0 otherwise */
+            ft_softmax_keep_vec_fp32_w4(mrow != NULL, mw[k], row_in, len + o, lane + k * g, x[k]);
 #pragma unroll
             for (int e = 0; e < 1; e++) {
-                x[k][e] = (1.0f - x[k][e]) * -10000.0f;
+                const int j = (lane + k * g) * 1 + e - o;
+                /* positions outside a ragged row weigh nothing */
+                x[k][e] = !ragged || (j >= 0 && j < a.S) ? (1.0f - x[k][e]) * -10000.0f : -INFINITY;
                 t = fmaxf(t, x[k][e]);
             }
         }
@@ -2492,7 +3117,16 @@ static __device__ __forceinline__ void ft_softmax_row_fp32_w4_r4_g32(const ft_so
 #pragma unroll
             for (int e = 0; e < 1; e++)
                 x[k][e] *= inv;
-            ft_store_fp32x1(p + c, x[k]);
+            if (!ragged || (c > 0 && c < nvec - 1)) {
+                ft_store_fp32x1(p + c, x[k]);
+            } else {
+#pragma unroll
+                for (int e = 0; e < 1; e++) {
+                    const int j = c * 1 + e - o;
+                    if (j >= 0 && j < a.S)
+                        p[c * 1 + e] = ft_from_float_fp32(x[k][e]);
+                }
+            }
         }
     }
 }
@@ -2514,15 +3148,17 @@ static __global__ void __launch_bounds__(128) ft_softmax_fp32_w4_r4_g32(ft_softm
     ft_pdl_wait();
     ft_pdl_trigger();
     const int row = live ? row0 : (int)a.rows - 1;
-    const int S = a.S, nvec = S / 1;
+    const int S = a.S;
     const int b = row / (a.H * S), i = row % S;
     float *p = a.scores + (int64_t)row * S;
     const float *mrow = a.mask ? a.mask + ((int64_t)b * S + i) * S : NULL;
     const int len = a.lengths ? min(max(a.lengths[b], 0), S) : S;
+    const int nvec = S / 1;
     if (nvec == 128)
         ft_softmax_row_fp32_w4_r4_g32(a, p, mrow, len, i < len, nvec, live, true);
     else
         ft_softmax_row_fp32_w4_r4_g32(a, p, mrow, len, i < len, nvec, live, false);
+
 }
 
 /* Softmax of rows of up to 256 columns: 32 lanes per row, 8 vector(s) of 1 per lane
@@ -2547,6 +3183,7 @@ static __global__ void __launch_bounds__(128) ft_softmax_fp32_w4_r4_g32(ft_softm
 static __device__ __forceinline__ void ft_softmax_row_fp32_w4_r8_g32(const ft_softmax_args_fp32 &a, float *p,
     const float *mrow, int len, int row_in, int nvec, bool live, const bool full)
 {
+    enum { ragged = 0, o = 0 };
     enum { g = 32 };
     const int lane = threadIdx.x & (g - 1);
     ft_word_fp32x1 sw[8], mw[8]; /* the row's score and mask words */
@@ -2554,9 +3191,24 @@ static __device__ __forceinline__ void ft_softmax_row_fp32_w4_r8_g32(const ft_so
     for (int k = 0; k < 8; k++) {
         const int c = lane + k * g;
         if (full || c < nvec) {
-            sw[k] = *(const ft_word_fp32x1 *)(p + c);
-            if (mrow)
-                mw[k] = *(const ft_word_fp32x1 *)(mrow + c * 1);
+            if (!ragged || (c > 0 && c < nvec - 1)) {
+                sw[k] = *(const ft_word_fp32x1 *)(p + c);
+                if (mrow && !ragged)
+                    mw[k] = *(const ft_word_fp32x1 *)(mrow + c * 1);
+            } else { /* a ragged row's first or last word: its own elements (others read as the nearest) */
+                float f[1];
+#pragma unroll
+                for (int e = 0; e < 1; e++)
+                    f[e] = ft_to_float_fp32(p[o + min(max(c * 1 + e - o, 0), a.S - 1)]);
+                sw[k] = ft_pack_fp32x1(f);
+            }
+            if (mrow && ragged) { /* the mask row element by element (L1 serves the word's other lanes) */
+                float f[1];
+#pragma unroll
+                for (int e = 0; e < 1; e++)
+                    f[e] = ft_to_float_fp32(mrow[min(max(c * 1 + e - o, 0), a.S - 1)]);
+                mw[k] = ft_pack_fp32x1(f);
+            }
         }
     }
     float x[8][1]; /* first the mask terms, then the shifted values */
@@ -2564,10 +3216,13 @@ static __device__ __forceinline__ void ft_softmax_row_fp32_w4_r8_g32(const ft_so
 #pragma unroll
     for (int k = 0; k < 8; k++)
         if (full || lane + k * g < nvec) {
-            ft_softmax_keep_vec_fp32_w4(mrow != NULL, mw[k], row_in, len, lane + k * g, x[k]);
+            /* a ragged row's word c holds positions c*1 - o ...; o = 0 otherwise */
+            ft_softmax_keep_vec_fp32_w4(mrow != NULL, mw[k], row_in, len + o, lane + k * g, x[k]);
 #pragma unroll
             for (int e = 0; e < 1; e++) {
-                x[k][e] = (1.0f - x[k][e]) * -10000.0f;
+                const int j = (lane + k * g) * 1 + e - o;
+                /* positions outside a ragged row weigh nothing */
+                x[k][e] = !ragged || (j >= 0 && j < a.S) ? (1.0f - x[k][e]) * -10000.0f : -INFINITY;
                 t = fmaxf(t, x[k][e]);
             }
         }
@@ -2604,7 +3259,16 @@ static __device__ __forceinline__ void ft_softmax_row_fp32_w4_r8_g32(const ft_so
 #pragma unroll
             for (int e = 0; e < 1; e++)
                 x[k][e] *= inv;
-            ft_store_fp32x1(p + c, x[k]);
+            if (!ragged || (c > 0 && c < nvec - 1)) {
+                ft_store_fp32x1(p + c, x[k]);
+            } else {
+#pragma unroll
+                for (int e = 0; e < 1; e++) {
+                    const int j = c * 1 + e - o;
+                    if (j >= 0 && j < a.S)
+                        p[c * 1 + e] = ft_from_float_fp32(x[k][e]);
+                }
+            }
         }
     }
 }
@@ -2626,15 +3290,17 @@ static __global__ void __launch_bounds__(128) ft_softmax_fp32_w4_r8_g32(ft_softm
     ft_pdl_wait();
     ft_pdl_trigger();
     const int row = live ? row0 : (int)a.rows - 1;
-    const int S = a.S, nvec = S / 1;
+    const int S = a.S;
     const int b = row / (a.H * S), i = row % S;
     float *p = a.scores + (int64_t)row * S;
     const float *mrow = a.mask ? a.mask + ((int64_t)b * S + i) * S : NULL;
     const int len = a.lengths ? min(max(a.lengths[b], 0), S) : S;
+    const int nvec = S / 1;
     if (nvec == 256)
         ft_softmax_row_fp32_w4_r8_g32(a, p, mrow, len, i < len, nvec, live, true);
     else
         ft_softmax_row_fp32_w4_r8_g32(a, p, mrow, len, i < len, nvec, live, false);
+
 }
 
 /* Softmax of rows of up to 512 columns: 32 lanes per row, 16 vector(s) of 1 per lane
@@ -2659,6 +3325,7 @@ static __global__ void __launch_bounds__(128) ft_softmax_fp32_w4_r8_g32(ft_softm
 static __device__ __forceinline__ void ft_softmax_row_fp32_w4_r16_g32(const ft_softmax_args_fp32 &a, float *p,
     const float *mrow, int len, int row_in, int nvec, bool live, const bool full)
 {
+    enum { ragged = 0, o = 0 };
     enum { g = 32 };
     const int lane = threadIdx.x & (g - 1);
     ft_word_fp32x1 sw[16], mw[16]; /* the row's score and mask words */
@@ -2666,9 +3333,24 @@ static __device__ __forceinline__ void ft_softmax_row_fp32_w4_r16_g32(const ft_s
     for (int k = 0; k < 16; k++) {
         const int c = lane + k * g;
         if (full || c < nvec) {
-            sw[k] = *(const ft_word_fp32x1 *)(p + c);
-            if (mrow)
-                mw[k] = *(const ft_word_fp32x1 *)(mrow + c * 1);
+            if (!ragged || (c > 0 && c < nvec - 1)) {
+                sw[k] = *(const ft_word_fp32x1 *)(p + c);
+                if (mrow && !ragged)
+                    mw[k] = *(const ft_word_fp32x1 *)(mrow + c * 1);
+            } else { /* a ragged row's first or last word: its own elements (others read as the nearest) */
+                float f[1];
+#pragma unroll
+                for (int e = 0; e < 1; e++)
+                    f[e] = ft_to_float_fp32(p[o + min(max(c * 1 + e - o, 0), a.S - 1)]);
+                sw[k] = ft_pack_fp32x1(f);
+            }
+            if (mrow && ragged) { /* the mask row element by element (L1 serves the word's other lanes) */
+                float f[1];
+#pragma unroll
+                for (int e = 0; e < 1; e++)
+                    f[e] = ft_to_float_fp32(mrow[min(max(c * 1 + e - o, 0), a.S - 1)]);
+                mw[k] = ft_pack_fp32x1(f);
+            }
         }
     }
     float x[16][1]; /* first the mask terms, then the shifted values */
@@ -2676,10 +3358,13 @@ static __device__ __forceinline__ void ft_softmax_row_fp32_w4_r16_g32(const ft_s
 #pragma unroll
     for (int k = 0; k < 16; k++)
         if (full || lane + k * g < nvec) {
-            ft_softmax_keep_vec_fp32_w4(mrow != NULL, mw[k], row_in, len, lane + k * g, x[k]);
+            /* a ragged row's word c holds positions c*1 - o ...; o = 0 otherwise */
+            ft_softmax_keep_vec_fp32_w4(mrow != NULL, mw[k], row_in, len + o, lane + k * g, x[k]);
 #pragma unroll
             for (int e = 0; e < 1; e++) {
-                x[k][e] = (1.0f - x[k][e]) * -10000.0f;
+                const int j = (lane + k * g) * 1 + e - o;
+                /* positions outside a ragged row weigh nothing */
+                x[k][e] = !ragged || (j >= 0 && j < a.S) ? (1.0f - x[k][e]) * -10000.0f : -INFINITY;
                 t = fmaxf(t, x[k][e]);
             }
         }
@@ -2716,7 +3401,16 @@ static __device__ __forceinline__ void ft_softmax_row_fp32_w4_r16_g32(const ft_s
 #pragma unroll
             for (int e = 0; e < 1; e++)
                 x[k][e] *= inv;
-            ft_store_fp32x1(p + c, x[k]);
+            if (!ragged || (c > 0 && c < nvec - 1)) {
+                ft_store_fp32x1(p + c, x[k]);
+            } else {
+#pragma unroll
+                for (int e = 0; e < 1; e++) {
+                    const int j = c * 1 + e - o;
+                    if (j >= 0 && j < a.S)
+                        p[c * 1 + e] = ft_from_float_fp32(x[k][e]);
+                }
+            }
         }
     }
 }
@@ -2738,15 +3432,17 @@ static __global__ void __launch_bounds__(128) ft_softmax_fp32_w4_r16_g32(ft_soft
     ft_pdl_wait();
     ft_pdl_trigger();
     const int row = live ? row0 : (int)a.rows - 1;
-    const int S = a.S, nvec = S / 1;
+    const int S = a.S;
     const int b = row / (a.H * S), i = row % S;
     float *p = a.scores + (int64_t)row * S;
     const float *mrow = a.mask ? a.mask + ((int64_t)b * S + i) * S : NULL;
     const int len = a.lengths ? min(max(a.lengths[b], 0), S) : S;
+    const int nvec = S / 1;
     if (nvec == 512)
         ft_softmax_row_fp32_w4_r16_g32(a, p, mrow, len, i < len, nvec, live, true);
     else
         ft_softmax_row_fp32_w4_r16_g32(a, p, mrow, len, i < len, nvec, live, false);
+
 }
 
 /* Softmax of rows of up to 1024 columns: 32 lanes per row, 32 vector(s) of 1 per lane
@@ -2771,6 +3467,7 @@ static __global__ void __launch_bounds__(128) ft_softmax_fp32_w4_r16_g32(ft_soft
 static __device__ __forceinline__ void ft_softmax_row_fp32_w4_r32_g32(const ft_softmax_args_fp32 &a, float *p,
     const float *mrow, int len, int row_in, int nvec, bool live, const bool full)
 {
+    enum { ragged = 0, o = 0 };
     enum { g = 32 };
     const int lane = threadIdx.x & (g - 1);
     ft_word_fp32x1 sw[32], mw[32]; /* the row's score and mask words */
@@ -2778,9 +3475,24 @@ static __device__ __forceinline__ void ft_softmax_row_fp32_w4_r32_g32(const ft_s
     for (int k = 0; k < 32; k++) {
         const int c = lane + k * g;
         if (full || c < nvec) {
-            sw[k] = *(const ft_word_fp32x1 *)(p + c);
-            if (mrow)
-                mw[k] = *(const ft_word_fp32x1 *)(mrow + c * 1);
+            if (!ragged || (c > 0 && c < nvec - 1)) {
+                sw[k] = *(const ft_word_fp32x1 *)(p + c);
+                if (mrow && !ragged)
+                    mw[k] = *(const ft_word_fp32x1 *)(mrow + c * 1);
+            } else { /* a ragged row's first or last word: its own elements (others read as the nearest) */
+                float f[1];
+#pragma unroll
+                for (int e = 0; e < 1; e++)
+                    f[e] = ft_to_float_fp32(p[o + min(max(c * 1 + e - o, 0), a.S - 1)]);
+                sw[k] = ft_pack_fp32x1(f);
+            }
+            if (mrow && ragged) { /* the mask row element by element (L1 serves the word's other lanes) */
+                float f[1];
+#pragma unroll
+                for (int e = 0; e < 1; e++)
+                    f[e] = ft_to_float_fp32(mrow[min(max(c * 1 + e - o, 0), a.S - 1)]);
+                mw[k] = ft_pack_fp32x1(f);
+            }
         }
     }
     float x[32][1]; /* first the mask terms, then the shifted values */
@@ -2788,10 +3500,13 @@ static __device__ __forceinline__ void ft_softmax_row_fp32_w4_r32_g32(const ft_s
 #pragma unroll
     for (int k = 0; k < 32; k++)
         if (full || lane + k * g < nvec) {
-            ft_softmax_keep_vec_fp32_w4(mrow != NULL, mw[k], row_in, len, lane + k * g, x[k]);
+            /* a ragged row's word c holds positions c*1 - o ...; o = 0 otherwise */
+            ft_softmax_keep_vec_fp32_w4(mrow != NULL, mw[k], row_in, len + o, lane + k * g, x[k]);
 #pragma unroll
             for (int e = 0; e < 1; e++) {
-                x[k][e] = (1.0f - x[k][e]) * -10000.0f;
+                const int j = (lane + k * g) * 1 + e - o;
+                /* positions outside a ragged row weigh nothing */
+                x[k][e] = !ragged || (j >= 0 && j < a.S) ? (1.0f - x[k][e]) * -10000.0f : -INFINITY;
                 t = fmaxf(t, x[k][e]);
             }
         }
@@ -2828,7 +3543,16 @@ static __device__ __forceinline__ void ft_softmax_row_fp32_w4_r32_g32(const ft_s
 #pragma unroll
             for (int e = 0; e < 1; e++)
                 x[k][e] *= inv;
-            ft_store_fp32x1(p + c, x[k]);
+            if (!ragged || (c > 0 && c < nvec - 1)) {
+                ft_store_fp32x1(p + c, x[k]);
+            } else {
+#pragma unroll
+                for (int e = 0; e < 1; e++) {
+                    const int j = c * 1 + e - o;
+                    if (j >= 0 && j < a.S)
+                        p[c * 1 + e] = ft_from_float_fp32(x[k][e]);
+                }
+            }
         }
     }
 }
@@ -2850,126 +3574,17 @@ static __global__ void __launch_bounds__(128) ft_softmax_fp32_w4_r32_g32(ft_soft
     ft_pdl_wait();
     ft_pdl_trigger();
     const int row = live ? row0 : (int)a.rows - 1;
-    const int S = a.S, nvec = S / 1;
+    const int S = a.S;
     const int b = row / (a.H * S), i = row % S;
     float *p = a.scores + (int64_t)row * S;
     const float *mrow = a.mask ? a.mask + ((int64_t)b * S + i) * S : NULL;
     const int len = a.lengths ? min(max(a.lengths[b], 0), S) : S;
+    const int nvec = S / 1;
     if (nvec == 1024)
         ft_softmax_row_fp32_w4_r32_g32(a, p, mrow, len, i < len, nvec, live, true);
     else
         ft_softmax_row_fp32_w4_r32_g32(a, p, mrow, len, i < len, nvec, live, false);
-}
 
-/* Softmax of rows of up to blockDim.x x 16 columns: the whole block per row, 16 vector(s)
- * of 1 per thread kept in registers; one read and one write of the row; the two
- * reductions go through `scratch` (96 floats). Every load of the row (score and mask
- * words) is issued before the first reduction.
- * Score elements are read and written as plain accesses, not streaming: a row off the
- * 16-byte grid shares its edge sectors between neighbouring instructions, which
- * evict-first would fetch twice (H200, fp16 with a mask: B32 H16 S1023 1256 us against
- * 2065, B8 H16 S2047 1663 against 1884).
- *
- * Each thread subtracts its own largest mask term t from its positions, so a row masked
- * everywhere (all terms -10000, where fp32 would keep only ~10 bits of score*scale) keeps
- * score*scale exactly; the row maximum is reduced as (largest t, maximum relative to
- * it) in one pass (ft_block_max_shifted). Threads whose t is the row's get the values they
- * would without any shift, bit for bit; the others hold only positions masked harder than
- * the row's best, whose weights underflow either way.
- *
- * This is one row's work for the kernel below; `full`: the row fills the block's vectors
- * exactly (the compiler drops the bounds tests of that copy). */
-static __device__ __forceinline__ void ft_softmax_row_fp32_w4_b16(const ft_softmax_args_fp32 &a, float *p,
-    const float *mrow, int len, int row_in, int nvec, bool live, const bool full, float *scratch)
-{
-    const int g = (int)blockDim.x, lane = (int)threadIdx.x;
-    ft_word_fp32x1 sw[16], mw[16]; /* the row's score and mask words */
-#pragma unroll
-    for (int k = 0; k < 16; k++) {
-        const int c = lane + k * g;
-        if (full || c < nvec) {
-            sw[k] = *(const ft_word_fp32x1 *)(p + c);
-            if (mrow)
-                mw[k] = *(const ft_word_fp32x1 *)(mrow + c * 1);
-        }
-    }
-    float x[16][1]; /* first the mask terms, then the shifted values */
-    float t = -INFINITY;            /* this thread's largest mask term */
-#pragma unroll
-    for (int k = 0; k < 16; k++)
-        if (full || lane + k * g < nvec) {
-            ft_softmax_keep_vec_fp32_w4(mrow != NULL, mw[k], row_in, len, lane + k * g, x[k]);
-#pragma unroll
-            for (int e = 0; e < 1; e++) {
-                x[k][e] = (1.0f - x[k][e]) * -10000.0f;
-                t = fmaxf(t, x[k][e]);
-            }
-        }
-    float mx = -INFINITY;
-#pragma unroll
-    for (int k = 0; k < 16; k++)
-        if (full || lane + k * g < nvec) {
-            float sc[1];
-            ft_unpack_fp32x1(sw[k], sc);
-#pragma unroll
-            for (int e = 0; e < 1; e++) {
-                x[k][e] = sc[e] * a.scale + (x[k][e] - t);
-                mx = fmaxf(mx, x[k][e]);
-            }
-        }
-    float top = t;
-    ft_block_max_shifted(top, mx, scratch);
-    mx -= t - top; /* the row maximum relative to this thread's shift */
-    float sum = 0.0f;
-#pragma unroll
-    for (int k = 0; k < 16; k++)
-        if (full || lane + k * g < nvec)
-#pragma unroll
-            for (int e = 0; e < 1; e++) {
-                x[k][e] = __expf(x[k][e] - mx);
-                sum += x[k][e];
-            }
-    sum = ft_block_sum(sum, scratch + 64);
-    const float inv = 1.0f / sum;
-#pragma unroll
-    for (int k = 0; k < 16; k++) {
-        const int c = lane + k * g;
-        if (live && (full || c < nvec)) {
-#pragma unroll
-            for (int e = 0; e < 1; e++)
-                x[k][e] *= inv;
-            ft_store_fp32x1(p + c, x[k]);
-        }
-    }
-}
-
-/* Softmax of rows of up to 8192 columns: one block of up to 512 threads per row
- * (16 vector(s) of 1 per thread, the block as many warps as the row needs), the
- * row in registers as in the warp kernels; one read and one write of it. With a mask, the H rows that
- * read one mask row are neighbouring blocks (heads fastest), so the mask comes from DRAM
- * once per batch rather than once per head. */
-static __global__ void __launch_bounds__(512) ft_softmax_fp32_w4_b16(ft_softmax_args_fp32 a)
-{
-    __shared__ float scratch[96];
-    ft_pdl_wait(); /* launched dependent, as the warp kernels */
-    ft_pdl_trigger();
-    const int S = a.S, H = a.H, nvec = S / 1;
-    int b, i, row;
-    if (a.mask) {
-        const int bi = (int)blockIdx.x / H, h = (int)blockIdx.x - bi * H;
-        b = bi / S, i = bi - b * S;
-        row = (b * H + h) * S + i;
-    } else {
-        row = (int)blockIdx.x;
-        b = row / (H * S), i = row % S;
-    }
-    float *p = a.scores + (int64_t)row * S;
-    const float *mrow = a.mask ? a.mask + ((int64_t)b * S + i) * S : NULL;
-    const int len = a.lengths ? min(max(a.lengths[b], 0), S) : S;
-    if (nvec == (int)blockDim.x * 16)
-        ft_softmax_row_fp32_w4_b16(a, p, mrow, len, i < len, nvec, true, true, scratch);
-    else
-        ft_softmax_row_fp32_w4_b16(a, p, mrow, len, i < len, nvec, true, false, scratch);
 }
 
 /* Softmax of rows of any length, one block per row: pass 1 keeps a running maximum and
@@ -3421,10 +4036,13 @@ if (aligned) {
             /* g is 32 past one vector per lane */
             return ft_softmax_launch_fp32(fn, (const void *)ft_softmax_fp32_w4_r32_g32, grid, 128, a, stream);
         }
-        /* past one warp: one block per row, 16 elements per thread */
-        if (nvec <= 8192)
-            return ft_softmax_launch_fp32(fn, (const void *)ft_softmax_fp32_w4_b16, (unsigned)rows,
-                                          (unsigned)((nvec + 511) / 512 * 32), a, stream);
+        /* past one warp, rows off the grid take 16-byte words but their ends (H200, fp16 with
+         * a mask: B8 H16 S2047 1242 us against 1663 element by element in a block; within
+         * one warp, element by element was the faster: B32 H16 S1023 1256 us against 1760) */
+        const int words = (S + 6) / 4; /* the most a row touches */
+        if (words <= 2048)
+            return ft_softmax_launch_fp32(fn, (const void *)ft_softmax_fp32_w16_b4_ragged, (unsigned)rows,
+                                          (unsigned)((words + 127) / 128 * 32), a, stream);
         return ft_softmax_launch_fp32(fn, (const void *)ft_softmax_fp32_w4_stream, (unsigned)rows, 512, a, stream);
     }
 }
