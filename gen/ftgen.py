@@ -181,13 +181,16 @@ class EncoderFamily(NormFamily):
             per_lane = 64 if w["vec"] > 1 else 32
             w["buckets"] = [b for b in (1, 2, 4, 8, 16, 32) if b * w["vec"] <= per_lane]
             w["max_cols"] = 32 * w["buckets"][-1] * w["vec"]
+            if w is not ctx["widths"][0]:
+                continue  # past one warp, rows off the first width's grid take its ragged kernel
             # past one warp: one block per row, up to 8192 columns (longer rows stream).
-            # 16-byte path: 4 vectors per thread, or 8 where they fill whole warps exactly;
+            # vector path: 64 bytes per thread (4 vectors of 16), or 128 where they fill
+            # whole warps exactly;
             # element-wise: 16 elements per thread (the fastest of 1..32 per thread on the
             # H200, bench/RESULTS.md, sixty-first session). Each kernel's block is capped at
             # what 8192 columns need (at most 512 threads).
             w["block_cols"] = 8192
-            nvls = (4, 8) if w["vec"] > 1 else (16,)
+            nvls = (64 // w["bytes"], 128 // w["bytes"]) if w["vec"] > 1 else (16,)
             w["block_buckets"] = [{"nvl": b, "threads": min(512, w["block_cols"] // (b * w["vec"]))} for b in nvls]
             for bb in w["block_buckets"]:
                 assert bb["threads"] * bb["nvl"] * w["vec"] == w["block_cols"]
