@@ -190,7 +190,6 @@ static __device__ __forceinline__ void ft_softmax_keep_vec_bf16_w16(bool has_mas
 static __device__ __forceinline__ void ft_softmax_row_bf16_w16_r1_g1(const ft_softmax_args_bf16 &a, __nv_bfloat16 *p,
     const __nv_bfloat16 *mrow, int len, int row_in, int nvec, bool live, const bool full)
 {
-    enum { ragged = 0, o = 0 };
     enum { g = 1 };
     const int lane = threadIdx.x & (g - 1);
     ft_word_bf16x8 sw[1], mw[1]; /* the row's score and mask words */
@@ -198,24 +197,9 @@ static __device__ __forceinline__ void ft_softmax_row_bf16_w16_r1_g1(const ft_so
     for (int k = 0; k < 1; k++) {
         const int c = lane + k * g;
         if (full || c < nvec) {
-            if (!ragged || (c > 0 && c < nvec - 1)) {
-                sw[k] = __ldcs((const ft_word_bf16x8 *)(p + c * 8));
-                if (mrow && !ragged)
-                    mw[k] = *(const ft_word_bf16x8 *)(mrow + c * 8);
-            } else { /* a ragged row's first or last word: its own elements (others read as the nearest) */
-                float f[8];
-#pragma unroll
-                for (int e = 0; e < 8; e++)
-                    f[e] = ft_to_float_bf16(p[o + min(max(c * 8 + e - o, 0), a.S - 1)]);
-                sw[k] = ft_pack_bf16x8(f);
-            }
-            if (mrow && ragged) { /* the mask row element by element (L1 serves the word's other lanes) */
-                float f[8];
-#pragma unroll
-                for (int e = 0; e < 8; e++)
-                    f[e] = ft_to_float_bf16(mrow[min(max(c * 8 + e - o, 0), a.S - 1)]);
-                mw[k] = ft_pack_bf16x8(f);
-            }
+            sw[k] = __ldcs((const ft_word_bf16x8 *)(p + c * 8));
+            if (mrow)
+                mw[k] = *(const ft_word_bf16x8 *)(mrow + c * 8);
         }
     }
     float x[1][8]; /* first the mask terms, then the shifted values */
@@ -223,13 +207,10 @@ static __device__ __forceinline__ void ft_softmax_row_bf16_w16_r1_g1(const ft_so
 #pragma unroll
     for (int k = 0; k < 1; k++)
         if (full || lane + k * g < nvec) {
-            /* a ragged row's word c holds positions c*8 - o ...; o = 0 otherwise */
-            ft_softmax_keep_vec_bf16_w16(mrow != NULL, mw[k], row_in, len + o, lane + k * g, x[k]);
+            ft_softmax_keep_vec_bf16_w16(mrow != NULL, mw[k], row_in, len, lane + k * g, x[k]);
 #pragma unroll
             for (int e = 0; e < 8; e++) {
-                const int j = (lane + k * g) * 8 + e - o;
-                /* positions outside a ragged row weigh nothing */
-                x[k][e] = !ragged || (j >= 0 && j < a.S) ? (1.0f - x[k][e]) * -10000.0f : -INFINITY;
+                x[k][e] = (1.0f - x[k][e]) * -10000.0f;
                 t = fmaxf(t, x[k][e]);
             }
         }
@@ -266,16 +247,7 @@ static __device__ __forceinline__ void ft_softmax_row_bf16_w16_r1_g1(const ft_so
 #pragma unroll
             for (int e = 0; e < 8; e++)
                 x[k][e] *= inv;
-            if (!ragged || (c > 0 && c < nvec - 1)) {
-                ft_store_cs_bf16x8(p + c * 8, x[k]);
-            } else {
-#pragma unroll
-                for (int e = 0; e < 8; e++) {
-                    const int j = c * 8 + e - o;
-                    if (j >= 0 && j < a.S)
-                        p[c * 8 + e] = ft_from_float_bf16(x[k][e]);
-                }
-            }
+            ft_store_cs_bf16x8(p + c * 8, x[k]);
         }
     }
 }
@@ -330,7 +302,6 @@ static __global__ void __launch_bounds__(128, 12) ft_softmax_bf16_w16_r1_g1(ft_s
 static __device__ __forceinline__ void ft_softmax_row_bf16_w16_r1_g2(const ft_softmax_args_bf16 &a, __nv_bfloat16 *p,
     const __nv_bfloat16 *mrow, int len, int row_in, int nvec, bool live, const bool full)
 {
-    enum { ragged = 0, o = 0 };
     enum { g = 2 };
     const int lane = threadIdx.x & (g - 1);
     ft_word_bf16x8 sw[1], mw[1]; /* the row's score and mask words */
@@ -338,24 +309,9 @@ static __device__ __forceinline__ void ft_softmax_row_bf16_w16_r1_g2(const ft_so
     for (int k = 0; k < 1; k++) {
         const int c = lane + k * g;
         if (full || c < nvec) {
-            if (!ragged || (c > 0 && c < nvec - 1)) {
-                sw[k] = __ldcs((const ft_word_bf16x8 *)(p + c * 8));
-                if (mrow && !ragged)
-                    mw[k] = *(const ft_word_bf16x8 *)(mrow + c * 8);
-            } else { /* a ragged row's first or last word: its own elements (others read as the nearest) */
-                float f[8];
-#pragma unroll
-                for (int e = 0; e < 8; e++)
-                    f[e] = ft_to_float_bf16(p[o + min(max(c * 8 + e - o, 0), a.S - 1)]);
-                sw[k] = ft_pack_bf16x8(f);
-            }
-            if (mrow && ragged) { /* the mask row element by element (L1 serves the word's other lanes) */
-                float f[8];
-#pragma unroll
-                for (int e = 0; e < 8; e++)
-                    f[e] = ft_to_float_bf16(mrow[min(max(c * 8 + e - o, 0), a.S - 1)]);
-                mw[k] = ft_pack_bf16x8(f);
-            }
+            sw[k] = __ldcs((const ft_word_bf16x8 *)(p + c * 8));
+            if (mrow)
+                mw[k] = *(const ft_word_bf16x8 *)(mrow + c * 8);
         }
     }
     float x[1][8]; /* first the mask terms, then the shifted values */
@@ -363,13 +319,10 @@ static __device__ __forceinline__ void ft_softmax_row_bf16_w16_r1_g2(const ft_so
 #pragma unroll
     for (int k = 0; k < 1; k++)
         if (full || lane + k * g < nvec) {
-            /* a ragged row's word c holds positions c*8 - o ...; o = 0 otherwise */
-            ft_softmax_keep_vec_bf16_w16(mrow != NULL, mw[k], row_in, len + o, lane + k * g, x[k]);
+            ft_softmax_keep_vec_bf16_w16(mrow != NULL, mw[k], row_in, len, lane + k * g, x[k]);
 #pragma unroll
             for (int e = 0; e < 8; e++) {
-                const int j = (lane + k * g) * 8 + e - o;
-                /* positions outside a ragged row weigh nothing */
-                x[k][e] = !ragged || (j >= 0 && j < a.S) ? (1.0f - x[k][e]) * -10000.0f : -INFINITY;
+                x[k][e] = (1.0f - x[k][e]) * -10000.0f;
                 t = fmaxf(t, x[k][e]);
             }
         }
@@ -406,16 +359,7 @@ static __device__ __forceinline__ void ft_softmax_row_bf16_w16_r1_g2(const ft_so
 #pragma unroll
             for (int e = 0; e < 8; e++)
                 x[k][e] *= inv;
-            if (!ragged || (c > 0 && c < nvec - 1)) {
-                ft_store_cs_bf16x8(p + c * 8, x[k]);
-            } else {
-#pragma unroll
-                for (int e = 0; e < 8; e++) {
-                    const int j = c * 8 + e - o;
-                    if (j >= 0 && j < a.S)
-                        p[c * 8 + e] = ft_from_float_bf16(x[k][e]);
-                }
-            }
+            ft_store_cs_bf16x8(p + c * 8, x[k]);
         }
     }
 }
@@ -470,7 +414,6 @@ static __global__ void __launch_bounds__(128, 12) ft_softmax_bf16_w16_r1_g2(ft_s
 static __device__ __forceinline__ void ft_softmax_row_bf16_w16_r1_g4(const ft_softmax_args_bf16 &a, __nv_bfloat16 *p,
     const __nv_bfloat16 *mrow, int len, int row_in, int nvec, bool live, const bool full)
 {
-    enum { ragged = 0, o = 0 };
     enum { g = 4 };
     const int lane = threadIdx.x & (g - 1);
     ft_word_bf16x8 sw[1], mw[1]; /* the row's score and mask words */
@@ -478,24 +421,9 @@ static __device__ __forceinline__ void ft_softmax_row_bf16_w16_r1_g4(const ft_so
     for (int k = 0; k < 1; k++) {
         const int c = lane + k * g;
         if (full || c < nvec) {
-            if (!ragged || (c > 0 && c < nvec - 1)) {
-                sw[k] = __ldcs((const ft_word_bf16x8 *)(p + c * 8));
-                if (mrow && !ragged)
-                    mw[k] = *(const ft_word_bf16x8 *)(mrow + c * 8);
-            } else { /* a ragged row's first or last word: its own elements (others read as the nearest) */
-                float f[8];
-#pragma unroll
-                for (int e = 0; e < 8; e++)
-                    f[e] = ft_to_float_bf16(p[o + min(max(c * 8 + e - o, 0), a.S - 1)]);
-                sw[k] = ft_pack_bf16x8(f);
-            }
-            if (mrow && ragged) { /* the mask row element by element (L1 serves the word's other lanes) */
-                float f[8];
-#pragma unroll
-                for (int e = 0; e < 8; e++)
-                    f[e] = ft_to_float_bf16(mrow[min(max(c * 8 + e - o, 0), a.S - 1)]);
-                mw[k] = ft_pack_bf16x8(f);
-            }
+            sw[k] = __ldcs((const ft_word_bf16x8 *)(p + c * 8));
+            if (mrow)
+                mw[k] = *(const ft_word_bf16x8 *)(mrow + c * 8);
         }
     }
     float x[1][8]; /* first the mask terms, then the shifted values */
@@ -503,13 +431,10 @@ static __device__ __forceinline__ void ft_softmax_row_bf16_w16_r1_g4(const ft_so
 #pragma unroll
     for (int k = 0; k < 1; k++)
         if (full || lane + k * g < nvec) {
-            /* a ragged row's word c holds positions c*8 - o ...; o = 0 otherwise */
-            ft_softmax_keep_vec_bf16_w16(mrow != NULL, mw[k], row_in, len + o, lane + k * g, x[k]);
+            ft_softmax_keep_vec_bf16_w16(mrow != NULL, mw[k], row_in, len, lane + k * g, x[k]);
 #pragma unroll
             for (int e = 0; e < 8; e++) {
-                const int j = (lane + k * g) * 8 + e - o;
-                /* positions outside a ragged row weigh nothing */
-                x[k][e] = !ragged || (j >= 0 && j < a.S) ? (1.0f - x[k][e]) * -10000.0f : -INFINITY;
+                x[k][e] = (1.0f - x[k][e]) * -10000.0f;
                 t = fmaxf(t, x[k][e]);
             }
         }
@@ -546,16 +471,7 @@ static __device__ __forceinline__ void ft_softmax_row_bf16_w16_r1_g4(const ft_so
 #pragma unroll
             for (int e = 0; e < 8; e++)
                 x[k][e] *= inv;
-            if (!ragged || (c > 0 && c < nvec - 1)) {
-                ft_store_cs_bf16x8(p + c * 8, x[k]);
-            } else {
-#pragma unroll
-                for (int e = 0; e < 8; e++) {
-                    const int j = c * 8 + e - o;
-                    if (j >= 0 && j < a.S)
-                        p[c * 8 + e] = ft_from_float_bf16(x[k][e]);
-                }
-            }
+            ft_store_cs_bf16x8(p + c * 8, x[k]);
         }
     }
 }
@@ -610,7 +526,6 @@ static __global__ void __launch_bounds__(128, 12) ft_softmax_bf16_w16_r1_g4(ft_s
 static __device__ __forceinline__ void ft_softmax_row_bf16_w16_r1_g8(const ft_softmax_args_bf16 &a, __nv_bfloat16 *p,
     const __nv_bfloat16 *mrow, int len, int row_in, int nvec, bool live, const bool full)
 {
-    enum { ragged = 0, o = 0 };
     enum { g = 8 };
     const int lane = threadIdx.x & (g - 1);
     ft_word_bf16x8 sw[1], mw[1]; /* the row's score and mask words */
@@ -618,24 +533,9 @@ static __device__ __forceinline__ void ft_softmax_row_bf16_w16_r1_g8(const ft_so
     for (int k = 0; k < 1; k++) {
         const int c = lane + k * g;
         if (full || c < nvec) {
-            if (!ragged || (c > 0 && c < nvec - 1)) {
-                sw[k] = __ldcs((const ft_word_bf16x8 *)(p + c * 8));
-                if (mrow && !ragged)
-                    mw[k] = *(const ft_word_bf16x8 *)(mrow + c * 8);
-            } else { /* a ragged row's first or last word: its own elements (others read as the nearest) */
-                float f[8];
-#pragma unroll
-                for (int e = 0; e < 8; e++)
-                    f[e] = ft_to_float_bf16(p[o + min(max(c * 8 + e - o, 0), a.S - 1)]);
-                sw[k] = ft_pack_bf16x8(f);
-            }
-            if (mrow && ragged) { /* the mask row element by element (L1 serves the word's other lanes) */
-                float f[8];
-#pragma unroll
-                for (int e = 0; e < 8; e++)
-                    f[e] = ft_to_float_bf16(mrow[min(max(c * 8 + e - o, 0), a.S - 1)]);
-                mw[k] = ft_pack_bf16x8(f);
-            }
+            sw[k] = __ldcs((const ft_word_bf16x8 *)(p + c * 8));
+            if (mrow)
+                mw[k] = *(const ft_word_bf16x8 *)(mrow + c * 8);
         }
     }
     float x[1][8]; /* first the mask terms, then the shifted values */
@@ -643,13 +543,10 @@ static __device__ __forceinline__ void ft_softmax_row_bf16_w16_r1_g8(const ft_so
 #pragma unroll
     for (int k = 0; k < 1; k++)
         if (full || lane + k * g < nvec) {
-            /* a ragged row's word c holds positions c*8 - o ...; o = 0 otherwise */
-            ft_softmax_keep_vec_bf16_w16(mrow != NULL, mw[k], row_in, len + o, lane + k * g, x[k]);
+            ft_softmax_keep_vec_bf16_w16(mrow != NULL, mw[k], row_in, len, lane + k * g, x[k]);
 #pragma unroll
             for (int e = 0; e < 8; e++) {
-                const int j = (lane + k * g) * 8 + e - o;
-                /* positions outside a ragged row weigh nothing */
-                x[k][e] = !ragged || (j >= 0 && j < a.S) ? (1.0f - x[k][e]) * -10000.0f : -INFINITY;
+                x[k][e] = (1.0f - x[k][e]) * -10000.0f;
                 t = fmaxf(t, x[k][e]);
             }
         }
@@ -686,16 +583,7 @@ static __device__ __forceinline__ void ft_softmax_row_bf16_w16_r1_g8(const ft_so
 #pragma unroll
             for (int e = 0; e < 8; e++)
                 x[k][e] *= inv;
-            if (!ragged || (c > 0 && c < nvec - 1)) {
-                ft_store_cs_bf16x8(p + c * 8, x[k]);
-            } else {
-#pragma unroll
-                for (int e = 0; e < 8; e++) {
-                    const int j = c * 8 + e - o;
-                    if (j >= 0 && j < a.S)
-                        p[c * 8 + e] = ft_from_float_bf16(x[k][e]);
-                }
-            }
+            ft_store_cs_bf16x8(p + c * 8, x[k]);
         }
     }
 }
@@ -750,7 +638,6 @@ static __global__ void __launch_bounds__(128, 12) ft_softmax_bf16_w16_r1_g8(ft_s
 static __device__ __forceinline__ void ft_softmax_row_bf16_w16_r1_g16(const ft_softmax_args_bf16 &a, __nv_bfloat16 *p,
     const __nv_bfloat16 *mrow, int len, int row_in, int nvec, bool live, const bool full)
 {
-    enum { ragged = 0, o = 0 };
     enum { g = 16 };
     const int lane = threadIdx.x & (g - 1);
     ft_word_bf16x8 sw[1], mw[1]; /* the row's score and mask words */
@@ -758,24 +645,9 @@ static __device__ __forceinline__ void ft_softmax_row_bf16_w16_r1_g16(const ft_s
     for (int k = 0; k < 1; k++) {
         const int c = lane + k * g;
         if (full || c < nvec) {
-            if (!ragged || (c > 0 && c < nvec - 1)) {
-                sw[k] = __ldcs((const ft_word_bf16x8 *)(p + c * 8));
-                if (mrow && !ragged)
-                    mw[k] = *(const ft_word_bf16x8 *)(mrow + c * 8);
-            } else { /* a ragged row's first or last word: its own elements (others read as the nearest) */
-                float f[8];
-#pragma unroll
-                for (int e = 0; e < 8; e++)
-                    f[e] = ft_to_float_bf16(p[o + min(max(c * 8 + e - o, 0), a.S - 1)]);
-                sw[k] = ft_pack_bf16x8(f);
-            }
-            if (mrow && ragged) { /* the mask row element by element (L1 serves the word's other lanes) */
-                float f[8];
-#pragma unroll
-                for (int e = 0; e < 8; e++)
-                    f[e] = ft_to_float_bf16(mrow[min(max(c * 8 + e - o, 0), a.S - 1)]);
-                mw[k] = ft_pack_bf16x8(f);
-            }
+            sw[k] = __ldcs((const ft_word_bf16x8 *)(p + c * 8));
+            if (mrow)
+                mw[k] = *(const ft_word_bf16x8 *)(mrow + c * 8);
         }
     }
     float x[1][8]; /* first the mask terms, then the shifted values */
@@ -783,13 +655,10 @@ static __device__ __forceinline__ void ft_softmax_row_bf16_w16_r1_g16(const ft_s
 #pragma unroll
     for (int k = 0; k < 1; k++)
         if (full || lane + k * g < nvec) {
-            /* a ragged row's word c holds positions c*8 - o ...; o = 0 otherwise */
-            ft_softmax_keep_vec_bf16_w16(mrow != NULL, mw[k], row_in, len + o, lane + k * g, x[k]);
+            ft_softmax_keep_vec_bf16_w16(mrow != NULL, mw[k], row_in, len, lane + k * g, x[k]);
 #pragma unroll
             for (int e = 0; e < 8; e++) {
-                const int j = (lane + k * g) * 8 + e - o;
-                /* positions outside a ragged row weigh nothing */
-                x[k][e] = !ragged || (j >= 0 && j < a.S) ? (1.0f - x[k][e]) * -10000.0f : -INFINITY;
+                x[k][e] = (1.0f - x[k][e]) * -10000.0f;
                 t = fmaxf(t, x[k][e]);
             }
         }
@@ -826,16 +695,7 @@ static __device__ __forceinline__ void ft_softmax_row_bf16_w16_r1_g16(const ft_s
 #pragma unroll
             for (int e = 0; e < 8; e++)
                 x[k][e] *= inv;
-            if (!ragged || (c > 0 && c < nvec - 1)) {
-                ft_store_cs_bf16x8(p + c * 8, x[k]);
-            } else {
-#pragma unroll
-                for (int e = 0; e < 8; e++) {
-                    const int j = c * 8 + e - o;
-                    if (j >= 0 && j < a.S)
-                        p[c * 8 + e] = ft_from_float_bf16(x[k][e]);
-                }
-            }
+            ft_store_cs_bf16x8(p + c * 8, x[k]);
         }
     }
 }
@@ -890,7 +750,6 @@ static __global__ void __launch_bounds__(128, 12) ft_softmax_bf16_w16_r1_g16(ft_
 static __device__ __forceinline__ void ft_softmax_row_bf16_w16_r1_g32(const ft_softmax_args_bf16 &a, __nv_bfloat16 *p,
     const __nv_bfloat16 *mrow, int len, int row_in, int nvec, bool live, const bool full)
 {
-    enum { ragged = 0, o = 0 };
     enum { g = 32 };
     const int lane = threadIdx.x & (g - 1);
     ft_word_bf16x8 sw[1], mw[1]; /* the row's score and mask words */
@@ -898,24 +757,9 @@ static __device__ __forceinline__ void ft_softmax_row_bf16_w16_r1_g32(const ft_s
     for (int k = 0; k < 1; k++) {
         const int c = lane + k * g;
         if (full || c < nvec) {
-            if (!ragged || (c > 0 && c < nvec - 1)) {
-                sw[k] = __ldcs((const ft_word_bf16x8 *)(p + c * 8));
-                if (mrow && !ragged)
-                    mw[k] = *(const ft_word_bf16x8 *)(mrow + c * 8);
-            } else { /* a ragged row's first or last word: its own elements (others read as the nearest) */
-                float f[8];
-#pragma unroll
-                for (int e = 0; e < 8; e++)
-                    f[e] = ft_to_float_bf16(p[o + min(max(c * 8 + e - o, 0), a.S - 1)]);
-                sw[k] = ft_pack_bf16x8(f);
-            }
-            if (mrow && ragged) { /* the mask row element by element (L1 serves the word's other lanes) */
-                float f[8];
-#pragma unroll
-                for (int e = 0; e < 8; e++)
-                    f[e] = ft_to_float_bf16(mrow[min(max(c * 8 + e - o, 0), a.S - 1)]);
-                mw[k] = ft_pack_bf16x8(f);
-            }
+            sw[k] = __ldcs((const ft_word_bf16x8 *)(p + c * 8));
+            if (mrow)
+                mw[k] = *(const ft_word_bf16x8 *)(mrow + c * 8);
         }
     }
     float x[1][8]; /* first the mask terms, then the shifted values */
@@ -923,13 +767,10 @@ static __device__ __forceinline__ void ft_softmax_row_bf16_w16_r1_g32(const ft_s
 #pragma unroll
     for (int k = 0; k < 1; k++)
         if (full || lane + k * g < nvec) {
-            /* a ragged row's word c holds positions c*8 - o ...; o = 0 otherwise */
-            ft_softmax_keep_vec_bf16_w16(mrow != NULL, mw[k], row_in, len + o, lane + k * g, x[k]);
+            ft_softmax_keep_vec_bf16_w16(mrow != NULL, mw[k], row_in, len, lane + k * g, x[k]);
 #pragma unroll
             for (int e = 0; e < 8; e++) {
-                const int j = (lane + k * g) * 8 + e - o;
-                /* positions outside a ragged row weigh nothing */
-                x[k][e] = !ragged || (j >= 0 && j < a.S) ? (1.0f - x[k][e]) * -10000.0f : -INFINITY;
+                x[k][e] = (1.0f - x[k][e]) * -10000.0f;
                 t = fmaxf(t, x[k][e]);
             }
         }
@@ -966,16 +807,7 @@ static __device__ __forceinline__ void ft_softmax_row_bf16_w16_r1_g32(const ft_s
 #pragma unroll
             for (int e = 0; e < 8; e++)
                 x[k][e] *= inv;
-            if (!ragged || (c > 0 && c < nvec - 1)) {
-                ft_store_cs_bf16x8(p + c * 8, x[k]);
-            } else {
-#pragma unroll
-                for (int e = 0; e < 8; e++) {
-                    const int j = c * 8 + e - o;
-                    if (j >= 0 && j < a.S)
-                        p[c * 8 + e] = ft_from_float_bf16(x[k][e]);
-                }
-            }
+            ft_store_cs_bf16x8(p + c * 8, x[k]);
         }
     }
 }
@@ -1030,7 +862,6 @@ static __global__ void __launch_bounds__(128, 12) ft_softmax_bf16_w16_r1_g32(ft_
 static __device__ __forceinline__ void ft_softmax_row_bf16_w16_r2_g32(const ft_softmax_args_bf16 &a, __nv_bfloat16 *p,
     const __nv_bfloat16 *mrow, int len, int row_in, int nvec, bool live, const bool full)
 {
-    enum { ragged = 0, o = 0 };
     enum { g = 32 };
     const int lane = threadIdx.x & (g - 1);
     ft_word_bf16x8 sw[2], mw[2]; /* the row's score and mask words */
@@ -1038,24 +869,9 @@ static __device__ __forceinline__ void ft_softmax_row_bf16_w16_r2_g32(const ft_s
     for (int k = 0; k < 2; k++) {
         const int c = lane + k * g;
         if (full || c < nvec) {
-            if (!ragged || (c > 0 && c < nvec - 1)) {
-                sw[k] = __ldcs((const ft_word_bf16x8 *)(p + c * 8));
-                if (mrow && !ragged)
-                    mw[k] = *(const ft_word_bf16x8 *)(mrow + c * 8);
-            } else { /* a ragged row's first or last word: its own elements (others read as the nearest) */
-                float f[8];
-#pragma unroll
-                for (int e = 0; e < 8; e++)
-                    f[e] = ft_to_float_bf16(p[o + min(max(c * 8 + e - o, 0), a.S - 1)]);
-                sw[k] = ft_pack_bf16x8(f);
-            }
-            if (mrow && ragged) { /* the mask row element by element (L1 serves the word's other lanes) */
-                float f[8];
-#pragma unroll
-                for (int e = 0; e < 8; e++)
-                    f[e] = ft_to_float_bf16(mrow[min(max(c * 8 + e - o, 0), a.S - 1)]);
-                mw[k] = ft_pack_bf16x8(f);
-            }
+            sw[k] = __ldcs((const ft_word_bf16x8 *)(p + c * 8));
+            if (mrow)
+                mw[k] = *(const ft_word_bf16x8 *)(mrow + c * 8);
         }
     }
     float x[2][8]; /* first the mask terms, then the shifted values */
@@ -1063,13 +879,10 @@ static __device__ __forceinline__ void ft_softmax_row_bf16_w16_r2_g32(const ft_s
 #pragma unroll
     for (int k = 0; k < 2; k++)
         if (full || lane + k * g < nvec) {
-            /* a ragged row's word c holds positions c*8 - o ...; o = 0 otherwise */
-            ft_softmax_keep_vec_bf16_w16(mrow != NULL, mw[k], row_in, len + o, lane + k * g, x[k]);
+            ft_softmax_keep_vec_bf16_w16(mrow != NULL, mw[k], row_in, len, lane + k * g, x[k]);
 #pragma unroll
             for (int e = 0; e < 8; e++) {
-                const int j = (lane + k * g) * 8 + e - o;
-                /* positions outside a ragged row weigh nothing */
-                x[k][e] = !ragged || (j >= 0 && j < a.S) ? (1.0f - x[k][e]) * -10000.0f : -INFINITY;
+                x[k][e] = (1.0f - x[k][e]) * -10000.0f;
                 t = fmaxf(t, x[k][e]);
             }
         }
@@ -1106,16 +919,7 @@ static __device__ __forceinline__ void ft_softmax_row_bf16_w16_r2_g32(const ft_s
 #pragma unroll
             for (int e = 0; e < 8; e++)
                 x[k][e] *= inv;
-            if (!ragged || (c > 0 && c < nvec - 1)) {
-                ft_store_cs_bf16x8(p + c * 8, x[k]);
-            } else {
-#pragma unroll
-                for (int e = 0; e < 8; e++) {
-                    const int j = c * 8 + e - o;
-                    if (j >= 0 && j < a.S)
-                        p[c * 8 + e] = ft_from_float_bf16(x[k][e]);
-                }
-            }
+            ft_store_cs_bf16x8(p + c * 8, x[k]);
         }
     }
 }
@@ -1170,7 +974,6 @@ static __global__ void __launch_bounds__(128, 12) ft_softmax_bf16_w16_r2_g32(ft_
 static __device__ __forceinline__ void ft_softmax_row_bf16_w16_r4_g32(const ft_softmax_args_bf16 &a, __nv_bfloat16 *p,
     const __nv_bfloat16 *mrow, int len, int row_in, int nvec, bool live, const bool full)
 {
-    enum { ragged = 0, o = 0 };
     enum { g = 32 };
     const int lane = threadIdx.x & (g - 1);
     ft_word_bf16x8 sw[4], mw[4]; /* the row's score and mask words */
@@ -1178,24 +981,9 @@ static __device__ __forceinline__ void ft_softmax_row_bf16_w16_r4_g32(const ft_s
     for (int k = 0; k < 4; k++) {
         const int c = lane + k * g;
         if (full || c < nvec) {
-            if (!ragged || (c > 0 && c < nvec - 1)) {
-                sw[k] = __ldcs((const ft_word_bf16x8 *)(p + c * 8));
-                if (mrow && !ragged)
-                    mw[k] = *(const ft_word_bf16x8 *)(mrow + c * 8);
-            } else { /* a ragged row's first or last word: its own elements (others read as the nearest) */
-                float f[8];
-#pragma unroll
-                for (int e = 0; e < 8; e++)
-                    f[e] = ft_to_float_bf16(p[o + min(max(c * 8 + e - o, 0), a.S - 1)]);
-                sw[k] = ft_pack_bf16x8(f);
-            }
-            if (mrow && ragged) { /* the mask row element by element (L1 serves the word's other lanes) */
-                float f[8];
-#pragma unroll
-                for (int e = 0; e < 8; e++)
-                    f[e] = ft_to_float_bf16(mrow[min(max(c * 8 + e - o, 0), a.S - 1)]);
-                mw[k] = ft_pack_bf16x8(f);
-            }
+            sw[k] = __ldcs((const ft_word_bf16x8 *)(p + c * 8));
+            if (mrow)
+                mw[k] = *(const ft_word_bf16x8 *)(mrow + c * 8);
         }
     }
     float x[4][8]; /* first the mask terms, then the shifted values */
@@ -1203,13 +991,10 @@ static __device__ __forceinline__ void ft_softmax_row_bf16_w16_r4_g32(const ft_s
 #pragma unroll
     for (int k = 0; k < 4; k++)
         if (full || lane + k * g < nvec) {
-            /* a ragged row's word c holds positions c*8 - o ...; o = 0 otherwise */
-            ft_softmax_keep_vec_bf16_w16(mrow != NULL, mw[k], row_in, len + o, lane + k * g, x[k]);
+            ft_softmax_keep_vec_bf16_w16(mrow != NULL, mw[k], row_in, len, lane + k * g, x[k]);
 #pragma unroll
             for (int e = 0; e < 8; e++) {
-                const int j = (lane + k * g) * 8 + e - o;
-                /* positions outside a ragged row weigh nothing */
-                x[k][e] = !ragged || (j >= 0 && j < a.S) ? (1.0f - x[k][e]) * -10000.0f : -INFINITY;
+                x[k][e] = (1.0f - x[k][e]) * -10000.0f;
                 t = fmaxf(t, x[k][e]);
             }
         }
@@ -1246,16 +1031,7 @@ static __device__ __forceinline__ void ft_softmax_row_bf16_w16_r4_g32(const ft_s
 #pragma unroll
             for (int e = 0; e < 8; e++)
                 x[k][e] *= inv;
-            if (!ragged || (c > 0 && c < nvec - 1)) {
-                ft_store_cs_bf16x8(p + c * 8, x[k]);
-            } else {
-#pragma unroll
-                for (int e = 0; e < 8; e++) {
-                    const int j = c * 8 + e - o;
-                    if (j >= 0 && j < a.S)
-                        p[c * 8 + e] = ft_from_float_bf16(x[k][e]);
-                }
-            }
+            ft_store_cs_bf16x8(p + c * 8, x[k]);
         }
     }
 }
@@ -1310,7 +1086,6 @@ static __global__ void __launch_bounds__(128) ft_softmax_bf16_w16_r4_g32(ft_soft
 static __device__ __forceinline__ void ft_softmax_row_bf16_w16_r8_g32(const ft_softmax_args_bf16 &a, __nv_bfloat16 *p,
     const __nv_bfloat16 *mrow, int len, int row_in, int nvec, bool live, const bool full)
 {
-    enum { ragged = 0, o = 0 };
     enum { g = 32 };
     const int lane = threadIdx.x & (g - 1);
     ft_word_bf16x8 sw[8], mw[8]; /* the row's score and mask words */
@@ -1318,24 +1093,9 @@ static __device__ __forceinline__ void ft_softmax_row_bf16_w16_r8_g32(const ft_s
     for (int k = 0; k < 8; k++) {
         const int c = lane + k * g;
         if (full || c < nvec) {
-            if (!ragged || (c > 0 && c < nvec - 1)) {
-                sw[k] = __ldcs((const ft_word_bf16x8 *)(p + c * 8));
-                if (mrow && !ragged)
-                    mw[k] = *(const ft_word_bf16x8 *)(mrow + c * 8);
-            } else { /* a ragged row's first or last word: its own elements (others read as the nearest) */
-                float f[8];
-#pragma unroll
-                for (int e = 0; e < 8; e++)
-                    f[e] = ft_to_float_bf16(p[o + min(max(c * 8 + e - o, 0), a.S - 1)]);
-                sw[k] = ft_pack_bf16x8(f);
-            }
-            if (mrow && ragged) { /* the mask row element by element (L1 serves the word's other lanes) */
-                float f[8];
-#pragma unroll
-                for (int e = 0; e < 8; e++)
-                    f[e] = ft_to_float_bf16(mrow[min(max(c * 8 + e - o, 0), a.S - 1)]);
-                mw[k] = ft_pack_bf16x8(f);
-            }
+            sw[k] = __ldcs((const ft_word_bf16x8 *)(p + c * 8));
+            if (mrow)
+                mw[k] = *(const ft_word_bf16x8 *)(mrow + c * 8);
         }
     }
     float x[8][8]; /* first the mask terms, then the shifted values */
@@ -1343,13 +1103,10 @@ static __device__ __forceinline__ void ft_softmax_row_bf16_w16_r8_g32(const ft_s
 #pragma unroll
     for (int k = 0; k < 8; k++)
         if (full || lane + k * g < nvec) {
-            /* a ragged row's word c holds positions c*8 - o ...; o = 0 otherwise */
-            ft_softmax_keep_vec_bf16_w16(mrow != NULL, mw[k], row_in, len + o, lane + k * g, x[k]);
+            ft_softmax_keep_vec_bf16_w16(mrow != NULL, mw[k], row_in, len, lane + k * g, x[k]);
 #pragma unroll
             for (int e = 0; e < 8; e++) {
-                const int j = (lane + k * g) * 8 + e - o;
-                /* positions outside a ragged row weigh nothing */
-                x[k][e] = !ragged || (j >= 0 && j < a.S) ? (1.0f - x[k][e]) * -10000.0f : -INFINITY;
+                x[k][e] = (1.0f - x[k][e]) * -10000.0f;
                 t = fmaxf(t, x[k][e]);
             }
         }
@@ -1386,16 +1143,7 @@ static __device__ __forceinline__ void ft_softmax_row_bf16_w16_r8_g32(const ft_s
 #pragma unroll
             for (int e = 0; e < 8; e++)
                 x[k][e] *= inv;
-            if (!ragged || (c > 0 && c < nvec - 1)) {
-                ft_store_cs_bf16x8(p + c * 8, x[k]);
-            } else {
-#pragma unroll
-                for (int e = 0; e < 8; e++) {
-                    const int j = c * 8 + e - o;
-                    if (j >= 0 && j < a.S)
-                        p[c * 8 + e] = ft_from_float_bf16(x[k][e]);
-                }
-            }
+            ft_store_cs_bf16x8(p + c * 8, x[k]);
         }
     }
 }
@@ -1592,31 +1340,15 @@ static __device__ __forceinline__ void ft_softmax_row_bf16_w16_b8(const ft_softm
     const __nv_bfloat16 *mrow, int len, int row_in, int nvec, bool live, const bool full,
     float *scratch)
 {
-    enum { ragged = 0, o = 0 };
     const int g = (int)blockDim.x, lane = (int)threadIdx.x;
     ft_word_bf16x8 sw[8], mw[8]; /* the row's score and mask words */
 #pragma unroll
     for (int k = 0; k < 8; k++) {
         const int c = lane + k * g;
         if (full || c < nvec) {
-            if (!ragged || (c > 0 && c < nvec - 1)) {
-                sw[k] = __ldcs((const ft_word_bf16x8 *)(p + c * 8));
-                if (mrow && !ragged)
-                    mw[k] = *(const ft_word_bf16x8 *)(mrow + c * 8);
-            } else { /* a ragged row's first or last word: its own elements (others read as the nearest) */
-                float f[8];
-#pragma unroll
-                for (int e = 0; e < 8; e++)
-                    f[e] = ft_to_float_bf16(p[o + min(max(c * 8 + e - o, 0), a.S - 1)]);
-                sw[k] = ft_pack_bf16x8(f);
-            }
-            if (mrow && ragged) { /* the mask row element by element (L1 serves the word's other lanes) */
-                float f[8];
-#pragma unroll
-                for (int e = 0; e < 8; e++)
-                    f[e] = ft_to_float_bf16(mrow[min(max(c * 8 + e - o, 0), a.S - 1)]);
-                mw[k] = ft_pack_bf16x8(f);
-            }
+            sw[k] = __ldcs((const ft_word_bf16x8 *)(p + c * 8));
+            if (mrow)
+                mw[k] = *(const ft_word_bf16x8 *)(mrow + c * 8);
         }
     }
     float x[8][8]; /* first the mask terms, then the shifted values */
@@ -1624,13 +1356,10 @@ static __device__ __forceinline__ void ft_softmax_row_bf16_w16_b8(const ft_softm
 #pragma unroll
     for (int k = 0; k < 8; k++)
         if (full || lane + k * g < nvec) {
-            /* a ragged row's word c holds positions c*8 - o ...; o = 0 otherwise */
-            ft_softmax_keep_vec_bf16_w16(mrow != NULL, mw[k], row_in, len + o, lane + k * g, x[k]);
+            ft_softmax_keep_vec_bf16_w16(mrow != NULL, mw[k], row_in, len, lane + k * g, x[k]);
 #pragma unroll
             for (int e = 0; e < 8; e++) {
-                const int j = (lane + k * g) * 8 + e - o;
-                /* positions outside a ragged row weigh nothing */
-                x[k][e] = !ragged || (j >= 0 && j < a.S) ? (1.0f - x[k][e]) * -10000.0f : -INFINITY;
+                x[k][e] = (1.0f - x[k][e]) * -10000.0f;
                 t = fmaxf(t, x[k][e]);
             }
         }
@@ -1667,16 +1396,7 @@ static __device__ __forceinline__ void ft_softmax_row_bf16_w16_b8(const ft_softm
 #pragma unroll
             for (int e = 0; e < 8; e++)
                 x[k][e] *= inv;
-            if (!ragged || (c > 0 && c < nvec - 1)) {
-                ft_store_cs_bf16x8(p + c * 8, x[k]);
-            } else {
-#pragma unroll
-                for (int e = 0; e < 8; e++) {
-                    const int j = c * 8 + e - o;
-                    if (j >= 0 && j < a.S)
-                        p[c * 8 + e] = ft_from_float_bf16(x[k][e]);
-                }
-            }
+            ft_store_cs_bf16x8(p + c * 8, x[k]);
         }
     }
 }
@@ -1907,7 +1627,6 @@ static __device__ __forceinline__ void ft_softmax_keep_vec_bf16_w2(bool has_mask
 static __device__ __forceinline__ void ft_softmax_row_bf16_w2_r1_g1(const ft_softmax_args_bf16 &a, __nv_bfloat16 *p,
     const __nv_bfloat16 *mrow, int len, int row_in, int nvec, bool live, const bool full)
 {
-    enum { ragged = 0, o = 0 };
     enum { g = 1 };
     const int lane = threadIdx.x & (g - 1);
     ft_word_bf16x1 sw[1], mw[1]; /* the row's score and mask words */
@@ -1915,24 +1634,9 @@ static __device__ __forceinline__ void ft_softmax_row_bf16_w2_r1_g1(const ft_sof
     for (int k = 0; k < 1; k++) {
         const int c = lane + k * g;
         if (full || c < nvec) {
-            if (!ragged || (c > 0 && c < nvec - 1)) {
-                sw[k] = *(const ft_word_bf16x1 *)(p + c);
-                if (mrow && !ragged)
-                    mw[k] = *(const ft_word_bf16x1 *)(mrow + c * 1);
-            } else { /* a ragged row's first or last word: its own elements (others read as the nearest) */
-                float f[1];
-#pragma unroll
-                for (int e = 0; e < 1; e++)
-                    f[e] = ft_to_float_bf16(p[o + min(max(c * 1 + e - o, 0), a.S - 1)]);
-                sw[k] = ft_pack_bf16x1(f);
-            }
-            if (mrow && ragged) { /* the mask row element by element (L1 serves the word's other lanes) */
-                float f[1];
-#pragma unroll
-                for (int e = 0; e < 1; e++)
-                    f[e] = ft_to_float_bf16(mrow[min(max(c * 1 + e - o, 0), a.S - 1)]);
-                mw[k] = ft_pack_bf16x1(f);
-            }
+            sw[k] = *(const ft_word_bf16x1 *)(p + c);
+            if (mrow)
+                mw[k] = *(const ft_word_bf16x1 *)(mrow + c * 1);
         }
     }
     float x[1][1]; /* first the mask terms, then the shifted values */
@@ -1940,13 +1644,10 @@ static __device__ __forceinline__ void ft_softmax_row_bf16_w2_r1_g1(const ft_sof
 #pragma unroll
     for (int k = 0; k < 1; k++)
         if (full || lane + k * g < nvec) {
-            /* a ragged row's word c holds positions c*1 - o ...; o = 0 otherwise */
-            ft_softmax_keep_vec_bf16_w2(mrow != NULL, mw[k], row_in, len + o, lane + k * g, x[k]);
+            ft_softmax_keep_vec_bf16_w2(mrow != NULL, mw[k], row_in, len, lane + k * g, x[k]);
 #pragma unroll
             for (int e = 0; e < 1; e++) {
-                const int j = (lane + k * g) * 1 + e - o;
-                /* positions outside a ragged row weigh nothing */
-                x[k][e] = !ragged || (j >= 0 && j < a.S) ? (1.0f - x[k][e]) * -10000.0f : -INFINITY;
+                x[k][e] = (1.0f - x[k][e]) * -10000.0f;
                 t = fmaxf(t, x[k][e]);
             }
         }
@@ -1983,16 +1684,7 @@ static __device__ __forceinline__ void ft_softmax_row_bf16_w2_r1_g1(const ft_sof
 #pragma unroll
             for (int e = 0; e < 1; e++)
                 x[k][e] *= inv;
-            if (!ragged || (c > 0 && c < nvec - 1)) {
-                ft_store_bf16x1(p + c, x[k]);
-            } else {
-#pragma unroll
-                for (int e = 0; e < 1; e++) {
-                    const int j = c * 1 + e - o;
-                    if (j >= 0 && j < a.S)
-                        p[c * 1 + e] = ft_from_float_bf16(x[k][e]);
-                }
-            }
+            ft_store_bf16x1(p + c, x[k]);
         }
     }
 }
@@ -2049,7 +1741,6 @@ static __global__ void __launch_bounds__(128, 12) ft_softmax_bf16_w2_r1_g1(ft_so
 static __device__ __forceinline__ void ft_softmax_row_bf16_w2_r1_g2(const ft_softmax_args_bf16 &a, __nv_bfloat16 *p,
     const __nv_bfloat16 *mrow, int len, int row_in, int nvec, bool live, const bool full)
 {
-    enum { ragged = 0, o = 0 };
     enum { g = 2 };
     const int lane = threadIdx.x & (g - 1);
     ft_word_bf16x1 sw[1], mw[1]; /* the row's score and mask words */
@@ -2057,24 +1748,9 @@ static __device__ __forceinline__ void ft_softmax_row_bf16_w2_r1_g2(const ft_sof
     for (int k = 0; k < 1; k++) {
         const int c = lane + k * g;
         if (full || c < nvec) {
-            if (!ragged || (c > 0 && c < nvec - 1)) {
-                sw[k] = *(const ft_word_bf16x1 *)(p + c);
-                if (mrow && !ragged)
-                    mw[k] = *(const ft_word_bf16x1 *)(mrow + c * 1);
-            } else { /* a ragged row's first or last word: its own elements (others read as the nearest) */
-                float f[1];
-#pragma unroll
-                for (int e = 0; e < 1; e++)
-                    f[e] = ft_to_float_bf16(p[o + min(max(c * 1 + e - o, 0), a.S - 1)]);
-                sw[k] = ft_pack_bf16x1(f);
-            }
-            if (mrow && ragged) { /* the mask row element by element (L1 serves the word's other lanes) */
-                float f[1];
-#pragma unroll
-                for (int e = 0; e < 1; e++)
-                    f[e] = ft_to_float_bf16(mrow[min(max(c * 1 + e - o, 0), a.S - 1)]);
-                mw[k] = ft_pack_bf16x1(f);
-            }
+            sw[k] = *(const ft_word_bf16x1 *)(p + c);
+            if (mrow)
+                mw[k] = *(const ft_word_bf16x1 *)(mrow + c * 1);
         }
     }
     float x[1][1]; /* first the mask terms, then the shifted values */
@@ -2082,13 +1758,10 @@ static __device__ __forceinline__ void ft_softmax_row_bf16_w2_r1_g2(const ft_sof
 #pragma unroll
     for (int k = 0; k < 1; k++)
         if (full || lane + k * g < nvec) {
-            /* a ragged row's word c holds positions c*1 - o ...; o = 0 otherwise */
-            ft_softmax_keep_vec_bf16_w2(mrow != NULL, mw[k], row_in, len + o, lane + k * g, x[k]);
+            ft_softmax_keep_vec_bf16_w2(mrow != NULL, mw[k], row_in, len, lane + k * g, x[k]);
 #pragma unroll
             for (int e = 0; e < 1; e++) {
-                const int j = (lane + k * g) * 1 + e - o;
-                /* positions outside a ragged row weigh nothing */
-                x[k][e] = !ragged || (j >= 0 && j < a.S) ? (1.0f - x[k][e]) * -10000.0f : -INFINITY;
+                x[k][e] = (1.0f - x[k][e]) * -10000.0f;
                 t = fmaxf(t, x[k][e]);
             }
         }
@@ -2125,16 +1798,7 @@ static __device__ __forceinline__ void ft_softmax_row_bf16_w2_r1_g2(const ft_sof
 #pragma unroll
             for (int e = 0; e < 1; e++)
                 x[k][e] *= inv;
-            if (!ragged || (c > 0 && c < nvec - 1)) {
-                ft_store_bf16x1(p + c, x[k]);
-            } else {
-#pragma unroll
-                for (int e = 0; e < 1; e++) {
-                    const int j = c * 1 + e - o;
-                    if (j >= 0 && j < a.S)
-                        p[c * 1 + e] = ft_from_float_bf16(x[k][e]);
-                }
-            }
+            ft_store_bf16x1(p + c, x[k]);
         }
     }
 }
@@ -2191,7 +1855,6 @@ static __global__ void __launch_bounds__(128, 12) ft_softmax_bf16_w2_r1_g2(ft_so
 static __device__ __forceinline__ void ft_softmax_row_bf16_w2_r1_g4(const ft_softmax_args_bf16 &a, __nv_bfloat16 *p,
     const __nv_bfloat16 *mrow, int len, int row_in, int nvec, bool live, const bool full)
 {
-    enum { ragged = 0, o = 0 };
     enum { g = 4 };
     const int lane = threadIdx.x & (g - 1);
     ft_word_bf16x1 sw[1], mw[1]; /* the row's score and mask words */
@@ -2199,24 +1862,9 @@ static __device__ __forceinline__ void ft_softmax_row_bf16_w2_r1_g4(const ft_sof
     for (int k = 0; k < 1; k++) {
         const int c = lane + k * g;
         if (full || c < nvec) {
-            if (!ragged || (c > 0 && c < nvec - 1)) {
-                sw[k] = *(const ft_word_bf16x1 *)(p + c);
-                if (mrow && !ragged)
-                    mw[k] = *(const ft_word_bf16x1 *)(mrow + c * 1);
-            } else { /* a ragged row's first or last word: its own elements (others read as the nearest) */
-                float f[1];
-#pragma unroll
-                for (int e = 0; e < 1; e++)
-                    f[e] = ft_to_float_bf16(p[o + min(max(c * 1 + e - o, 0), a.S - 1)]);
-                sw[k] = ft_pack_bf16x1(f);
-            }
-            if (mrow && ragged) { /* the mask row element by element (L1 serves the word's other lanes) */
-                float f[1];
-#pragma unroll
-                for (int e = 0; e < 1; e++)
-                    f[e] = ft_to_float_bf16(mrow[min(max(c * 1 + e - o, 0), a.S - 1)]);
-                mw[k] = ft_pack_bf16x1(f);
-            }
+            sw[k] = *(const ft_word_bf16x1 *)(p + c);
+            if (mrow)
+                mw[k] = *(const ft_word_bf16x1 *)(mrow + c * 1);
         }
     }
     float x[1][1]; /* first the mask terms, then the shifted values */
@@ -2224,13 +1872,10 @@ static __device__ __forceinline__ void ft_softmax_row_bf16_w2_r1_g4(const ft_sof
 #pragma unroll
     for (int k = 0; k < 1; k++)
         if (full || lane + k * g < nvec) {
-            /* a ragged row's word c holds positions c*1 - o ...; o = 0 otherwise */
-            ft_softmax_keep_vec_bf16_w2(mrow != NULL, mw[k], row_in, len + o, lane + k * g, x[k]);
+            ft_softmax_keep_vec_bf16_w2(mrow != NULL, mw[k], row_in, len, lane + k * g, x[k]);
 #pragma unroll
             for (int e = 0; e < 1; e++) {
-                const int j = (lane + k * g) * 1 + e - o;
-                /* positions outside a ragged row weigh nothing */
-                x[k][e] = !ragged || (j >= 0 && j < a.S) ? (1.0f - x[k][e]) * -10000.0f : -INFINITY;
+                x[k][e] = (1.0f - x[k][e]) * -10000.0f;
                 t = fmaxf(t, x[k][e]);
             }
         }
@@ -2267,16 +1912,7 @@ static __device__ __forceinline__ void ft_softmax_row_bf16_w2_r1_g4(const ft_sof
 #pragma unroll
             for (int e = 0; e < 1; e++)
                 x[k][e] *= inv;
-            if (!ragged || (c > 0 && c < nvec - 1)) {
-                ft_store_bf16x1(p + c, x[k]);
-            } else {
-#pragma unroll
-                for (int e = 0; e < 1; e++) {
-                    const int j = c * 1 + e - o;
-                    if (j >= 0 && j < a.S)
-                        p[c * 1 + e] = ft_from_float_bf16(x[k][e]);
-                }
-            }
+            ft_store_bf16x1(p + c, x[k]);
         }
     }
 }
@@ -2333,7 +1969,6 @@ static __global__ void __launch_bounds__(128, 12) ft_softmax_bf16_w2_r1_g4(ft_so
 static __device__ __forceinline__ void ft_softmax_row_bf16_w2_r1_g8(const ft_softmax_args_bf16 &a, __nv_bfloat16 *p,
     const __nv_bfloat16 *mrow, int len, int row_in, int nvec, bool live, const bool full)
 {
-    enum { ragged = 0, o = 0 };
     enum { g = 8 };
     const int lane = threadIdx.x & (g - 1);
     ft_word_bf16x1 sw[1], mw[1]; /* the row's score and mask words */
@@ -2341,24 +1976,9 @@ static __device__ __forceinline__ void ft_softmax_row_bf16_w2_r1_g8(const ft_sof
     for (int k = 0; k < 1; k++) {
         const int c = lane + k * g;
         if (full || c < nvec) {
-            if (!ragged || (c > 0 && c < nvec - 1)) {
-                sw[k] = *(const ft_word_bf16x1 *)(p + c);
-                if (mrow && !ragged)
-                    mw[k] = *(const ft_word_bf16x1 *)(mrow + c * 1);
-            } else { /* a ragged row's first or last word: its own elements (others read as the nearest) */
-                float f[1];
-#pragma unroll
-                for (int e = 0; e < 1; e++)
-                    f[e] = ft_to_float_bf16(p[o + min(max(c * 1 + e - o, 0), a.S - 1)]);
-                sw[k] = ft_pack_bf16x1(f);
-            }
-            if (mrow && ragged) { /* the mask row element by element (L1 serves the word's other lanes) */
-                float f[1];
-#pragma unroll
-                for (int e = 0; e < 1; e++)
-                    f[e] = ft_to_float_bf16(mrow[min(max(c * 1 + e - o, 0), a.S - 1)]);
-                mw[k] = ft_pack_bf16x1(f);
-            }
+            sw[k] = *(const ft_word_bf16x1 *)(p + c);
+            if (mrow)
+                mw[k] = *(const ft_word_bf16x1 *)(mrow + c * 1);
         }
     }
     float x[1][1]; /* first the mask terms, then the shifted values */
@@ -2366,13 +1986,10 @@ static __device__ __forceinline__ void ft_softmax_row_bf16_w2_r1_g8(const ft_sof
 #pragma unroll
     for (int k = 0; k < 1; k++)
         if (full || lane + k * g < nvec) {
-            /* a ragged row's word c holds positions c*1 - o ...; o = 0 otherwise */
-            ft_softmax_keep_vec_bf16_w2(mrow != NULL, mw[k], row_in, len + o, lane + k * g, x[k]);
+            ft_softmax_keep_vec_bf16_w2(mrow != NULL, mw[k], row_in, len, lane + k * g, x[k]);
 #pragma unroll
             for (int e = 0; e < 1; e++) {
-                const int j = (lane + k * g) * 1 + e - o;
-                /* positions outside a ragged row weigh nothing */
-                x[k][e] = !ragged || (j >= 0 && j < a.S) ? (1.0f - x[k][e]) * -10000.0f : -INFINITY;
+                x[k][e] = (1.0f - x[k][e]) * -10000.0f;
                 t = fmaxf(t, x[k][e]);
             }
         }
@@ -2409,16 +2026,7 @@ static __device__ __forceinline__ void ft_softmax_row_bf16_w2_r1_g8(const ft_sof
 #pragma unroll
             for (int e = 0; e < 1; e++)
                 x[k][e] *= inv;
-            if (!ragged || (c > 0 && c < nvec - 1)) {
-                ft_store_bf16x1(p + c, x[k]);
-            } else {
-#pragma unroll
-                for (int e = 0; e < 1; e++) {
-                    const int j = c * 1 + e - o;
-                    if (j >= 0 && j < a.S)
-                        p[c * 1 + e] = ft_from_float_bf16(x[k][e]);
-                }
-            }
+            ft_store_bf16x1(p + c, x[k]);
         }
     }
 }
@@ -2475,7 +2083,6 @@ static __global__ void __launch_bounds__(128, 12) ft_softmax_bf16_w2_r1_g8(ft_so
 static __device__ __forceinline__ void ft_softmax_row_bf16_w2_r1_g16(const ft_softmax_args_bf16 &a, __nv_bfloat16 *p,
     const __nv_bfloat16 *mrow, int len, int row_in, int nvec, bool live, const bool full)
 {
-    enum { ragged = 0, o = 0 };
     enum { g = 16 };
     const int lane = threadIdx.x & (g - 1);
     ft_word_bf16x1 sw[1], mw[1]; /* the row's score and mask words */
@@ -2483,24 +2090,9 @@ static __device__ __forceinline__ void ft_softmax_row_bf16_w2_r1_g16(const ft_so
     for (int k = 0; k < 1; k++) {
         const int c = lane + k * g;
         if (full || c < nvec) {
-            if (!ragged || (c > 0 && c < nvec - 1)) {
-                sw[k] = *(const ft_word_bf16x1 *)(p + c);
-                if (mrow && !ragged)
-                    mw[k] = *(const ft_word_bf16x1 *)(mrow + c * 1);
-            } else { /* a ragged row's first or last word: its own elements (others read as the nearest) */
-                float f[1];
-#pragma unroll
-                for (int e = 0; e < 1; e++)
-                    f[e] = ft_to_float_bf16(p[o + min(max(c * 1 + e - o, 0), a.S - 1)]);
-                sw[k] = ft_pack_bf16x1(f);
-            }
-            if (mrow && ragged) { /* the mask row element by element (L1 serves the word's other lanes) */
-                float f[1];
-#pragma unroll
-                for (int e = 0; e < 1; e++)
-                    f[e] = ft_to_float_bf16(mrow[min(max(c * 1 + e - o, 0), a.S - 1)]);
-                mw[k] = ft_pack_bf16x1(f);
-            }
+            sw[k] = *(const ft_word_bf16x1 *)(p + c);
+            if (mrow)
+                mw[k] = *(const ft_word_bf16x1 *)(mrow + c * 1);
         }
     }
     float x[1][1]; /* first the mask terms, then the shifted values */
@@ -2508,13 +2100,10 @@ static __device__ __forceinline__ void ft_softmax_row_bf16_w2_r1_g16(const ft_so
 #pragma unroll
     for (int k = 0; k < 1; k++)
         if (full || lane + k * g < nvec) {
-            /* a ragged row's word c holds positions c*1 - o ...; o = 0 otherwise */
-            ft_softmax_keep_vec_bf16_w2(mrow != NULL, mw[k], row_in, len + o, lane + k * g, x[k]);
+            ft_softmax_keep_vec_bf16_w2(mrow != NULL, mw[k], row_in, len, lane + k * g, x[k]);
 #pragma unroll
             for (int e = 0; e < 1; e++) {
-                const int j = (lane + k * g) * 1 + e - o;
-                /* positions outside a ragged row weigh nothing */
-                x[k][e] = !ragged || (j >= 0 && j < a.S) ? (1.0f - x[k][e]) * -10000.0f : -INFINITY;
+                x[k][e] = (1.0f - x[k][e]) * -10000.0f;
                 t = fmaxf(t, x[k][e]);
             }
         }
@@ -2551,16 +2140,7 @@ static __device__ __forceinline__ void ft_softmax_row_bf16_w2_r1_g16(const ft_so
 #pragma unroll
             for (int e = 0; e < 1; e++)
                 x[k][e] *= inv;
-            if (!ragged || (c > 0 && c < nvec - 1)) {
-                ft_store_bf16x1(p + c, x[k]);
-            } else {
-#pragma unroll
-                for (int e = 0; e < 1; e++) {
-                    const int j = c * 1 + e - o;
-                    if (j >= 0 && j < a.S)
-                        p[c * 1 + e] = ft_from_float_bf16(x[k][e]);
-                }
-            }
+            ft_store_bf16x1(p + c, x[k]);
         }
     }
 }
@@ -2617,7 +2197,6 @@ static __global__ void __launch_bounds__(128, 12) ft_softmax_bf16_w2_r1_g16(ft_s
 static __device__ __forceinline__ void ft_softmax_row_bf16_w2_r1_g32(const ft_softmax_args_bf16 &a, __nv_bfloat16 *p,
     const __nv_bfloat16 *mrow, int len, int row_in, int nvec, bool live, const bool full)
 {
-    enum { ragged = 0, o = 0 };
     enum { g = 32 };
     const int lane = threadIdx.x & (g - 1);
     ft_word_bf16x1 sw[1], mw[1]; /* the row's score and mask words */
@@ -2625,24 +2204,9 @@ static __device__ __forceinline__ void ft_softmax_row_bf16_w2_r1_g32(const ft_so
     for (int k = 0; k < 1; k++) {
         const int c = lane + k * g;
         if (full || c < nvec) {
-            if (!ragged || (c > 0 && c < nvec - 1)) {
-                sw[k] = *(const ft_word_bf16x1 *)(p + c);
-                if (mrow && !ragged)
-                    mw[k] = *(const ft_word_bf16x1 *)(mrow + c * 1);
-            } else { /* a ragged row's first or last word: its own elements (others read as the nearest) */
-                float f[1];
-#pragma unroll
-                for (int e = 0; e < 1; e++)
-                    f[e] = ft_to_float_bf16(p[o + min(max(c * 1 + e - o, 0), a.S - 1)]);
-                sw[k] = ft_pack_bf16x1(f);
-            }
-            if (mrow && ragged) { /* the mask row element by element (L1 serves the word's other lanes) */
-                float f[1];
-#pragma unroll
-                for (int e = 0; e < 1; e++)
-                    f[e] = ft_to_float_bf16(mrow[min(max(c * 1 + e - o, 0), a.S - 1)]);
-                mw[k] = ft_pack_bf16x1(f);
-            }
+            sw[k] = *(const ft_word_bf16x1 *)(p + c);
+            if (mrow)
+                mw[k] = *(const ft_word_bf16x1 *)(mrow + c * 1);
         }
     }
     float x[1][1]; /* first the mask terms, then the shifted values */
@@ -2650,13 +2214,10 @@ static __device__ __forceinline__ void ft_softmax_row_bf16_w2_r1_g32(const ft_so
 #pragma unroll
     for (int k = 0; k < 1; k++)
         if (full || lane + k * g < nvec) {
-            /* a ragged row's word c holds positions c*1 - o ...; o = 0 otherwise */
-            ft_softmax_keep_vec_bf16_w2(mrow != NULL, mw[k], row_in, len + o, lane + k * g, x[k]);
+            ft_softmax_keep_vec_bf16_w2(mrow != NULL, mw[k], row_in, len, lane + k * g, x[k]);
 #pragma unroll
             for (int e = 0; e < 1; e++) {
-                const int j = (lane + k * g) * 1 + e - o;
-                /* positions outside a ragged row weigh nothing */
-                x[k][e] = !ragged || (j >= 0 && j < a.S) ? (1.0f - x[k][e]) * -10000.0f : -INFINITY;
+                x[k][e] = (1.0f - x[k][e]) * -10000.0f;
                 t = fmaxf(t, x[k][e]);
             }
         }
@@ -2693,16 +2254,7 @@ static __device__ __forceinline__ void ft_softmax_row_bf16_w2_r1_g32(const ft_so
 #pragma unroll
             for (int e = 0; e < 1; e++)
                 x[k][e] *= inv;
-            if (!ragged || (c > 0 && c < nvec - 1)) {
-                ft_store_bf16x1(p + c, x[k]);
-            } else {
-#pragma unroll
-                for (int e = 0; e < 1; e++) {
-                    const int j = c * 1 + e - o;
-                    if (j >= 0 && j < a.S)
-                        p[c * 1 + e] = ft_from_float_bf16(x[k][e]);
-                }
-            }
+            ft_store_bf16x1(p + c, x[k]);
         }
     }
 }
@@ -2759,7 +2311,6 @@ static __global__ void __launch_bounds__(128, 12) ft_softmax_bf16_w2_r1_g32(ft_s
 static __device__ __forceinline__ void ft_softmax_row_bf16_w2_r2_g32(const ft_softmax_args_bf16 &a, __nv_bfloat16 *p,
     const __nv_bfloat16 *mrow, int len, int row_in, int nvec, bool live, const bool full)
 {
-    enum { ragged = 0, o = 0 };
     enum { g = 32 };
     const int lane = threadIdx.x & (g - 1);
     ft_word_bf16x1 sw[2], mw[2]; /* the row's score and mask words */
@@ -2767,24 +2318,9 @@ static __device__ __forceinline__ void ft_softmax_row_bf16_w2_r2_g32(const ft_so
     for (int k = 0; k < 2; k++) {
         const int c = lane + k * g;
         if (full || c < nvec) {
-            if (!ragged || (c > 0 && c < nvec - 1)) {
-                sw[k] = *(const ft_word_bf16x1 *)(p + c);
-                if (mrow && !ragged)
-                    mw[k] = *(const ft_word_bf16x1 *)(mrow + c * 1);
-            } else { /* a ragged row's first or last word: its own elements (others read as the nearest) */
-                float f[1];
-#pragma unroll
-                for (int e = 0; e < 1; e++)
-                    f[e] = ft_to_float_bf16(p[o + min(max(c * 1 + e - o, 0), a.S - 1)]);
-                sw[k] = ft_pack_bf16x1(f);
-            }
-            if (mrow && ragged) { /* the mask row element by element (L1 serves the word's other lanes) */
-                float f[1];
-#pragma unroll
-                for (int e = 0; e < 1; e++)
-                    f[e] = ft_to_float_bf16(mrow[min(max(c * 1 + e - o, 0), a.S - 1)]);
-                mw[k] = ft_pack_bf16x1(f);
-            }
+            sw[k] = *(const ft_word_bf16x1 *)(p + c);
+            if (mrow)
+                mw[k] = *(const ft_word_bf16x1 *)(mrow + c * 1);
         }
     }
     float x[2][1]; /* first the mask terms, then the shifted values */
@@ -2792,13 +2328,10 @@ static __device__ __forceinline__ void ft_softmax_row_bf16_w2_r2_g32(const ft_so
 #pragma unroll
     for (int k = 0; k < 2; k++)
         if (full || lane + k * g < nvec) {
-            /* a ragged row's word c holds positions c*1 - o ...; o = 0 otherwise */
-            ft_softmax_keep_vec_bf16_w2(mrow != NULL, mw[k], row_in, len + o, lane + k * g, x[k]);
+            ft_softmax_keep_vec_bf16_w2(mrow != NULL, mw[k], row_in, len, lane + k * g, x[k]);
 #pragma unroll
             for (int e = 0; e < 1; e++) {
-                const int j = (lane + k * g) * 1 + e - o;
-                /* positions outside a ragged row weigh nothing */
-                x[k][e] = !ragged || (j >= 0 && j < a.S) ? (1.0f - x[k][e]) * -10000.0f : -INFINITY;
+                x[k][e] = (1.0f - x[k][e]) * -10000.0f;
                 t = fmaxf(t, x[k][e]);
             }
         }
@@ -2835,16 +2368,7 @@ static __device__ __forceinline__ void ft_softmax_row_bf16_w2_r2_g32(const ft_so
 #pragma unroll
             for (int e = 0; e < 1; e++)
                 x[k][e] *= inv;
-            if (!ragged || (c > 0 && c < nvec - 1)) {
-                ft_store_bf16x1(p + c, x[k]);
-            } else {
-#pragma unroll
-                for (int e = 0; e < 1; e++) {
-                    const int j = c * 1 + e - o;
-                    if (j >= 0 && j < a.S)
-                        p[c * 1 + e] = ft_from_float_bf16(x[k][e]);
-                }
-            }
+            ft_store_bf16x1(p + c, x[k]);
         }
     }
 }
@@ -2901,7 +2425,6 @@ static __global__ void __launch_bounds__(128, 12) ft_softmax_bf16_w2_r2_g32(ft_s
 static __device__ __forceinline__ void ft_softmax_row_bf16_w2_r4_g32(const ft_softmax_args_bf16 &a, __nv_bfloat16 *p,
     const __nv_bfloat16 *mrow, int len, int row_in, int nvec, bool live, const bool full)
 {
-    enum { ragged = 0, o = 0 };
     enum { g = 32 };
     const int lane = threadIdx.x & (g - 1);
     ft_word_bf16x1 sw[4], mw[4]; /* the row's score and mask words */
@@ -2909,24 +2432,9 @@ static __device__ __forceinline__ void ft_softmax_row_bf16_w2_r4_g32(const ft_so
     for (int k = 0; k < 4; k++) {
         const int c = lane + k * g;
         if (full || c < nvec) {
-            if (!ragged || (c > 0 && c < nvec - 1)) {
-                sw[k] = *(const ft_word_bf16x1 *)(p + c);
-                if (mrow && !ragged)
-                    mw[k] = *(const ft_word_bf16x1 *)(mrow + c * 1);
-            } else { /* a ragged row's first or last word: its own elements (others read as the nearest) */
-                float f[1];
-#pragma unroll
-                for (int e = 0; e < 1; e++)
-                    f[e] = ft_to_float_bf16(p[o + min(max(c * 1 + e - o, 0), a.S - 1)]);
-                sw[k] = ft_pack_bf16x1(f);
-            }
-            if (mrow && ragged) { /* the mask row element by element (L1 serves the word's other lanes) */
-                float f[1];
-#pragma unroll
-                for (int e = 0; e < 1; e++)
-                    f[e] = ft_to_float_bf16(mrow[min(max(c * 1 + e - o, 0), a.S - 1)]);
-                mw[k] = ft_pack_bf16x1(f);
-            }
+            sw[k] = *(const ft_word_bf16x1 *)(p + c);
+            if (mrow)
+                mw[k] = *(const ft_word_bf16x1 *)(mrow + c * 1);
         }
     }
     float x[4][1]; /* first the mask terms, then the shifted values */
@@ -2934,13 +2442,10 @@ static __device__ __forceinline__ void ft_softmax_row_bf16_w2_r4_g32(const ft_so
 #pragma unroll
     for (int k = 0; k < 4; k++)
         if (full || lane + k * g < nvec) {
-            /* a ragged row's word c holds positions c*1 - o ...; o = 0 otherwise */
-            ft_softmax_keep_vec_bf16_w2(mrow != NULL, mw[k], row_in, len + o, lane + k * g, x[k]);
+            ft_softmax_keep_vec_bf16_w2(mrow != NULL, mw[k], row_in, len, lane + k * g, x[k]);
 #pragma unroll
             for (int e = 0; e < 1; e++) {
-                const int j = (lane + k * g) * 1 + e - o;
-                /* positions outside a ragged row weigh nothing */
-                x[k][e] = !ragged || (j >= 0 && j < a.S) ? (1.0f - x[k][e]) * -10000.0f : -INFINITY;
+                x[k][e] = (1.0f - x[k][e]) * -10000.0f;
                 t = fmaxf(t, x[k][e]);
             }
         }
@@ -2977,16 +2482,7 @@ static __device__ __forceinline__ void ft_softmax_row_bf16_w2_r4_g32(const ft_so
 #pragma unroll
             for (int e = 0; e < 1; e++)
                 x[k][e] *= inv;
-            if (!ragged || (c > 0 && c < nvec - 1)) {
-                ft_store_bf16x1(p + c, x[k]);
-            } else {
-#pragma unroll
-                for (int e = 0; e < 1; e++) {
-                    const int j = c * 1 + e - o;
-                    if (j >= 0 && j < a.S)
-                        p[c * 1 + e] = ft_from_float_bf16(x[k][e]);
-                }
-            }
+            ft_store_bf16x1(p + c, x[k]);
         }
     }
 }
@@ -3043,7 +2539,6 @@ static __global__ void __launch_bounds__(128) ft_softmax_bf16_w2_r4_g32(ft_softm
 static __device__ __forceinline__ void ft_softmax_row_bf16_w2_r8_g32(const ft_softmax_args_bf16 &a, __nv_bfloat16 *p,
     const __nv_bfloat16 *mrow, int len, int row_in, int nvec, bool live, const bool full)
 {
-    enum { ragged = 0, o = 0 };
     enum { g = 32 };
     const int lane = threadIdx.x & (g - 1);
     ft_word_bf16x1 sw[8], mw[8]; /* the row's score and mask words */
@@ -3051,24 +2546,9 @@ static __device__ __forceinline__ void ft_softmax_row_bf16_w2_r8_g32(const ft_so
     for (int k = 0; k < 8; k++) {
         const int c = lane + k * g;
         if (full || c < nvec) {
-            if (!ragged || (c > 0 && c < nvec - 1)) {
-                sw[k] = *(const ft_word_bf16x1 *)(p + c);
-                if (mrow && !ragged)
-                    mw[k] = *(const ft_word_bf16x1 *)(mrow + c * 1);
-            } else { /* a ragged row's first or last word: its own elements (others read as the nearest) */
-                float f[1];
-#pragma unroll
-                for (int e = 0; e < 1; e++)
-                    f[e] = ft_to_float_bf16(p[o + min(max(c * 1 + e - o, 0), a.S - 1)]);
-                sw[k] = ft_pack_bf16x1(f);
-            }
-            if (mrow && ragged) { /* the mask row element by element (L1 serves the word's other lanes) */
-                float f[1];
-#pragma unroll
-                for (int e = 0; e < 1; e++)
-                    f[e] = ft_to_float_bf16(mrow[min(max(c * 1 + e - o, 0), a.S - 1)]);
-                mw[k] = ft_pack_bf16x1(f);
-            }
+            sw[k] = *(const ft_word_bf16x1 *)(p + c);
+            if (mrow)
+                mw[k] = *(const ft_word_bf16x1 *)(mrow + c * 1);
         }
     }
     float x[8][1]; /* first the mask terms, then the shifted values */
@@ -3076,13 +2556,10 @@ static __device__ __forceinline__ void ft_softmax_row_bf16_w2_r8_g32(const ft_so
 #pragma unroll
     for (int k = 0; k < 8; k++)
         if (full || lane + k * g < nvec) {
-            /* a ragged row's word c holds positions c*1 - o ...; o = 0 otherwise */
-            ft_softmax_keep_vec_bf16_w2(mrow != NULL, mw[k], row_in, len + o, lane + k * g, x[k]);
+            ft_softmax_keep_vec_bf16_w2(mrow != NULL, mw[k], row_in, len, lane + k * g, x[k]);
 #pragma unroll
             for (int e = 0; e < 1; e++) {
-                const int j = (lane + k * g) * 1 + e - o;
-                /* positions outside a ragged row weigh nothing */
-                x[k][e] = !ragged || (j >= 0 && j < a.S) ? (1.0f - x[k][e]) * -10000.0f : -INFINITY;
+                x[k][e] = (1.0f - x[k][e]) * -10000.0f;
                 t = fmaxf(t, x[k][e]);
             }
         }
@@ -3119,16 +2596,7 @@ static __device__ __forceinline__ void ft_softmax_row_bf16_w2_r8_g32(const ft_so
 #pragma unroll
             for (int e = 0; e < 1; e++)
                 x[k][e] *= inv;
-            if (!ragged || (c > 0 && c < nvec - 1)) {
-                ft_store_bf16x1(p + c, x[k]);
-            } else {
-#pragma unroll
-                for (int e = 0; e < 1; e++) {
-                    const int j = c * 1 + e - o;
-                    if (j >= 0 && j < a.S)
-                        p[c * 1 + e] = ft_from_float_bf16(x[k][e]);
-                }
-            }
+            ft_store_bf16x1(p + c, x[k]);
         }
     }
 }
@@ -3185,7 +2653,6 @@ static __global__ void __launch_bounds__(128) ft_softmax_bf16_w2_r8_g32(ft_softm
 static __device__ __forceinline__ void ft_softmax_row_bf16_w2_r16_g32(const ft_softmax_args_bf16 &a, __nv_bfloat16 *p,
     const __nv_bfloat16 *mrow, int len, int row_in, int nvec, bool live, const bool full)
 {
-    enum { ragged = 0, o = 0 };
     enum { g = 32 };
     const int lane = threadIdx.x & (g - 1);
     ft_word_bf16x1 sw[16], mw[16]; /* the row's score and mask words */
@@ -3193,24 +2660,9 @@ static __device__ __forceinline__ void ft_softmax_row_bf16_w2_r16_g32(const ft_s
     for (int k = 0; k < 16; k++) {
         const int c = lane + k * g;
         if (full || c < nvec) {
-            if (!ragged || (c > 0 && c < nvec - 1)) {
-                sw[k] = *(const ft_word_bf16x1 *)(p + c);
-                if (mrow && !ragged)
-                    mw[k] = *(const ft_word_bf16x1 *)(mrow + c * 1);
-            } else { /* a ragged row's first or last word: its own elements (others read as the nearest) */
-                float f[1];
-#pragma unroll
-                for (int e = 0; e < 1; e++)
-                    f[e] = ft_to_float_bf16(p[o + min(max(c * 1 + e - o, 0), a.S - 1)]);
-                sw[k] = ft_pack_bf16x1(f);
-            }
-            if (mrow && ragged) { /* the mask row element by element (L1 serves the word's other lanes) */
-                float f[1];
-#pragma unroll
-                for (int e = 0; e < 1; e++)
-                    f[e] = ft_to_float_bf16(mrow[min(max(c * 1 + e - o, 0), a.S - 1)]);
-                mw[k] = ft_pack_bf16x1(f);
-            }
+            sw[k] = *(const ft_word_bf16x1 *)(p + c);
+            if (mrow)
+                mw[k] = *(const ft_word_bf16x1 *)(mrow + c * 1);
         }
     }
     float x[16][1]; /* first the mask terms, then the shifted values */
@@ -3218,13 +2670,10 @@ static __device__ __forceinline__ void ft_softmax_row_bf16_w2_r16_g32(const ft_s
 #pragma unroll
     for (int k = 0; k < 16; k++)
         if (full || lane + k * g < nvec) {
-            /* a ragged row's word c holds positions c*1 - o ...; o = 0 otherwise */
-            ft_softmax_keep_vec_bf16_w2(mrow != NULL, mw[k], row_in, len + o, lane + k * g, x[k]);
+            ft_softmax_keep_vec_bf16_w2(mrow != NULL, mw[k], row_in, len, lane + k * g, x[k]);
 #pragma unroll
             for (int e = 0; e < 1; e++) {
-                const int j = (lane + k * g) * 1 + e - o;
-                /* positions outside a ragged row weigh nothing */
-                x[k][e] = !ragged || (j >= 0 && j < a.S) ? (1.0f - x[k][e]) * -10000.0f : -INFINITY;
+                x[k][e] = (1.0f - x[k][e]) * -10000.0f;
                 t = fmaxf(t, x[k][e]);
             }
         }
@@ -3261,16 +2710,7 @@ static __device__ __forceinline__ void ft_softmax_row_bf16_w2_r16_g32(const ft_s
 #pragma unroll
             for (int e = 0; e < 1; e++)
                 x[k][e] *= inv;
-            if (!ragged || (c > 0 && c < nvec - 1)) {
-                ft_store_bf16x1(p + c, x[k]);
-            } else {
-#pragma unroll
-                for (int e = 0; e < 1; e++) {
-                    const int j = c * 1 + e - o;
-                    if (j >= 0 && j < a.S)
-                        p[c * 1 + e] = ft_from_float_bf16(x[k][e]);
-                }
-            }
+            ft_store_bf16x1(p + c, x[k]);
         }
     }
 }
@@ -3327,7 +2767,6 @@ static __global__ void __launch_bounds__(128) ft_softmax_bf16_w2_r16_g32(ft_soft
 static __device__ __forceinline__ void ft_softmax_row_bf16_w2_r32_g32(const ft_softmax_args_bf16 &a, __nv_bfloat16 *p,
     const __nv_bfloat16 *mrow, int len, int row_in, int nvec, bool live, const bool full)
 {
-    enum { ragged = 0, o = 0 };
     enum { g = 32 };
     const int lane = threadIdx.x & (g - 1);
     ft_word_bf16x1 sw[32], mw[32]; /* the row's score and mask words */
@@ -3335,24 +2774,9 @@ static __device__ __forceinline__ void ft_softmax_row_bf16_w2_r32_g32(const ft_s
     for (int k = 0; k < 32; k++) {
         const int c = lane + k * g;
         if (full || c < nvec) {
-            if (!ragged || (c > 0 && c < nvec - 1)) {
-                sw[k] = *(const ft_word_bf16x1 *)(p + c);
-                if (mrow && !ragged)
-                    mw[k] = *(const ft_word_bf16x1 *)(mrow + c * 1);
-            } else { /* a ragged row's first or last word: its own elements (others read as the nearest) */
-                float f[1];
-#pragma unroll
-                for (int e = 0; e < 1; e++)
-                    f[e] = ft_to_float_bf16(p[o + min(max(c * 1 + e - o, 0), a.S - 1)]);
-                sw[k] = ft_pack_bf16x1(f);
-            }
-            if (mrow && ragged) { /* the mask row element by element (L1 serves the word's other lanes) */
-                float f[1];
-#pragma unroll
-                for (int e = 0; e < 1; e++)
-                    f[e] = ft_to_float_bf16(mrow[min(max(c * 1 + e - o, 0), a.S - 1)]);
-                mw[k] = ft_pack_bf16x1(f);
-            }
+            sw[k] = *(const ft_word_bf16x1 *)(p + c);
+            if (mrow)
+                mw[k] = *(const ft_word_bf16x1 *)(mrow + c * 1);
         }
     }
     float x[32][1]; /* first the mask terms, then the shifted values */
@@ -3360,13 +2784,10 @@ static __device__ __forceinline__ void ft_softmax_row_bf16_w2_r32_g32(const ft_s
 #pragma unroll
     for (int k = 0; k < 32; k++)
         if (full || lane + k * g < nvec) {
-            /* a ragged row's word c holds positions c*1 - o ...; o = 0 otherwise */
-            ft_softmax_keep_vec_bf16_w2(mrow != NULL, mw[k], row_in, len + o, lane + k * g, x[k]);
+            ft_softmax_keep_vec_bf16_w2(mrow != NULL, mw[k], row_in, len, lane + k * g, x[k]);
 #pragma unroll
             for (int e = 0; e < 1; e++) {
-                const int j = (lane + k * g) * 1 + e - o;
-                /* positions outside a ragged row weigh nothing */
-                x[k][e] = !ragged || (j >= 0 && j < a.S) ? (1.0f - x[k][e]) * -10000.0f : -INFINITY;
+                x[k][e] = (1.0f - x[k][e]) * -10000.0f;
                 t = fmaxf(t, x[k][e]);
             }
         }
@@ -3403,16 +2824,7 @@ static __device__ __forceinline__ void ft_softmax_row_bf16_w2_r32_g32(const ft_s
 #pragma unroll
             for (int e = 0; e < 1; e++)
                 x[k][e] *= inv;
-            if (!ragged || (c > 0 && c < nvec - 1)) {
-                ft_store_bf16x1(p + c, x[k]);
-            } else {
-#pragma unroll
-                for (int e = 0; e < 1; e++) {
-                    const int j = c * 1 + e - o;
-                    if (j >= 0 && j < a.S)
-                        p[c * 1 + e] = ft_from_float_bf16(x[k][e]);
-                }
-            }
+            ft_store_bf16x1(p + c, x[k]);
         }
     }
 }

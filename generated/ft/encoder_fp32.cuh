@@ -190,7 +190,6 @@ static __device__ __forceinline__ void ft_softmax_keep_vec_fp32_w16(bool has_mas
 static __device__ __forceinline__ void ft_softmax_row_fp32_w16_r1_g1(const ft_softmax_args_fp32 &a, float *p,
     const float *mrow, int len, int row_in, int nvec, bool live, const bool full)
 {
-    enum { ragged = 0, o = 0 };
     enum { g = 1 };
     const int lane = threadIdx.x & (g - 1);
     ft_word_fp32x4 sw[1], mw[1]; /* the row's score and mask words */
@@ -198,24 +197,9 @@ static __device__ __forceinline__ void ft_softmax_row_fp32_w16_r1_g1(const ft_so
     for (int k = 0; k < 1; k++) {
         const int c = lane + k * g;
         if (full || c < nvec) {
-            if (!ragged || (c > 0 && c < nvec - 1)) {
-                sw[k] = __ldcs((const ft_word_fp32x4 *)(p + c * 4));
-                if (mrow && !ragged)
-                    mw[k] = *(const ft_word_fp32x4 *)(mrow + c * 4);
-            } else { /* a ragged row's first or last word: its own elements (others read as the nearest) */
-                float f[4];
-#pragma unroll
-                for (int e = 0; e < 4; e++)
-                    f[e] = ft_to_float_fp32(p[o + min(max(c * 4 + e - o, 0), a.S - 1)]);
-                sw[k] = ft_pack_fp32x4(f);
-            }
-            if (mrow && ragged) { /* the mask row element by element (L1 serves the word's other lanes) */
-                float f[4];
-#pragma unroll
-                for (int e = 0; e < 4; e++)
-                    f[e] = ft_to_float_fp32(mrow[min(max(c * 4 + e - o, 0), a.S - 1)]);
-                mw[k] = ft_pack_fp32x4(f);
-            }
+            sw[k] = __ldcs((const ft_word_fp32x4 *)(p + c * 4));
+            if (mrow)
+                mw[k] = *(const ft_word_fp32x4 *)(mrow + c * 4);
         }
     }
     float x[1][4]; /* first the mask terms, then the shifted values */
@@ -223,13 +207,10 @@ static __device__ __forceinline__ void ft_softmax_row_fp32_w16_r1_g1(const ft_so
 #pragma unroll
     for (int k = 0; k < 1; k++)
         if (full || lane + k * g < nvec) {
-            /* a ragged row's word c holds positions c*4 - o ...; o = 0 otherwise */
-            ft_softmax_keep_vec_fp32_w16(mrow != NULL, mw[k], row_in, len + o, lane + k * g, x[k]);
+            ft_softmax_keep_vec_fp32_w16(mrow != NULL, mw[k], row_in, len, lane + k * g, x[k]);
 #pragma unroll
             for (int e = 0; e < 4; e++) {
-                const int j = (lane + k * g) * 4 + e - o;
-                /* positions outside a ragged row weigh nothing */
-                x[k][e] = !ragged || (j >= 0 && j < a.S) ? (1.0f - x[k][e]) * -10000.0f : -INFINITY;
+                x[k][e] = (1.0f - x[k][e]) * -10000.0f;
                 t = fmaxf(t, x[k][e]);
             }
         }
@@ -266,16 +247,7 @@ static __device__ __forceinline__ void ft_softmax_row_fp32_w16_r1_g1(const ft_so
 #pragma unroll
             for (int e = 0; e < 4; e++)
                 x[k][e] *= inv;
-            if (!ragged || (c > 0 && c < nvec - 1)) {
-                ft_store_cs_fp32x4(p + c * 4, x[k]);
-            } else {
-#pragma unroll
-                for (int e = 0; e < 4; e++) {
-                    const int j = c * 4 + e - o;
-                    if (j >= 0 && j < a.S)
-                        p[c * 4 + e] = ft_from_float_fp32(x[k][e]);
-                }
-            }
+            ft_store_cs_fp32x4(p + c * 4, x[k]);
         }
     }
 }
@@ -330,7 +302,6 @@ static __global__ void __launch_bounds__(128, 12) ft_softmax_fp32_w16_r1_g1(ft_s
 static __device__ __forceinline__ void ft_softmax_row_fp32_w16_r1_g2(const ft_softmax_args_fp32 &a, float *p,
     const float *mrow, int len, int row_in, int nvec, bool live, const bool full)
 {
-    enum { ragged = 0, o = 0 };
     enum { g = 2 };
     const int lane = threadIdx.x & (g - 1);
     ft_word_fp32x4 sw[1], mw[1]; /* the row's score and mask words */
@@ -338,24 +309,9 @@ static __device__ __forceinline__ void ft_softmax_row_fp32_w16_r1_g2(const ft_so
     for (int k = 0; k < 1; k++) {
         const int c = lane + k * g;
         if (full || c < nvec) {
-            if (!ragged || (c > 0 && c < nvec - 1)) {
-                sw[k] = __ldcs((const ft_word_fp32x4 *)(p + c * 4));
-                if (mrow && !ragged)
-                    mw[k] = *(const ft_word_fp32x4 *)(mrow + c * 4);
-            } else { /* a ragged row's first or last word: its own elements (others read as the nearest) */
-                float f[4];
-#pragma unroll
-                for (int e = 0; e < 4; e++)
-                    f[e] = ft_to_float_fp32(p[o + min(max(c * 4 + e - o, 0), a.S - 1)]);
-                sw[k] = ft_pack_fp32x4(f);
-            }
-            if (mrow && ragged) { /* the mask row element by element (L1 serves the word's other lanes) */
-                float f[4];
-#pragma unroll
-                for (int e = 0; e < 4; e++)
-                    f[e] = ft_to_float_fp32(mrow[min(max(c * 4 + e - o, 0), a.S - 1)]);
-                mw[k] = ft_pack_fp32x4(f);
-            }
+            sw[k] = __ldcs((const ft_word_fp32x4 *)(p + c * 4));
+            if (mrow)
+                mw[k] = *(const ft_word_fp32x4 *)(mrow + c * 4);
         }
     }
     float x[1][4]; /* first the mask terms, then the shifted values */
@@ -363,13 +319,10 @@ static __device__ __forceinline__ void ft_softmax_row_fp32_w16_r1_g2(const ft_so
 #pragma unroll
     for (int k = 0; k < 1; k++)
         if (full || lane + k * g < nvec) {
-            /* a ragged row's word c holds positions c*4 - o ...; o = 0 otherwise */
-            ft_softmax_keep_vec_fp32_w16(mrow != NULL, mw[k], row_in, len + o, lane + k * g, x[k]);
+            ft_softmax_keep_vec_fp32_w16(mrow != NULL, mw[k], row_in, len, lane + k * g, x[k]);
 #pragma unroll
             for (int e = 0; e < 4; e++) {
-                const int j = (lane + k * g) * 4 + e - o;
-                /* positions outside a ragged row weigh nothing */
-                x[k][e] = !ragged || (j >= 0 && j < a.S) ? (1.0f - x[k][e]) * -10000.0f : -INFINITY;
+                x[k][e] = (1.0f - x[k][e]) * -10000.0f;
                 t = fmaxf(t, x[k][e]);
             }
         }
@@ -406,16 +359,7 @@ static __device__ __forceinline__ void ft_softmax_row_fp32_w16_r1_g2(const ft_so
 #pragma unroll
             for (int e = 0; e < 4; e++)
                 x[k][e] *= inv;
-            if (!ragged || (c > 0 && c < nvec - 1)) {
-                ft_store_cs_fp32x4(p + c * 4, x[k]);
-            } else {
-#pragma unroll
-                for (int e = 0; e < 4; e++) {
-                    const int j = c * 4 + e - o;
-                    if (j >= 0 && j < a.S)
-                        p[c * 4 + e] = ft_from_float_fp32(x[k][e]);
-                }
-            }
+            ft_store_cs_fp32x4(p + c * 4, x[k]);
         }
     }
 }
@@ -470,7 +414,6 @@ static __global__ void __launch_bounds__(128, 12) ft_softmax_fp32_w16_r1_g2(ft_s
 static __device__ __forceinline__ void ft_softmax_row_fp32_w16_r1_g4(const ft_softmax_args_fp32 &a, float *p,
     const float *mrow, int len, int row_in, int nvec, bool live, const bool full)
 {
-    enum { ragged = 0, o = 0 };
     enum { g = 4 };
     const int lane = threadIdx.x & (g - 1);
     ft_word_fp32x4 sw[1], mw[1]; /* the row's score and mask words */
@@ -478,24 +421,9 @@ static __device__ __forceinline__ void ft_softmax_row_fp32_w16_r1_g4(const ft_so
     for (int k = 0; k < 1; k++) {
         const int c = lane + k * g;
         if (full || c < nvec) {
-            if (!ragged || (c > 0 && c < nvec - 1)) {
-                sw[k] = __ldcs((const ft_word_fp32x4 *)(p + c * 4));
-                if (mrow && !ragged)
-                    mw[k] = *(const ft_word_fp32x4 *)(mrow + c * 4);
-            } else { /* a ragged row's first or last word: its own elements (others read as the nearest) */
-                float f[4];
-#pragma unroll
-                for (int e = 0; e < 4; e++)
-                    f[e] = ft_to_float_fp32(p[o + min(max(c * 4 + e - o, 0), a.S - 1)]);
-                sw[k] = ft_pack_fp32x4(f);
-            }
-            if (mrow && ragged) { /* the mask row element by element (L1 serves the word's other lanes) */
-                float f[4];
-#pragma unroll
-                for (int e = 0; e < 4; e++)
-                    f[e] = ft_to_float_fp32(mrow[min(max(c * 4 + e - o, 0), a.S - 1)]);
-                mw[k] = ft_pack_fp32x4(f);
-            }
+            sw[k] = __ldcs((const ft_word_fp32x4 *)(p + c * 4));
+            if (mrow)
+                mw[k] = *(const ft_word_fp32x4 *)(mrow + c * 4);
         }
     }
     float x[1][4]; /* first the mask terms, then the shifted values */
@@ -503,13 +431,10 @@ static __device__ __forceinline__ void ft_softmax_row_fp32_w16_r1_g4(const ft_so
 #pragma unroll
     for (int k = 0; k < 1; k++)
         if (full || lane + k * g < nvec) {
-            /* a ragged row's word c holds positions c*4 - o ...; o = 0 otherwise */
-            ft_softmax_keep_vec_fp32_w16(mrow != NULL, mw[k], row_in, len + o, lane + k * g, x[k]);
+            ft_softmax_keep_vec_fp32_w16(mrow != NULL, mw[k], row_in, len, lane + k * g, x[k]);
 #pragma unroll
             for (int e = 0; e < 4; e++) {
-                const int j = (lane + k * g) * 4 + e - o;
-                /* positions outside a ragged row weigh nothing */
-                x[k][e] = !ragged || (j >= 0 && j < a.S) ? (1.0f - x[k][e]) * -10000.0f : -INFINITY;
+                x[k][e] = (1.0f - x[k][e]) * -10000.0f;
                 t = fmaxf(t, x[k][e]);
             }
         }
@@ -546,16 +471,7 @@ static __device__ __forceinline__ void ft_softmax_row_fp32_w16_r1_g4(const ft_so
 #pragma unroll
             for (int e = 0; e < 4; e++)
                 x[k][e] *= inv;
-            if (!ragged || (c > 0 && c < nvec - 1)) {
-                ft_store_cs_fp32x4(p + c * 4, x[k]);
-            } else {
-#pragma unroll
-                for (int e = 0; e < 4; e++) {
-                    const int j = c * 4 + e - o;
-                    if (j >= 0 && j < a.S)
-                        p[c * 4 + e] = ft_from_float_fp32(x[k][e]);
-                }
-            }
+            ft_store_cs_fp32x4(p + c * 4, x[k]);
         }
     }
 }
@@ -610,7 +526,6 @@ static __global__ void __launch_bounds__(128, 12) ft_softmax_fp32_w16_r1_g4(ft_s
 static __device__ __forceinline__ void ft_softmax_row_fp32_w16_r1_g8(const ft_softmax_args_fp32 &a, float *p,
     const float *mrow, int len, int row_in, int nvec, bool live, const bool full)
 {
-    enum { ragged = 0, o = 0 };
     enum { g = 8 };
     const int lane = threadIdx.x & (g - 1);
     ft_word_fp32x4 sw[1], mw[1]; /* the row's score and mask words */
@@ -618,24 +533,9 @@ static __device__ __forceinline__ void ft_softmax_row_fp32_w16_r1_g8(const ft_so
     for (int k = 0; k < 1; k++) {
         const int c = lane + k * g;
         if (full || c < nvec) {
-            if (!ragged || (c > 0 && c < nvec - 1)) {
-                sw[k] = __ldcs((const ft_word_fp32x4 *)(p + c * 4));
-                if (mrow && !ragged)
-                    mw[k] = *(const ft_word_fp32x4 *)(mrow + c * 4);
-            } else { /* a ragged row's first or last word: its own elements (others read as the nearest) */
-                float f[4];
-#pragma unroll
-                for (int e = 0; e < 4; e++)
-                    f[e] = ft_to_float_fp32(p[o + min(max(c * 4 + e - o, 0), a.S - 1)]);
-                sw[k] = ft_pack_fp32x4(f);
-            }
-            if (mrow && ragged) { /* the mask row element by element (L1 serves the word's other lanes) */
-                float f[4];
-#pragma unroll
-                for (int e = 0; e < 4; e++)
-                    f[e] = ft_to_float_fp32(mrow[min(max(c * 4 + e - o, 0), a.S - 1)]);
-                mw[k] = ft_pack_fp32x4(f);
-            }
+            sw[k] = __ldcs((const ft_word_fp32x4 *)(p + c * 4));
+            if (mrow)
+                mw[k] = *(const ft_word_fp32x4 *)(mrow + c * 4);
         }
     }
     float x[1][4]; /* first the mask terms, then the shifted values */
@@ -643,13 +543,10 @@ static __device__ __forceinline__ void ft_softmax_row_fp32_w16_r1_g8(const ft_so
 #pragma unroll
     for (int k = 0; k < 1; k++)
         if (full || lane + k * g < nvec) {
-            /* a ragged row's word c holds positions c*4 - o ...; o = 0 otherwise */
-            ft_softmax_keep_vec_fp32_w16(mrow != NULL, mw[k], row_in, len + o, lane + k * g, x[k]);
+            ft_softmax_keep_vec_fp32_w16(mrow != NULL, mw[k], row_in, len, lane + k * g, x[k]);
 #pragma unroll
             for (int e = 0; e < 4; e++) {
-                const int j = (lane + k * g) * 4 + e - o;
-                /* positions outside a ragged row weigh nothing */
-                x[k][e] = !ragged || (j >= 0 && j < a.S) ? (1.0f - x[k][e]) * -10000.0f : -INFINITY;
+                x[k][e] = (1.0f - x[k][e]) * -10000.0f;
                 t = fmaxf(t, x[k][e]);
             }
         }
@@ -686,16 +583,7 @@ static __device__ __forceinline__ void ft_softmax_row_fp32_w16_r1_g8(const ft_so
 #pragma unroll
             for (int e = 0; e < 4; e++)
                 x[k][e] *= inv;
-            if (!ragged || (c > 0 && c < nvec - 1)) {
-                ft_store_cs_fp32x4(p + c * 4, x[k]);
-            } else {
-#pragma unroll
-                for (int e = 0; e < 4; e++) {
-                    const int j = c * 4 + e - o;
-                    if (j >= 0 && j < a.S)
-                        p[c * 4 + e] = ft_from_float_fp32(x[k][e]);
-                }
-            }
+            ft_store_cs_fp32x4(p + c * 4, x[k]);
         }
     }
 }
@@ -750,7 +638,6 @@ static __global__ void __launch_bounds__(128, 12) ft_softmax_fp32_w16_r1_g8(ft_s
 static __device__ __forceinline__ void ft_softmax_row_fp32_w16_r1_g16(const ft_softmax_args_fp32 &a, float *p,
     const float *mrow, int len, int row_in, int nvec, bool live, const bool full)
 {
-    enum { ragged = 0, o = 0 };
     enum { g = 16 };
     const int lane = threadIdx.x & (g - 1);
     ft_word_fp32x4 sw[1], mw[1]; /* the row's score and mask words */
@@ -758,24 +645,9 @@ static __device__ __forceinline__ void ft_softmax_row_fp32_w16_r1_g16(const ft_s
     for (int k = 0; k < 1; k++) {
         const int c = lane + k * g;
         if (full || c < nvec) {
-            if (!ragged || (c > 0 && c < nvec - 1)) {
-                sw[k] = __ldcs((const ft_word_fp32x4 *)(p + c * 4));
-                if (mrow && !ragged)
-                    mw[k] = *(const ft_word_fp32x4 *)(mrow + c * 4);
-            } else { /* a ragged row's first or last word: its own elements (others read as the nearest) */
-                float f[4];
-#pragma unroll
-                for (int e = 0; e < 4; e++)
-                    f[e] = ft_to_float_fp32(p[o + min(max(c * 4 + e - o, 0), a.S - 1)]);
-                sw[k] = ft_pack_fp32x4(f);
-            }
-            if (mrow && ragged) { /* the mask row element by element (L1 serves the word's other lanes) */
-                float f[4];
-#pragma unroll
-                for (int e = 0; e < 4; e++)
-                    f[e] = ft_to_float_fp32(mrow[min(max(c * 4 + e - o, 0), a.S - 1)]);
-                mw[k] = ft_pack_fp32x4(f);
-            }
+            sw[k] = __ldcs((const ft_word_fp32x4 *)(p + c * 4));
+            if (mrow)
+                mw[k] = *(const ft_word_fp32x4 *)(mrow + c * 4);
         }
     }
     float x[1][4]; /* first the mask terms, then the shifted values */
@@ -783,13 +655,10 @@ static __device__ __forceinline__ void ft_softmax_row_fp32_w16_r1_g16(const ft_s
 #pragma unroll
     for (int k = 0; k < 1; k++)
         if (full || lane + k * g < nvec) {
-            /* a ragged row's word c holds positions c*4 - o ...; o = 0 otherwise */
-            ft_softmax_keep_vec_fp32_w16(mrow != NULL, mw[k], row_in, len + o, lane + k * g, x[k]);
+            ft_softmax_keep_vec_fp32_w16(mrow != NULL, mw[k], row_in, len, lane + k * g, x[k]);
 #pragma unroll
             for (int e = 0; e < 4; e++) {
-                const int j = (lane + k * g) * 4 + e - o;
-                /* positions outside a ragged row weigh nothing */
-                x[k][e] = !ragged || (j >= 0 && j < a.S) ? (1.0f - x[k][e]) * -10000.0f : -INFINITY;
+                x[k][e] = (1.0f - x[k][e]) * -10000.0f;
                 t = fmaxf(t, x[k][e]);
             }
         }
@@ -826,16 +695,7 @@ static __device__ __forceinline__ void ft_softmax_row_fp32_w16_r1_g16(const ft_s
 #pragma unroll
             for (int e = 0; e < 4; e++)
                 x[k][e] *= inv;
-            if (!ragged || (c > 0 && c < nvec - 1)) {
-                ft_store_cs_fp32x4(p + c * 4, x[k]);
-            } else {
-#pragma unroll
-                for (int e = 0; e < 4; e++) {
-                    const int j = c * 4 + e - o;
-                    if (j >= 0 && j < a.S)
-                        p[c * 4 + e] = ft_from_float_fp32(x[k][e]);
-                }
-            }
+            ft_store_cs_fp32x4(p + c * 4, x[k]);
         }
     }
 }
@@ -890,7 +750,6 @@ static __global__ void __launch_bounds__(128, 12) ft_softmax_fp32_w16_r1_g16(ft_
 static __device__ __forceinline__ void ft_softmax_row_fp32_w16_r1_g32(const ft_softmax_args_fp32 &a, float *p,
     const float *mrow, int len, int row_in, int nvec, bool live, const bool full)
 {
-    enum { ragged = 0, o = 0 };
     enum { g = 32 };
     const int lane = threadIdx.x & (g - 1);
     ft_word_fp32x4 sw[1], mw[1]; /* the row's score and mask words */
@@ -898,24 +757,9 @@ static __device__ __forceinline__ void ft_softmax_row_fp32_w16_r1_g32(const ft_s
     for (int k = 0; k < 1; k++) {
         const int c = lane + k * g;
         if (full || c < nvec) {
-            if (!ragged || (c > 0 && c < nvec - 1)) {
-                sw[k] = __ldcs((const ft_word_fp32x4 *)(p + c * 4));
-                if (mrow && !ragged)
-                    mw[k] = *(const ft_word_fp32x4 *)(mrow + c * 4);
-            } else { /* a ragged row's first or last word: its own elements (others read as the nearest) */
-                float f[4];
-#pragma unroll
-                for (int e = 0; e < 4; e++)
-                    f[e] = ft_to_float_fp32(p[o + min(max(c * 4 + e - o, 0), a.S - 1)]);
-                sw[k] = ft_pack_fp32x4(f);
-            }
-            if (mrow && ragged) { /* the mask row element by element (L1 serves the word's other lanes) */
-                float f[4];
-#pragma unroll
-                for (int e = 0; e < 4; e++)
-                    f[e] = ft_to_float_fp32(mrow[min(max(c * 4 + e - o, 0), a.S - 1)]);
-                mw[k] = ft_pack_fp32x4(f);
-            }
+            sw[k] = __ldcs((const ft_word_fp32x4 *)(p + c * 4));
+            if (mrow)
+                mw[k] = *(const ft_word_fp32x4 *)(mrow + c * 4);
         }
     }
     float x[1][4]; /* first the mask terms, then the shifted values */
@@ -923,13 +767,10 @@ static __device__ __forceinline__ void ft_softmax_row_fp32_w16_r1_g32(const ft_s
 #pragma unroll
     for (int k = 0; k < 1; k++)
         if (full || lane + k * g < nvec) {
-            /* a ragged row's word c holds positions c*4 - o ...; o = 0 otherwise */
-            ft_softmax_keep_vec_fp32_w16(mrow != NULL, mw[k], row_in, len + o, lane + k * g, x[k]);
+            ft_softmax_keep_vec_fp32_w16(mrow != NULL, mw[k], row_in, len, lane + k * g, x[k]);
 #pragma unroll
             for (int e = 0; e < 4; e++) {
-                const int j = (lane + k * g) * 4 + e - o;
-                /* positions outside a ragged row weigh nothing */
-                x[k][e] = !ragged || (j >= 0 && j < a.S) ? (1.0f - x[k][e]) * -10000.0f : -INFINITY;
+                x[k][e] = (1.0f - x[k][e]) * -10000.0f;
                 t = fmaxf(t, x[k][e]);
             }
         }
@@ -966,16 +807,7 @@ static __device__ __forceinline__ void ft_softmax_row_fp32_w16_r1_g32(const ft_s
 #pragma unroll
             for (int e = 0; e < 4; e++)
                 x[k][e] *= inv;
-            if (!ragged || (c > 0 && c < nvec - 1)) {
-                ft_store_cs_fp32x4(p + c * 4, x[k]);
-            } else {
-#pragma unroll
-                for (int e = 0; e < 4; e++) {
-                    const int j = c * 4 + e - o;
-                    if (j >= 0 && j < a.S)
-                        p[c * 4 + e] = ft_from_float_fp32(x[k][e]);
-                }
-            }
+            ft_store_cs_fp32x4(p + c * 4, x[k]);
         }
     }
 }
@@ -1030,7 +862,6 @@ static __global__ void __launch_bounds__(128, 12) ft_softmax_fp32_w16_r1_g32(ft_
 static __device__ __forceinline__ void ft_softmax_row_fp32_w16_r2_g32(const ft_softmax_args_fp32 &a, float *p,
     const float *mrow, int len, int row_in, int nvec, bool live, const bool full)
 {
-    enum { ragged = 0, o = 0 };
     enum { g = 32 };
     const int lane = threadIdx.x & (g - 1);
     ft_word_fp32x4 sw[2], mw[2]; /* the row's score and mask words */
@@ -1038,24 +869,9 @@ static __device__ __forceinline__ void ft_softmax_row_fp32_w16_r2_g32(const ft_s
     for (int k = 0; k < 2; k++) {
         const int c = lane + k * g;
         if (full || c < nvec) {
-            if (!ragged || (c > 0 && c < nvec - 1)) {
-                sw[k] = __ldcs((const ft_word_fp32x4 *)(p + c * 4));
-                if (mrow && !ragged)
-                    mw[k] = *(const ft_word_fp32x4 *)(mrow + c * 4);
-            } else { /* a ragged row's first or last word: its own elements (others read as the nearest) */
-                float f[4];
-#pragma unroll
-                for (int e = 0; e < 4; e++)
-                    f[e] = ft_to_float_fp32(p[o + min(max(c * 4 + e - o, 0), a.S - 1)]);
-                sw[k] = ft_pack_fp32x4(f);
-            }
-            if (mrow && ragged) { /* the mask row element by element (L1 serves the word's other lanes) */
-                float f[4];
-#pragma unroll
-                for (int e = 0; e < 4; e++)
-                    f[e] = ft_to_float_fp32(mrow[min(max(c * 4 + e - o, 0), a.S - 1)]);
-                mw[k] = ft_pack_fp32x4(f);
-            }
+            sw[k] = __ldcs((const ft_word_fp32x4 *)(p + c * 4));
+            if (mrow)
+                mw[k] = *(const ft_word_fp32x4 *)(mrow + c * 4);
         }
     }
     float x[2][4]; /* first the mask terms, then the shifted values */
@@ -1063,13 +879,10 @@ static __device__ __forceinline__ void ft_softmax_row_fp32_w16_r2_g32(const ft_s
 #pragma unroll
     for (int k = 0; k < 2; k++)
         if (full || lane + k * g < nvec) {
-            /* a ragged row's word c holds positions c*4 - o ...; o = 0 otherwise */
-            ft_softmax_keep_vec_fp32_w16(mrow != NULL, mw[k], row_in, len + o, lane + k * g, x[k]);
+            ft_softmax_keep_vec_fp32_w16(mrow != NULL, mw[k], row_in, len, lane + k * g, x[k]);
 #pragma unroll
             for (int e = 0; e < 4; e++) {
-                const int j = (lane + k * g) * 4 + e - o;
-                /* positions outside a ragged row weigh nothing */
-                x[k][e] = !ragged || (j >= 0 && j < a.S) ? (1.0f - x[k][e]) * -10000.0f : -INFINITY;
+                x[k][e] = (1.0f - x[k][e]) * -10000.0f;
                 t = fmaxf(t, x[k][e]);
             }
         }
@@ -1106,16 +919,7 @@ static __device__ __forceinline__ void ft_softmax_row_fp32_w16_r2_g32(const ft_s
 #pragma unroll
             for (int e = 0; e < 4; e++)
                 x[k][e] *= inv;
-            if (!ragged || (c > 0 && c < nvec - 1)) {
-                ft_store_cs_fp32x4(p + c * 4, x[k]);
-            } else {
-#pragma unroll
-                for (int e = 0; e < 4; e++) {
-                    const int j = c * 4 + e - o;
-                    if (j >= 0 && j < a.S)
-                        p[c * 4 + e] = ft_from_float_fp32(x[k][e]);
-                }
-            }
+            ft_store_cs_fp32x4(p + c * 4, x[k]);
         }
     }
 }
@@ -1170,7 +974,6 @@ static __global__ void __launch_bounds__(128, 12) ft_softmax_fp32_w16_r2_g32(ft_
 static __device__ __forceinline__ void ft_softmax_row_fp32_w16_r4_g32(const ft_softmax_args_fp32 &a, float *p,
     const float *mrow, int len, int row_in, int nvec, bool live, const bool full)
 {
-    enum { ragged = 0, o = 0 };
     enum { g = 32 };
     const int lane = threadIdx.x & (g - 1);
     ft_word_fp32x4 sw[4], mw[4]; /* the row's score and mask words */
@@ -1178,24 +981,9 @@ static __device__ __forceinline__ void ft_softmax_row_fp32_w16_r4_g32(const ft_s
     for (int k = 0; k < 4; k++) {
         const int c = lane + k * g;
         if (full || c < nvec) {
-            if (!ragged || (c > 0 && c < nvec - 1)) {
-                sw[k] = __ldcs((const ft_word_fp32x4 *)(p + c * 4));
-                if (mrow && !ragged)
-                    mw[k] = *(const ft_word_fp32x4 *)(mrow + c * 4);
-            } else { /* a ragged row's first or last word: its own elements (others read as the nearest) */
-                float f[4];
-#pragma unroll
-                for (int e = 0; e < 4; e++)
-                    f[e] = ft_to_float_fp32(p[o + min(max(c * 4 + e - o, 0), a.S - 1)]);
-                sw[k] = ft_pack_fp32x4(f);
-            }
-            if (mrow && ragged) { /* the mask row element by element (L1 serves the word's other lanes) */
-                float f[4];
-#pragma unroll
-                for (int e = 0; e < 4; e++)
-                    f[e] = ft_to_float_fp32(mrow[min(max(c * 4 + e - o, 0), a.S - 1)]);
-                mw[k] = ft_pack_fp32x4(f);
-            }
+            sw[k] = __ldcs((const ft_word_fp32x4 *)(p + c * 4));
+            if (mrow)
+                mw[k] = *(const ft_word_fp32x4 *)(mrow + c * 4);
         }
     }
     float x[4][4]; /* first the mask terms, then the shifted values */
@@ -1203,13 +991,10 @@ static __device__ __forceinline__ void ft_softmax_row_fp32_w16_r4_g32(const ft_s
 #pragma unroll
     for (int k = 0; k < 4; k++)
         if (full || lane + k * g < nvec) {
-            /* a ragged row's word c holds positions c*4 - o ...; o = 0 otherwise */
-            ft_softmax_keep_vec_fp32_w16(mrow != NULL, mw[k], row_in, len + o, lane + k * g, x[k]);
+            ft_softmax_keep_vec_fp32_w16(mrow != NULL, mw[k], row_in, len, lane + k * g, x[k]);
 #pragma unroll
             for (int e = 0; e < 4; e++) {
-                const int j = (lane + k * g) * 4 + e - o;
-                /* positions outside a ragged row weigh nothing */
-                x[k][e] = !ragged || (j >= 0 && j < a.S) ? (1.0f - x[k][e]) * -10000.0f : -INFINITY;
+                x[k][e] = (1.0f - x[k][e]) * -10000.0f;
                 t = fmaxf(t, x[k][e]);
             }
         }
@@ -1246,16 +1031,7 @@ static __device__ __forceinline__ void ft_softmax_row_fp32_w16_r4_g32(const ft_s
 #pragma unroll
             for (int e = 0; e < 4; e++)
                 x[k][e] *= inv;
-            if (!ragged || (c > 0 && c < nvec - 1)) {
-                ft_store_cs_fp32x4(p + c * 4, x[k]);
-            } else {
-#pragma unroll
-                for (int e = 0; e < 4; e++) {
-                    const int j = c * 4 + e - o;
-                    if (j >= 0 && j < a.S)
-                        p[c * 4 + e] = ft_from_float_fp32(x[k][e]);
-                }
-            }
+            ft_store_cs_fp32x4(p + c * 4, x[k]);
         }
     }
 }
@@ -1310,7 +1086,6 @@ static __global__ void __launch_bounds__(128) ft_softmax_fp32_w16_r4_g32(ft_soft
 static __device__ __forceinline__ void ft_softmax_row_fp32_w16_r8_g32(const ft_softmax_args_fp32 &a, float *p,
     const float *mrow, int len, int row_in, int nvec, bool live, const bool full)
 {
-    enum { ragged = 0, o = 0 };
     enum { g = 32 };
     const int lane = threadIdx.x & (g - 1);
     ft_word_fp32x4 sw[8], mw[8]; /* the row's score and mask words */
@@ -1318,24 +1093,9 @@ static __device__ __forceinline__ void ft_softmax_row_fp32_w16_r8_g32(const ft_s
     for (int k = 0; k < 8; k++) {
         const int c = lane + k * g;
         if (full || c < nvec) {
-            if (!ragged || (c > 0 && c < nvec - 1)) {
-                sw[k] = __ldcs((const ft_word_fp32x4 *)(p + c * 4));
-                if (mrow && !ragged)
-                    mw[k] = *(const ft_word_fp32x4 *)(mrow + c * 4);
-            } else { /* a ragged row's first or last word: its own elements (others read as the nearest) */
-                float f[4];
-#pragma unroll
-                for (int e = 0; e < 4; e++)
-                    f[e] = ft_to_float_fp32(p[o + min(max(c * 4 + e - o, 0), a.S - 1)]);
-                sw[k] = ft_pack_fp32x4(f);
-            }
-            if (mrow && ragged) { /* the mask row element by element (L1 serves the word's other lanes) */
-                float f[4];
-#pragma unroll
-                for (int e = 0; e < 4; e++)
-                    f[e] = ft_to_float_fp32(mrow[min(max(c * 4 + e - o, 0), a.S - 1)]);
-                mw[k] = ft_pack_fp32x4(f);
-            }
+            sw[k] = __ldcs((const ft_word_fp32x4 *)(p + c * 4));
+            if (mrow)
+                mw[k] = *(const ft_word_fp32x4 *)(mrow + c * 4);
         }
     }
     float x[8][4]; /* first the mask terms, then the shifted values */
@@ -1343,13 +1103,10 @@ static __device__ __forceinline__ void ft_softmax_row_fp32_w16_r8_g32(const ft_s
 #pragma unroll
     for (int k = 0; k < 8; k++)
         if (full || lane + k * g < nvec) {
-            /* a ragged row's word c holds positions c*4 - o ...; o = 0 otherwise */
-            ft_softmax_keep_vec_fp32_w16(mrow != NULL, mw[k], row_in, len + o, lane + k * g, x[k]);
+            ft_softmax_keep_vec_fp32_w16(mrow != NULL, mw[k], row_in, len, lane + k * g, x[k]);
 #pragma unroll
             for (int e = 0; e < 4; e++) {
-                const int j = (lane + k * g) * 4 + e - o;
-                /* positions outside a ragged row weigh nothing */
-                x[k][e] = !ragged || (j >= 0 && j < a.S) ? (1.0f - x[k][e]) * -10000.0f : -INFINITY;
+                x[k][e] = (1.0f - x[k][e]) * -10000.0f;
                 t = fmaxf(t, x[k][e]);
             }
         }
@@ -1386,16 +1143,7 @@ static __device__ __forceinline__ void ft_softmax_row_fp32_w16_r8_g32(const ft_s
 #pragma unroll
             for (int e = 0; e < 4; e++)
                 x[k][e] *= inv;
-            if (!ragged || (c > 0 && c < nvec - 1)) {
-                ft_store_cs_fp32x4(p + c * 4, x[k]);
-            } else {
-#pragma unroll
-                for (int e = 0; e < 4; e++) {
-                    const int j = c * 4 + e - o;
-                    if (j >= 0 && j < a.S)
-                        p[c * 4 + e] = ft_from_float_fp32(x[k][e]);
-                }
-            }
+            ft_store_cs_fp32x4(p + c * 4, x[k]);
         }
     }
 }
@@ -1450,7 +1198,6 @@ static __global__ void __launch_bounds__(128) ft_softmax_fp32_w16_r8_g32(ft_soft
 static __device__ __forceinline__ void ft_softmax_row_fp32_w16_r16_g32(const ft_softmax_args_fp32 &a, float *p,
     const float *mrow, int len, int row_in, int nvec, bool live, const bool full)
 {
-    enum { ragged = 0, o = 0 };
     enum { g = 32 };
     const int lane = threadIdx.x & (g - 1);
     ft_word_fp32x4 sw[16], mw[16]; /* the row's score and mask words */
@@ -1458,24 +1205,9 @@ static __device__ __forceinline__ void ft_softmax_row_fp32_w16_r16_g32(const ft_
     for (int k = 0; k < 16; k++) {
         const int c = lane + k * g;
         if (full || c < nvec) {
-            if (!ragged || (c > 0 && c < nvec - 1)) {
-                sw[k] = __ldcs((const ft_word_fp32x4 *)(p + c * 4));
-                if (mrow && !ragged)
-                    mw[k] = *(const ft_word_fp32x4 *)(mrow + c * 4);
-            } else { /* a ragged row's first or last word: its own elements (others read as the nearest) */
-                float f[4];
-#pragma unroll
-                for (int e = 0; e < 4; e++)
-                    f[e] = ft_to_float_fp32(p[o + min(max(c * 4 + e - o, 0), a.S - 1)]);
-                sw[k] = ft_pack_fp32x4(f);
-            }
-            if (mrow && ragged) { /* the mask row element by element (L1 serves the word's other lanes) */
-                float f[4];
-#pragma unroll
-                for (int e = 0; e < 4; e++)
-                    f[e] = ft_to_float_fp32(mrow[min(max(c * 4 + e - o, 0), a.S - 1)]);
-                mw[k] = ft_pack_fp32x4(f);
-            }
+            sw[k] = __ldcs((const ft_word_fp32x4 *)(p + c * 4));
+            if (mrow)
+                mw[k] = *(const ft_word_fp32x4 *)(mrow + c * 4);
         }
     }
     float x[16][4]; /* first the mask terms, then the shifted values */
@@ -1483,13 +1215,10 @@ static __device__ __forceinline__ void ft_softmax_row_fp32_w16_r16_g32(const ft_
 #pragma unroll
     for (int k = 0; k < 16; k++)
         if (full || lane + k * g < nvec) {
-            /* a ragged row's word c holds positions c*4 - o ...; o = 0 otherwise */
-            ft_softmax_keep_vec_fp32_w16(mrow != NULL, mw[k], row_in, len + o, lane + k * g, x[k]);
+            ft_softmax_keep_vec_fp32_w16(mrow != NULL, mw[k], row_in, len, lane + k * g, x[k]);
 #pragma unroll
             for (int e = 0; e < 4; e++) {
-                const int j = (lane + k * g) * 4 + e - o;
-                /* positions outside a ragged row weigh nothing */
-                x[k][e] = !ragged || (j >= 0 && j < a.S) ? (1.0f - x[k][e]) * -10000.0f : -INFINITY;
+                x[k][e] = (1.0f - x[k][e]) * -10000.0f;
                 t = fmaxf(t, x[k][e]);
             }
         }
@@ -1526,16 +1255,7 @@ static __device__ __forceinline__ void ft_softmax_row_fp32_w16_r16_g32(const ft_
 #pragma unroll
             for (int e = 0; e < 4; e++)
                 x[k][e] *= inv;
-            if (!ragged || (c > 0 && c < nvec - 1)) {
-                ft_store_cs_fp32x4(p + c * 4, x[k]);
-            } else {
-#pragma unroll
-                for (int e = 0; e < 4; e++) {
-                    const int j = c * 4 + e - o;
-                    if (j >= 0 && j < a.S)
-                        p[c * 4 + e] = ft_from_float_fp32(x[k][e]);
-                }
-            }
+            ft_store_cs_fp32x4(p + c * 4, x[k]);
         }
     }
 }
@@ -1732,31 +1452,15 @@ static __device__ __forceinline__ void ft_softmax_row_fp32_w16_b8(const ft_softm
     const float *mrow, int len, int row_in, int nvec, bool live, const bool full,
     float *scratch)
 {
-    enum { ragged = 0, o = 0 };
     const int g = (int)blockDim.x, lane = (int)threadIdx.x;
     ft_word_fp32x4 sw[8], mw[8]; /* the row's score and mask words */
 #pragma unroll
     for (int k = 0; k < 8; k++) {
         const int c = lane + k * g;
         if (full || c < nvec) {
-            if (!ragged || (c > 0 && c < nvec - 1)) {
-                sw[k] = __ldcs((const ft_word_fp32x4 *)(p + c * 4));
-                if (mrow && !ragged)
-                    mw[k] = *(const ft_word_fp32x4 *)(mrow + c * 4);
-            } else { /* a ragged row's first or last word: its own elements (others read as the nearest) */
-                float f[4];
-#pragma unroll
-                for (int e = 0; e < 4; e++)
-                    f[e] = ft_to_float_fp32(p[o + min(max(c * 4 + e - o, 0), a.S - 1)]);
-                sw[k] = ft_pack_fp32x4(f);
-            }
-            if (mrow && ragged) { /* the mask row element by element (L1 serves the word's other lanes) */
-                float f[4];
-#pragma unroll
-                for (int e = 0; e < 4; e++)
-                    f[e] = ft_to_float_fp32(mrow[min(max(c * 4 + e - o, 0), a.S - 1)]);
-                mw[k] = ft_pack_fp32x4(f);
-            }
+            sw[k] = __ldcs((const ft_word_fp32x4 *)(p + c * 4));
+            if (mrow)
+                mw[k] = *(const ft_word_fp32x4 *)(mrow + c * 4);
         }
     }
     float x[8][4]; /* first the mask terms, then the shifted values */
@@ -1764,13 +1468,10 @@ static __device__ __forceinline__ void ft_softmax_row_fp32_w16_b8(const ft_softm
 #pragma unroll
     for (int k = 0; k < 8; k++)
         if (full || lane + k * g < nvec) {
-            /* a ragged row's word c holds positions c*4 - o ...; o = 0 otherwise */
-            ft_softmax_keep_vec_fp32_w16(mrow != NULL, mw[k], row_in, len + o, lane + k * g, x[k]);
+            ft_softmax_keep_vec_fp32_w16(mrow != NULL, mw[k], row_in, len, lane + k * g, x[k]);
 #pragma unroll
             for (int e = 0; e < 4; e++) {
-                const int j = (lane + k * g) * 4 + e - o;
-                /* positions outside a ragged row weigh nothing */
-                x[k][e] = !ragged || (j >= 0 && j < a.S) ? (1.0f - x[k][e]) * -10000.0f : -INFINITY;
+                x[k][e] = (1.0f - x[k][e]) * -10000.0f;
                 t = fmaxf(t, x[k][e]);
             }
         }
@@ -1807,16 +1508,7 @@ static __device__ __forceinline__ void ft_softmax_row_fp32_w16_b8(const ft_softm
 #pragma unroll
             for (int e = 0; e < 4; e++)
                 x[k][e] *= inv;
-            if (!ragged || (c > 0 && c < nvec - 1)) {
-                ft_store_cs_fp32x4(p + c * 4, x[k]);
-            } else {
-#pragma unroll
-                for (int e = 0; e < 4; e++) {
-                    const int j = c * 4 + e - o;
-                    if (j >= 0 && j < a.S)
-                        p[c * 4 + e] = ft_from_float_fp32(x[k][e]);
-                }
-            }
+            ft_store_cs_fp32x4(p + c * 4, x[k]);
         }
     }
 }
@@ -2047,7 +1739,6 @@ static __device__ __forceinline__ void ft_softmax_keep_vec_fp32_w4(bool has_mask
 static __device__ __forceinline__ void ft_softmax_row_fp32_w4_r1_g1(const ft_softmax_args_fp32 &a, float *p,
     const float *mrow, int len, int row_in, int nvec, bool live, const bool full)
 {
-    enum { ragged = 0, o = 0 };
     enum { g = 1 };
     const int lane = threadIdx.x & (g - 1);
     ft_word_fp32x1 sw[1], mw[1]; /* the row's score and mask words */
@@ -2055,24 +1746,9 @@ static __device__ __forceinline__ void ft_softmax_row_fp32_w4_r1_g1(const ft_sof
     for (int k = 0; k < 1; k++) {
         const int c = lane + k * g;
         if (full || c < nvec) {
-            if (!ragged || (c > 0 && c < nvec - 1)) {
-                sw[k] = *(const ft_word_fp32x1 *)(p + c);
-                if (mrow && !ragged)
-                    mw[k] = *(const ft_word_fp32x1 *)(mrow + c * 1);
-            } else { /* a ragged row's first or last word: its own elements (others read as the nearest) */
-                float f[1];
-#pragma unroll
-                for (int e = 0; e < 1; e++)
-                    f[e] = ft_to_float_fp32(p[o + min(max(c * 1 + e - o, 0), a.S - 1)]);
-                sw[k] = ft_pack_fp32x1(f);
-            }
-            if (mrow && ragged) { /* the mask row element by element (L1 serves the word's other lanes) */
-                float f[1];
-#pragma unroll
-                for (int e = 0; e < 1; e++)
-                    f[e] = ft_to_float_fp32(mrow[min(max(c * 1 + e - o, 0), a.S - 1)]);
-                mw[k] = ft_pack_fp32x1(f);
-            }
+            sw[k] = *(const ft_word_fp32x1 *)(p + c);
+            if (mrow)
+                mw[k] = *(const ft_word_fp32x1 *)(mrow + c * 1);
         }
     }
     float x[1][1]; /* first the mask terms, then the shifted values */
@@ -2080,13 +1756,10 @@ static __device__ __forceinline__ void ft_softmax_row_fp32_w4_r1_g1(const ft_sof
 #pragma unroll
     for (int k = 0; k < 1; k++)
         if (full || lane + k * g < nvec) {
-            /* a ragged row's word c holds positions c*1 - o ...; o = 0 otherwise */
-            ft_softmax_keep_vec_fp32_w4(mrow != NULL, mw[k], row_in, len + o, lane + k * g, x[k]);
+            ft_softmax_keep_vec_fp32_w4(mrow != NULL, mw[k], row_in, len, lane + k * g, x[k]);
 #pragma unroll
             for (int e = 0; e < 1; e++) {
-                const int j = (lane + k * g) * 1 + e - o;
-                /* positions outside a ragged row weigh nothing */
-                x[k][e] = !ragged || (j >= 0 && j < a.S) ? (1.0f - x[k][e]) * -10000.0f : -INFINITY;
+                x[k][e] = (1.0f - x[k][e]) * -10000.0f;
                 t = fmaxf(t, x[k][e]);
             }
         }
@@ -2123,16 +1796,7 @@ static __device__ __forceinline__ void ft_softmax_row_fp32_w4_r1_g1(const ft_sof
 #pragma unroll
             for (int e = 0; e < 1; e++)
                 x[k][e] *= inv;
-            if (!ragged || (c > 0 && c < nvec - 1)) {
-                ft_store_fp32x1(p + c, x[k]);
-            } else {
-#pragma unroll
-                for (int e = 0; e < 1; e++) {
-                    const int j = c * 1 + e - o;
-                    if (j >= 0 && j < a.S)
-                        p[c * 1 + e] = ft_from_float_fp32(x[k][e]);
-                }
-            }
+            ft_store_fp32x1(p + c, x[k]);
         }
     }
 }
@@ -2189,7 +1853,6 @@ static __global__ void __launch_bounds__(128, 12) ft_softmax_fp32_w4_r1_g1(ft_so
 static __device__ __forceinline__ void ft_softmax_row_fp32_w4_r1_g2(const ft_softmax_args_fp32 &a, float *p,
     const float *mrow, int len, int row_in, int nvec, bool live, const bool full)
 {
-    enum { ragged = 0, o = 0 };
     enum { g = 2 };
     const int lane = threadIdx.x & (g - 1);
     ft_word_fp32x1 sw[1], mw[1]; /* the row's score and mask words */
@@ -2197,24 +1860,9 @@ static __device__ __forceinline__ void ft_softmax_row_fp32_w4_r1_g2(const ft_sof
     for (int k = 0; k < 1; k++) {
         const int c = lane + k * g;
         if (full || c < nvec) {
-            if (!ragged || (c > 0 && c < nvec - 1)) {
-                sw[k] = *(const ft_word_fp32x1 *)(p + c);
-                if (mrow && !ragged)
-                    mw[k] = *(const ft_word_fp32x1 *)(mrow + c * 1);
-            } else { /* a ragged row's first or last word: its own elements (others read as the nearest) */
-                float f[1];
-#pragma unroll
-                for (int e = 0; e < 1; e++)
-                    f[e] = ft_to_float_fp32(p[o + min(max(c * 1 + e - o, 0), a.S - 1)]);
-                sw[k] = ft_pack_fp32x1(f);
-            }
-            if (mrow && ragged) { /* the mask row element by element (L1 serves the word's other lanes) */
-                float f[1];
-#pragma unroll
-                for (int e = 0; e < 1; e++)
-                    f[e] = ft_to_float_fp32(mrow[min(max(c * 1 + e - o, 0), a.S - 1)]);
-                mw[k] = ft_pack_fp32x1(f);
-            }
+            sw[k] = *(const ft_word_fp32x1 *)(p + c);
+            if (mrow)
+                mw[k] = *(const ft_word_fp32x1 *)(mrow + c * 1);
         }
     }
     float x[1][1]; /* first the mask terms, then the shifted values */
@@ -2222,13 +1870,10 @@ static __device__ __forceinline__ void ft_softmax_row_fp32_w4_r1_g2(const ft_sof
 #pragma unroll
     for (int k = 0; k < 1; k++)
         if (full || lane + k * g < nvec) {
-            /* a ragged row's word c holds positions c*1 - o ...; o = 0 otherwise */
-            ft_softmax_keep_vec_fp32_w4(mrow != NULL, mw[k], row_in, len + o, lane + k * g, x[k]);
+            ft_softmax_keep_vec_fp32_w4(mrow != NULL, mw[k], row_in, len, lane + k * g, x[k]);
 #pragma unroll
             for (int e = 0; e < 1; e++) {
-                const int j = (lane + k * g) * 1 + e - o;
-                /* positions outside a ragged row weigh nothing */
-                x[k][e] = !ragged || (j >= 0 && j < a.S) ? (1.0f - x[k][e]) * -10000.0f : -INFINITY;
+                x[k][e] = (1.0f - x[k][e]) * -10000.0f;
                 t = fmaxf(t, x[k][e]);
             }
         }
@@ -2265,16 +1910,7 @@ static __device__ __forceinline__ void ft_softmax_row_fp32_w4_r1_g2(const ft_sof
 #pragma unroll
             for (int e = 0; e < 1; e++)
                 x[k][e] *= inv;
-            if (!ragged || (c > 0 && c < nvec - 1)) {
-                ft_store_fp32x1(p + c, x[k]);
-            } else {
-#pragma unroll
-                for (int e = 0; e < 1; e++) {
-                    const int j = c * 1 + e - o;
-                    if (j >= 0 && j < a.S)
-                        p[c * 1 + e] = ft_from_float_fp32(x[k][e]);
-                }
-            }
+            ft_store_fp32x1(p + c, x[k]);
         }
     }
 }
@@ -2331,7 +1967,6 @@ static __global__ void __launch_bounds__(128, 12) ft_softmax_fp32_w4_r1_g2(ft_so
 static __device__ __forceinline__ void ft_softmax_row_fp32_w4_r1_g4(const ft_softmax_args_fp32 &a, float *p,
     const float *mrow, int len, int row_in, int nvec, bool live, const bool full)
 {
-    enum { ragged = 0, o = 0 };
     enum { g = 4 };
     const int lane = threadIdx.x & (g - 1);
     ft_word_fp32x1 sw[1], mw[1]; /* the row's score and mask words */
@@ -2339,24 +1974,9 @@ static __device__ __forceinline__ void ft_softmax_row_fp32_w4_r1_g4(const ft_sof
     for (int k = 0; k < 1; k++) {
         const int c = lane + k * g;
         if (full || c < nvec) {
-            if (!ragged || (c > 0 && c < nvec - 1)) {
-                sw[k] = *(const ft_word_fp32x1 *)(p + c);
-                if (mrow && !ragged)
-                    mw[k] = *(const ft_word_fp32x1 *)(mrow + c * 1);
-            } else { /* a ragged row's first or last word: its own elements (others read as the nearest) */
-                float f[1];
-#pragma unroll
-                for (int e = 0; e < 1; e++)
-                    f[e] = ft_to_float_fp32(p[o + min(max(c * 1 + e - o, 0), a.S - 1)]);
-                sw[k] = ft_pack_fp32x1(f);
-            }
-            if (mrow && ragged) { /* the mask row element by element (L1 serves the word's other lanes) */
-                float f[1];
-#pragma unroll
-                for (int e = 0; e < 1; e++)
-                    f[e] = ft_to_float_fp32(mrow[min(max(c * 1 + e - o, 0), a.S - 1)]);
-                mw[k] = ft_pack_fp32x1(f);
-            }
+            sw[k] = *(const ft_word_fp32x1 *)(p + c);
+            if (mrow)
+                mw[k] = *(const ft_word_fp32x1 *)(mrow + c * 1);
         }
     }
     float x[1][1]; /* first the mask terms, then the shifted values */
@@ -2364,13 +1984,10 @@ static __device__ __forceinline__ void ft_softmax_row_fp32_w4_r1_g4(const ft_sof
 #pragma unroll
     for (int k = 0; k < 1; k++)
         if (full || lane + k * g < nvec) {
-            /* a ragged row's word c holds positions c*1 - o ...; o = 0 otherwise */
-            ft_softmax_keep_vec_fp32_w4(mrow != NULL, mw[k], row_in, len + o, lane + k * g, x[k]);
+            ft_softmax_keep_vec_fp32_w4(mrow != NULL, mw[k], row_in, len, lane + k * g, x[k]);
 #pragma unroll
             for (int e = 0; e < 1; e++) {
-                const int j = (lane + k * g) * 1 + e - o;
-                /* positions outside a ragged row weigh nothing */
-                x[k][e] = !ragged || (j >= 0 && j < a.S) ? (1.0f - x[k][e]) * -10000.0f : -INFINITY;
+                x[k][e] = (1.0f - x[k][e]) * -10000.0f;
                 t = fmaxf(t, x[k][e]);
             }
         }
@@ -2407,16 +2024,7 @@ static __device__ __forceinline__ void ft_softmax_row_fp32_w4_r1_g4(const ft_sof
 #pragma unroll
             for (int e = 0; e < 1; e++)
                 x[k][e] *= inv;
-            if (!ragged || (c > 0 && c < nvec - 1)) {
-                ft_store_fp32x1(p + c, x[k]);
-            } else {
-#pragma unroll
-                for (int e = 0; e < 1; e++) {
-                    const int j = c * 1 + e - o;
-                    if (j >= 0 && j < a.S)
-                        p[c * 1 + e] = ft_from_float_fp32(x[k][e]);
-                }
-            }
+            ft_store_fp32x1(p + c, x[k]);
         }
     }
 }
@@ -2473,7 +2081,6 @@ static __global__ void __launch_bounds__(128, 12) ft_softmax_fp32_w4_r1_g4(ft_so
 static __device__ __forceinline__ void ft_softmax_row_fp32_w4_r1_g8(const ft_softmax_args_fp32 &a, float *p,
     const float *mrow, int len, int row_in, int nvec, bool live, const bool full)
 {
-    enum { ragged = 0, o = 0 };
     enum { g = 8 };
     const int lane = threadIdx.x & (g - 1);
     ft_word_fp32x1 sw[1], mw[1]; /* the row's score and mask words */
@@ -2481,24 +2088,9 @@ static __device__ __forceinline__ void ft_softmax_row_fp32_w4_r1_g8(const ft_sof
     for (int k = 0; k < 1; k++) {
         const int c = lane + k * g;
         if (full || c < nvec) {
-            if (!ragged || (c > 0 && c < nvec - 1)) {
-                sw[k] = *(const ft_word_fp32x1 *)(p + c);
-                if (mrow && !ragged)
-                    mw[k] = *(const ft_word_fp32x1 *)(mrow + c * 1);
-            } else { /* a ragged row's first or last word: its own elements (others read as the nearest) */
-                float f[1];
-#pragma unroll
-                for (int e = 0; e < 1; e++)
-                    f[e] = ft_to_float_fp32(p[o + min(max(c * 1 + e - o, 0), a.S - 1)]);
-                sw[k] = ft_pack_fp32x1(f);
-            }
-            if (mrow && ragged) { /* the mask row element by element (L1 serves the word's other lanes) */
-                float f[1];
-#pragma unroll
-                for (int e = 0; e < 1; e++)
-                    f[e] = ft_to_float_fp32(mrow[min(max(c * 1 + e - o, 0), a.S - 1)]);
-                mw[k] = ft_pack_fp32x1(f);
-            }
+            sw[k] = *(const ft_word_fp32x1 *)(p + c);
+            if (mrow)
+                mw[k] = *(const ft_word_fp32x1 *)(mrow + c * 1);
         }
     }
     float x[1][1]; /* first the mask terms, then the shifted values */
@@ -2506,13 +2098,10 @@ static __device__ __forceinline__ void ft_softmax_row_fp32_w4_r1_g8(const ft_sof
 #pragma unroll
     for (int k = 0; k < 1; k++)
         if (full || lane + k * g < nvec) {
-            /* a ragged row's word c holds positions c*1 - o ...; o = 0 otherwise */
-            ft_softmax_keep_vec_fp32_w4(mrow != NULL, mw[k], row_in, len + o, lane + k * g, x[k]);
+            ft_softmax_keep_vec_fp32_w4(mrow != NULL, mw[k], row_in, len, lane + k * g, x[k]);
 #pragma unroll
             for (int e = 0; e < 1; e++) {
-                const int j = (lane + k * g) * 1 + e - o;
-                /* positions outside a ragged row weigh nothing */
-                x[k][e] = !ragged || (j >= 0 && j < a.S) ? (1.0f - x[k][e]) * -10000.0f : -INFINITY;
+                x[k][e] = (1.0f - x[k][e]) * -10000.0f;
                 t = fmaxf(t, x[k][e]);
             }
         }
@@ -2549,16 +2138,7 @@ static __device__ __forceinline__ void ft_softmax_row_fp32_w4_r1_g8(const ft_sof
 #pragma unroll
             for (int e = 0; e < 1; e++)
                 x[k][e] *= inv;
-            if (!ragged || (c > 0 && c < nvec - 1)) {
-                ft_store_fp32x1(p + c, x[k]);
-            } else {
-#pragma unroll
-                for (int e = 0; e < 1; e++) {
-                    const int j = c * 1 + e - o;
-                    if (j >= 0 && j < a.S)
-                        p[c * 1 + e] = ft_from_float_fp32(x[k][e]);
-                }
-            }
+            ft_store_fp32x1(p + c, x[k]);
         }
     }
 }
@@ -2615,7 +2195,6 @@ static __global__ void __launch_bounds__(128, 12) ft_softmax_fp32_w4_r1_g8(ft_so
 static __device__ __forceinline__ void ft_softmax_row_fp32_w4_r1_g16(const ft_softmax_args_fp32 &a, float *p,
     const float *mrow, int len, int row_in, int nvec, bool live, const bool full)
 {
-    enum { ragged = 0, o = 0 };
     enum { g = 16 };
     const int lane = threadIdx.x & (g - 1);
     ft_word_fp32x1 sw[1], mw[1]; /* the row's score and mask words */
@@ -2623,24 +2202,9 @@ static __device__ __forceinline__ void ft_softmax_row_fp32_w4_r1_g16(const ft_so
     for (int k = 0; k < 1; k++) {
         const int c = lane + k * g;
         if (full || c < nvec) {
-            if (!ragged || (c > 0 && c < nvec - 1)) {
-                sw[k] = *(const ft_word_fp32x1 *)(p + c);
-                if (mrow && !ragged)
-                    mw[k] = *(const ft_word_fp32x1 *)(mrow + c * 1);
-            } else { /* a ragged row's first or last word: its own elements (others read as the nearest) */
-                float f[1];
-#pragma unroll
-                for (int e = 0; e < 1; e++)
-                    f[e] = ft_to_float_fp32(p[o + min(max(c * 1 + e - o, 0), a.S - 1)]);
-                sw[k] = ft_pack_fp32x1(f);
-            }
-            if (mrow && ragged) { /* the mask row element by element (L1 serves the word's other lanes) */
-                float f[1];
-#pragma unroll
-                for (int e = 0; e < 1; e++)
-                    f[e] = ft_to_float_fp32(mrow[min(max(c * 1 + e - o, 0), a.S - 1)]);
-                mw[k] = ft_pack_fp32x1(f);
-            }
+            sw[k] = *(const ft_word_fp32x1 *)(p + c);
+            if (mrow)
+                mw[k] = *(const ft_word_fp32x1 *)(mrow + c * 1);
         }
     }
     float x[1][1]; /* first the mask terms, then the shifted values */
@@ -2648,13 +2212,10 @@ static __device__ __forceinline__ void ft_softmax_row_fp32_w4_r1_g16(const ft_so
 #pragma unroll
     for (int k = 0; k < 1; k++)
         if (full || lane + k * g < nvec) {
-            /* a ragged row's word c holds positions c*1 - o ...; o = 0 otherwise */
-            ft_softmax_keep_vec_fp32_w4(mrow != NULL, mw[k], row_in, len + o, lane + k * g, x[k]);
+            ft_softmax_keep_vec_fp32_w4(mrow != NULL, mw[k], row_in, len, lane + k * g, x[k]);
 #pragma unroll
             for (int e = 0; e < 1; e++) {
-                const int j = (lane + k * g) * 1 + e - o;
-                /* positions outside a ragged row weigh nothing */
-                x[k][e] = !ragged || (j >= 0 && j < a.S) ? (1.0f - x[k][e]) * -10000.0f : -INFINITY;
+                x[k][e] = (1.0f - x[k][e]) * -10000.0f;
                 t = fmaxf(t, x[k][e]);
             }
         }
@@ -2691,16 +2252,7 @@ static __device__ __forceinline__ void ft_softmax_row_fp32_w4_r1_g16(const ft_so
 #pragma unroll
             for (int e = 0; e < 1; e++)
                 x[k][e] *= inv;
-            if (!ragged || (c > 0 && c < nvec - 1)) {
-                ft_store_fp32x1(p + c, x[k]);
-            } else {
-#pragma unroll
-                for (int e = 0; e < 1; e++) {
-                    const int j = c * 1 + e - o;
-                    if (j >= 0 && j < a.S)
-                        p[c * 1 + e] = ft_from_float_fp32(x[k][e]);
-                }
-            }
+            ft_store_fp32x1(p + c, x[k]);
         }
     }
 }
@@ -2757,7 +2309,6 @@ static __global__ void __launch_bounds__(128, 12) ft_softmax_fp32_w4_r1_g16(ft_s
 static __device__ __forceinline__ void ft_softmax_row_fp32_w4_r1_g32(const ft_softmax_args_fp32 &a, float *p,
     const float *mrow, int len, int row_in, int nvec, bool live, const bool full)
 {
-    enum { ragged = 0, o = 0 };
     enum { g = 32 };
     const int lane = threadIdx.x & (g - 1);
     ft_word_fp32x1 sw[1], mw[1]; /* the row's score and mask words */
@@ -2765,24 +2316,9 @@ static __device__ __forceinline__ void ft_softmax_row_fp32_w4_r1_g32(const ft_so
     for (int k = 0; k < 1; k++) {
         const int c = lane + k * g;
         if (full || c < nvec) {
-            if (!ragged || (c > 0 && c < nvec - 1)) {
-                sw[k] = *(const ft_word_fp32x1 *)(p + c);
-                if (mrow && !ragged)
-                    mw[k] = *(const ft_word_fp32x1 *)(mrow + c * 1);
-            } else { /* a ragged row's first or last word: its own elements (others read as the nearest) */
-                float f[1];
-#pragma unroll
-                for (int e = 0; e < 1; e++)
-                    f[e] = ft_to_float_fp32(p[o + min(max(c * 1 + e - o, 0), a.S - 1)]);
-                sw[k] = ft_pack_fp32x1(f);
-            }
-            if (mrow && ragged) { /* the mask row element by element (L1 serves the word's other lanes) */
-                float f[1];
-#pragma unroll
-                for (int e = 0; e < 1; e++)
-                    f[e] = ft_to_float_fp32(mrow[min(max(c * 1 + e - o, 0), a.S - 1)]);
-                mw[k] = ft_pack_fp32x1(f);
-            }
+            sw[k] = *(const ft_word_fp32x1 *)(p + c);
+            if (mrow)
+                mw[k] = *(const ft_word_fp32x1 *)(mrow + c * 1);
         }
     }
     float x[1][1]; /* first the mask terms, then the shifted values */
@@ -2790,13 +2326,10 @@ static __device__ __forceinline__ void ft_softmax_row_fp32_w4_r1_g32(const ft_so
 #pragma unroll
     for (int k = 0; k < 1; k++)
         if (full || lane + k * g < nvec) {
-            /* a ragged row's word c holds positions c*1 - o ...; o = 0 otherwise */
-            ft_softmax_keep_vec_fp32_w4(mrow != NULL, mw[k], row_in, len + o, lane + k * g, x[k]);
+            ft_softmax_keep_vec_fp32_w4(mrow != NULL, mw[k], row_in, len, lane + k * g, x[k]);
 #pragma unroll
             for (int e = 0; e < 1; e++) {
-                const int j = (lane + k * g) * 1 + e - o;
-                /* positions outside a ragged row weigh nothing */
-                x[k][e] = !ragged || (j >= 0 && j < a.S) ? (1.0f - x[k][e]) * -10000.0f : -INFINITY;
+                x[k][e] = (1.0f - x[k][e]) * -10000.0f;
                 t = fmaxf(t, x[k][e]);
             }
         }
@@ -2833,16 +2366,7 @@ static __device__ __forceinline__ void ft_softmax_row_fp32_w4_r1_g32(const ft_so
 #pragma unroll
             for (int e = 0; e < 1; e++)
                 x[k][e] *= inv;
-            if (!ragged || (c > 0 && c < nvec - 1)) {
-                ft_store_fp32x1(p + c, x[k]);
-            } else {
-#pragma unroll
-                for (int e = 0; e < 1; e++) {
-                    const int j = c * 1 + e - o;
-                    if (j >= 0 && j < a.S)
-                        p[c * 1 + e] = ft_from_float_fp32(x[k][e]);
-                }
-            }
+            ft_store_fp32x1(p + c, x[k]);
         }
     }
 }
@@ -2899,7 +2423,6 @@ static __global__ void __launch_bounds__(128, 12) ft_softmax_fp32_w4_r1_g32(ft_s
 static __device__ __forceinline__ void ft_softmax_row_fp32_w4_r2_g32(const ft_softmax_args_fp32 &a, float *p,
     const float *mrow, int len, int row_in, int nvec, bool live, const bool full)
 {
-    enum { ragged = 0, o = 0 };
     enum { g = 32 };
     const int lane = threadIdx.x & (g - 1);
     ft_word_fp32x1 sw[2], mw[2]; /* the row's score and mask words */
@@ -2907,24 +2430,9 @@ static __device__ __forceinline__ void ft_softmax_row_fp32_w4_r2_g32(const ft_so
     for (int k = 0; k < 2; k++) {
         const int c = lane + k * g;
         if (full || c < nvec) {
-            if (!ragged || (c > 0 && c < nvec - 1)) {
-                sw[k] = *(const ft_word_fp32x1 *)(p + c);
-                if (mrow && !ragged)
-                    mw[k] = *(const ft_word_fp32x1 *)(mrow + c * 1);
-            } else { /* a ragged row's first or last word: its own elements (others read as the nearest) */
-                float f[1];
-#pragma unroll
-                for (int e = 0; e < 1; e++)
-                    f[e] = ft_to_float_fp32(p[o + min(max(c * 1 + e - o, 0), a.S - 1)]);
-                sw[k] = ft_pack_fp32x1(f);
-            }
-            if (mrow && ragged) { /* the mask row element by element (L1 serves the word's other lanes) */
-                float f[1];
-#pragma unroll
-                for (int e = 0; e < 1; e++)
-                    f[e] = ft_to_float_fp32(mrow[min(max(c * 1 + e - o, 0), a.S - 1)]);
-                mw[k] = ft_pack_fp32x1(f);
-            }
+            sw[k] = *(const ft_word_fp32x1 *)(p + c);
+            if (mrow)
+                mw[k] = *(const ft_word_fp32x1 *)(mrow + c * 1);
         }
     }
     float x[2][1]; /* first the mask terms, then the shifted values */
@@ -2932,13 +2440,10 @@ static __device__ __forceinline__ void ft_softmax_row_fp32_w4_r2_g32(const ft_so
 #pragma unroll
     for (int k = 0; k < 2; k++)
         if (full || lane + k * g < nvec) {
-            /* a ragged row's word c holds positions c*1 - o ...; o = 0 otherwise */
-            ft_softmax_keep_vec_fp32_w4(mrow != NULL, mw[k], row_in, len + o, lane + k * g, x[k]);
+            ft_softmax_keep_vec_fp32_w4(mrow != NULL, mw[k], row_in, len, lane + k * g, x[k]);
 #pragma unroll
             for (int e = 0; e < 1; e++) {
-                const int j = (lane + k * g) * 1 + e - o;
-                /* positions outside a ragged row weigh nothing */
-                x[k][e] = !ragged || (j >= 0 && j < a.S) ? (1.0f - x[k][e]) * -10000.0f : -INFINITY;
+                x[k][e] = (1.0f - x[k][e]) * -10000.0f;
                 t = fmaxf(t, x[k][e]);
             }
         }
@@ -2975,16 +2480,7 @@ static __device__ __forceinline__ void ft_softmax_row_fp32_w4_r2_g32(const ft_so
 #pragma unroll
             for (int e = 0; e < 1; e++)
                 x[k][e] *= inv;
-            if (!ragged || (c > 0 && c < nvec - 1)) {
-                ft_store_fp32x1(p + c, x[k]);
-            } else {
-#pragma unroll
-                for (int e = 0; e < 1; e++) {
-                    const int j = c * 1 + e - o;
-                    if (j >= 0 && j < a.S)
-                        p[c * 1 + e] = ft_from_float_fp32(x[k][e]);
-                }
-            }
+            ft_store_fp32x1(p + c, x[k]);
         }
     }
 }
@@ -3041,7 +2537,6 @@ static __global__ void __launch_bounds__(128, 12) ft_softmax_fp32_w4_r2_g32(ft_s
 static __device__ __forceinline__ void ft_softmax_row_fp32_w4_r4_g32(const ft_softmax_args_fp32 &a, float *p,
     const float *mrow, int len, int row_in, int nvec, bool live, const bool full)
 {
-    enum { ragged = 0, o = 0 };
     enum { g = 32 };
     const int lane = threadIdx.x & (g - 1);
     ft_word_fp32x1 sw[4], mw[4]; /* the row's score and mask words */
@@ -3049,24 +2544,9 @@ static __device__ __forceinline__ void ft_softmax_row_fp32_w4_r4_g32(const ft_so
     for (int k = 0; k < 4; k++) {
         const int c = lane + k * g;
         if (full || c < nvec) {
-            if (!ragged || (c > 0 && c < nvec - 1)) {
-                sw[k] = *(const ft_word_fp32x1 *)(p + c);
-                if (mrow && !ragged)
-                    mw[k] = *(const ft_word_fp32x1 *)(mrow + c * 1);
-            } else { /* a ragged row's first or last word: its own elements (others read as the nearest) */
-                float f[1];
-#pragma unroll
-                for (int e = 0; e < 1; e++)
-                    f[e] = ft_to_float_fp32(p[o + min(max(c * 1 + e - o, 0), a.S - 1)]);
-                sw[k] = ft_pack_fp32x1(f);
-            }
-            if (mrow && ragged) { /* the mask row element by element (L1 serves the word's other lanes) */
-                float f[1];
-#pragma unroll
-                for (int e = 0; e < 1; e++)
-                    f[e] = ft_to_float_fp32(mrow[min(max(c * 1 + e - o, 0), a.S - 1)]);
-                mw[k] = ft_pack_fp32x1(f);
-            }
+            sw[k] = *(const ft_word_fp32x1 *)(p + c);
+            if (mrow)
+                mw[k] = *(const ft_word_fp32x1 *)(mrow + c * 1);
         }
     }
     float x[4][1]; /* first the mask terms, then the shifted values */
@@ -3074,13 +2554,10 @@ static __device__ __forceinline__ void ft_softmax_row_fp32_w4_r4_g32(const ft_so
 #pragma unroll
     for (int k = 0; k < 4; k++)
         if (full || lane + k * g < nvec) {
-            /* a ragged row's word c holds positions c*1 - o ...; o = 0 otherwise */
-            ft_softmax_keep_vec_fp32_w4(mrow != NULL, mw[k], row_in, len + o, lane + k * g, x[k]);
+            ft_softmax_keep_vec_fp32_w4(mrow != NULL, mw[k], row_in, len, lane + k * g, x[k]);
 #pragma unroll
             for (int e = 0; e < 1; e++) {
-                const int j = (lane + k * g) * 1 + e - o;
-                /* positions outside a ragged row weigh nothing */
-                x[k][e] = !ragged || (j >= 0 && j < a.S) ? (1.0f - x[k][e]) * -10000.0f : -INFINITY;
+                x[k][e] = (1.0f - x[k][e]) * -10000.0f;
                 t = fmaxf(t, x[k][e]);
             }
         }
@@ -3117,16 +2594,7 @@ static __device__ __forceinline__ void ft_softmax_row_fp32_w4_r4_g32(const ft_so
 #pragma unroll
             for (int e = 0; e < 1; e++)
                 x[k][e] *= inv;
-            if (!ragged || (c > 0 && c < nvec - 1)) {
-                ft_store_fp32x1(p + c, x[k]);
-            } else {
-#pragma unroll
-                for (int e = 0; e < 1; e++) {
-                    const int j = c * 1 + e - o;
-                    if (j >= 0 && j < a.S)
-                        p[c * 1 + e] = ft_from_float_fp32(x[k][e]);
-                }
-            }
+            ft_store_fp32x1(p + c, x[k]);
         }
     }
 }
@@ -3183,7 +2651,6 @@ static __global__ void __launch_bounds__(128) ft_softmax_fp32_w4_r4_g32(ft_softm
 static __device__ __forceinline__ void ft_softmax_row_fp32_w4_r8_g32(const ft_softmax_args_fp32 &a, float *p,
     const float *mrow, int len, int row_in, int nvec, bool live, const bool full)
 {
-    enum { ragged = 0, o = 0 };
     enum { g = 32 };
     const int lane = threadIdx.x & (g - 1);
     ft_word_fp32x1 sw[8], mw[8]; /* the row's score and mask words */
@@ -3191,24 +2658,9 @@ static __device__ __forceinline__ void ft_softmax_row_fp32_w4_r8_g32(const ft_so
     for (int k = 0; k < 8; k++) {
         const int c = lane + k * g;
         if (full || c < nvec) {
-            if (!ragged || (c > 0 && c < nvec - 1)) {
-                sw[k] = *(const ft_word_fp32x1 *)(p + c);
-                if (mrow && !ragged)
-                    mw[k] = *(const ft_word_fp32x1 *)(mrow + c * 1);
-            } else { /* a ragged row's first or last word: its own elements (others read as the nearest) */
-                float f[1];
-#pragma unroll
-                for (int e = 0; e < 1; e++)
-                    f[e] = ft_to_float_fp32(p[o + min(max(c * 1 + e - o, 0), a.S - 1)]);
-                sw[k] = ft_pack_fp32x1(f);
-            }
-            if (mrow && ragged) { /* the mask row element by element (L1 serves the word's other lanes) */
-                float f[1];
-#pragma unroll
-                for (int e = 0; e < 1; e++)
-                    f[e] = ft_to_float_fp32(mrow[min(max(c * 1 + e - o, 0), a.S - 1)]);
-                mw[k] = ft_pack_fp32x1(f);
-            }
+            sw[k] = *(const ft_word_fp32x1 *)(p + c);
+            if (mrow)
+                mw[k] = *(const ft_word_fp32x1 *)(mrow + c * 1);
         }
     }
     float x[8][1]; /* first the mask terms, then the shifted values */
@@ -3216,13 +2668,10 @@ static __device__ __forceinline__ void ft_softmax_row_fp32_w4_r8_g32(const ft_so
 #pragma unroll
     for (int k = 0; k < 8; k++)
         if (full || lane + k * g < nvec) {
-            /* a ragged row's word c holds positions c*1 - o ...; o = 0 otherwise */
-            ft_softmax_keep_vec_fp32_w4(mrow != NULL, mw[k], row_in, len + o, lane + k * g, x[k]);
+            ft_softmax_keep_vec_fp32_w4(mrow != NULL, mw[k], row_in, len, lane + k * g, x[k]);
 #pragma unroll
             for (int e = 0; e < 1; e++) {
-                const int j = (lane + k * g) * 1 + e - o;
-                /* positions outside a ragged row weigh nothing */
-                x[k][e] = !ragged || (j >= 0 && j < a.S) ? (1.0f - x[k][e]) * -10000.0f : -INFINITY;
+                x[k][e] = (1.0f - x[k][e]) * -10000.0f;
                 t = fmaxf(t, x[k][e]);
             }
         }
@@ -3259,16 +2708,7 @@ static __device__ __forceinline__ void ft_softmax_row_fp32_w4_r8_g32(const ft_so
 #pragma unroll
             for (int e = 0; e < 1; e++)
                 x[k][e] *= inv;
-            if (!ragged || (c > 0 && c < nvec - 1)) {
-                ft_store_fp32x1(p + c, x[k]);
-            } else {
-#pragma unroll
-                for (int e = 0; e < 1; e++) {
-                    const int j = c * 1 + e - o;
-                    if (j >= 0 && j < a.S)
-                        p[c * 1 + e] = ft_from_float_fp32(x[k][e]);
-                }
-            }
+            ft_store_fp32x1(p + c, x[k]);
         }
     }
 }
@@ -3325,7 +2765,6 @@ static __global__ void __launch_bounds__(128) ft_softmax_fp32_w4_r8_g32(ft_softm
 static __device__ __forceinline__ void ft_softmax_row_fp32_w4_r16_g32(const ft_softmax_args_fp32 &a, float *p,
     const float *mrow, int len, int row_in, int nvec, bool live, const bool full)
 {
-    enum { ragged = 0, o = 0 };
     enum { g = 32 };
     const int lane = threadIdx.x & (g - 1);
     ft_word_fp32x1 sw[16], mw[16]; /* the row's score and mask words */
@@ -3333,24 +2772,9 @@ static __device__ __forceinline__ void ft_softmax_row_fp32_w4_r16_g32(const ft_s
     for (int k = 0; k < 16; k++) {
         const int c = lane + k * g;
         if (full || c < nvec) {
-            if (!ragged || (c > 0 && c < nvec - 1)) {
-                sw[k] = *(const ft_word_fp32x1 *)(p + c);
-                if (mrow && !ragged)
-                    mw[k] = *(const ft_word_fp32x1 *)(mrow + c * 1);
-            } else { /* a ragged row's first or last word: its own elements (others read as the nearest) */
-                float f[1];
-#pragma unroll
-                for (int e = 0; e < 1; e++)
-                    f[e] = ft_to_float_fp32(p[o + min(max(c * 1 + e - o, 0), a.S - 1)]);
-                sw[k] = ft_pack_fp32x1(f);
-            }
-            if (mrow && ragged) { /* the mask row element by element (L1 serves the word's other lanes) */
-                float f[1];
-#pragma unroll
-                for (int e = 0; e < 1; e++)
-                    f[e] = ft_to_float_fp32(mrow[min(max(c * 1 + e - o, 0), a.S - 1)]);
-                mw[k] = ft_pack_fp32x1(f);
-            }
+            sw[k] = *(const ft_word_fp32x1 *)(p + c);
+            if (mrow)
+                mw[k] = *(const ft_word_fp32x1 *)(mrow + c * 1);
         }
     }
     float x[16][1]; /* first the mask terms, then the shifted values */
@@ -3358,13 +2782,10 @@ static __device__ __forceinline__ void ft_softmax_row_fp32_w4_r16_g32(const ft_s
 #pragma unroll
     for (int k = 0; k < 16; k++)
         if (full || lane + k * g < nvec) {
-            /* a ragged row's word c holds positions c*1 - o ...; o = 0 otherwise */
-            ft_softmax_keep_vec_fp32_w4(mrow != NULL, mw[k], row_in, len + o, lane + k * g, x[k]);
+            ft_softmax_keep_vec_fp32_w4(mrow != NULL, mw[k], row_in, len, lane + k * g, x[k]);
 #pragma unroll
             for (int e = 0; e < 1; e++) {
-                const int j = (lane + k * g) * 1 + e - o;
-                /* positions outside a ragged row weigh nothing */
-                x[k][e] = !ragged || (j >= 0 && j < a.S) ? (1.0f - x[k][e]) * -10000.0f : -INFINITY;
+                x[k][e] = (1.0f - x[k][e]) * -10000.0f;
                 t = fmaxf(t, x[k][e]);
             }
         }
@@ -3401,16 +2822,7 @@ static __device__ __forceinline__ void ft_softmax_row_fp32_w4_r16_g32(const ft_s
 #pragma unroll
             for (int e = 0; e < 1; e++)
                 x[k][e] *= inv;
-            if (!ragged || (c > 0 && c < nvec - 1)) {
-                ft_store_fp32x1(p + c, x[k]);
-            } else {
-#pragma unroll
-                for (int e = 0; e < 1; e++) {
-                    const int j = c * 1 + e - o;
-                    if (j >= 0 && j < a.S)
-                        p[c * 1 + e] = ft_from_float_fp32(x[k][e]);
-                }
-            }
+            ft_store_fp32x1(p + c, x[k]);
         }
     }
 }
@@ -3467,7 +2879,6 @@ static __global__ void __launch_bounds__(128) ft_softmax_fp32_w4_r16_g32(ft_soft
 static __device__ __forceinline__ void ft_softmax_row_fp32_w4_r32_g32(const ft_softmax_args_fp32 &a, float *p,
     const float *mrow, int len, int row_in, int nvec, bool live, const bool full)
 {
-    enum { ragged = 0, o = 0 };
     enum { g = 32 };
     const int lane = threadIdx.x & (g - 1);
     ft_word_fp32x1 sw[32], mw[32]; /* the row's score and mask words */
@@ -3475,24 +2886,9 @@ static __device__ __forceinline__ void ft_softmax_row_fp32_w4_r32_g32(const ft_s
     for (int k = 0; k < 32; k++) {
         const int c = lane + k * g;
         if (full || c < nvec) {
-            if (!ragged || (c > 0 && c < nvec - 1)) {
-                sw[k] = *(const ft_word_fp32x1 *)(p + c);
-                if (mrow && !ragged)
-                    mw[k] = *(const ft_word_fp32x1 *)(mrow + c * 1);
-            } else { /* a ragged row's first or last word: its own elements (others read as the nearest) */
-                float f[1];
-#pragma unroll
-                for (int e = 0; e < 1; e++)
-                    f[e] = ft_to_float_fp32(p[o + min(max(c * 1 + e - o, 0), a.S - 1)]);
-                sw[k] = ft_pack_fp32x1(f);
-            }
-            if (mrow && ragged) { /* the mask row element by element (L1 serves the word's other lanes) */
-                float f[1];
-#pragma unroll
-                for (int e = 0; e < 1; e++)
-                    f[e] = ft_to_float_fp32(mrow[min(max(c * 1 + e - o, 0), a.S - 1)]);
-                mw[k] = ft_pack_fp32x1(f);
-            }
+            sw[k] = *(const ft_word_fp32x1 *)(p + c);
+            if (mrow)
+                mw[k] = *(const ft_word_fp32x1 *)(mrow + c * 1);
         }
     }
     float x[32][1]; /* first the mask terms, then the shifted values */
@@ -3500,13 +2896,10 @@ static __device__ __forceinline__ void ft_softmax_row_fp32_w4_r32_g32(const ft_s
 #pragma unroll
     for (int k = 0; k < 32; k++)
         if (full || lane + k * g < nvec) {
-            /* a ragged row's word c holds positions c*1 - o ...; o = 0 otherwise */
-            ft_softmax_keep_vec_fp32_w4(mrow != NULL, mw[k], row_in, len + o, lane + k * g, x[k]);
+            ft_softmax_keep_vec_fp32_w4(mrow != NULL, mw[k], row_in, len, lane + k * g, x[k]);
 #pragma unroll
             for (int e = 0; e < 1; e++) {
-                const int j = (lane + k * g) * 1 + e - o;
-                /* positions outside a ragged row weigh nothing */
-                x[k][e] = !ragged || (j >= 0 && j < a.S) ? (1.0f - x[k][e]) * -10000.0f : -INFINITY;
+                x[k][e] = (1.0f - x[k][e]) * -10000.0f;
                 t = fmaxf(t, x[k][e]);
             }
         }
@@ -3543,16 +2936,7 @@ static __device__ __forceinline__ void ft_softmax_row_fp32_w4_r32_g32(const ft_s
 #pragma unroll
             for (int e = 0; e < 1; e++)
                 x[k][e] *= inv;
-            if (!ragged || (c > 0 && c < nvec - 1)) {
-                ft_store_fp32x1(p + c, x[k]);
-            } else {
-#pragma unroll
-                for (int e = 0; e < 1; e++) {
-                    const int j = c * 1 + e - o;
-                    if (j >= 0 && j < a.S)
-                        p[c * 1 + e] = ft_from_float_fp32(x[k][e]);
-                }
-            }
+            ft_store_fp32x1(p + c, x[k]);
         }
     }
 }
