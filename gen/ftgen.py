@@ -181,6 +181,13 @@ class EncoderFamily(NormFamily):
             per_lane = 64 if w["vec"] > 1 else 32
             w["buckets"] = [b for b in (1, 2, 4, 8, 16, 32) if b * w["vec"] <= per_lane]
             w["max_cols"] = 32 * w["buckets"][-1] * w["vec"]
+            # rows off the grid of the first (vector) width: its words from the grid point
+            # below each row (the block kernel past one warp; in one warp, for 2-byte types,
+            # where that beat element-wise accesses on the H200: rows of up to 16 words in
+            # groups of up to 16 lanes, and the bucket of 32 elements a lane past half of it)
+            w["ragged"] = w is ctx["widths"][0] and w["vec"] > 1
+            w["rg_top"] = 32 // w["vec"] if w["ragged"] and DTYPES[dt]["esize"] == 2 else 0
+            w["rg_kernels"] = ([(1, g) for g in (2, 4, 8, 16)] + [(w["rg_top"], 32)]) if w["rg_top"] else []
             if w is not ctx["widths"][0]:
                 continue  # past one warp, rows off the first width's grid take its ragged kernel
             # past one warp: one block per row, up to 8192 columns (longer rows stream).

@@ -281,6 +281,16 @@ static const int softmax_s[] = {1,   2,   7,    8,    15,   16,   31,   32,   33
                                 129, 255, 256,  257,  384,  512,  513,  768,  1000, 1024, 1025, 2048,
                                 2049, 2056, 3000, 4096, 4104, 5000, 6001, 8192, 8193, 8200, 3001, 7777};
 
+/* rows off the grid ({S, mask mode, misalign}): the 2-byte types' ragged warp kernels in
+ * every group size (2-16 words a row touches; S1 goes element by element, S60's 9 words
+ * too) and with 4 words a lane (past 512
+ * columns, up to 128 words: 1011 and 1017 reach 128 at o = 7), element-wise rows between
+ * and past them (127, 1018); masks off the grid by other offsets than the scores' (odd
+ * S, or the mask alone) */
+static const int softmax_ragged[][3] = {{1, 2, 0},    {3, 2, 0},    {5, 1, 0},    {13, 2, 2},   {29, 2, 0},
+                                        {77, 2, 0},   {114, 2, 1},  {127, 2, 0},  {515, 2, 0},  {700, 1, 0},
+                                        {1011, 2, 0}, {1017, 2, 1}, {1009, 1, 0}, {1018, 2, 0}};
+
 static void enc_test(ft_test *t)
 {
     const enc_arg *a = (const enc_arg *)t->arg;
@@ -317,6 +327,11 @@ static void enc_test(ft_test *t)
             const int H = S > 4096 ? 1 : S > 1000 ? 2 : (int)ref_rng_range(&rng, 1, 4);
             run_softmax(t, dt, &rng, B, H, S, (int)(i % 3), i % 5 == 4 ? 1 : i % 6 == 2 ? 2 : 0,
                         i % 4 == 1 ? 40.0 : 3.0);
+        }
+        for (size_t i = 0; i < sizeof softmax_ragged / sizeof softmax_ragged[0] && !t->failures; i++) {
+            const int S = softmax_ragged[i][0];
+            run_softmax(t, dt, &rng, S > 1000 ? 2 : 3, S > 1000 ? 2 : 3, S, softmax_ragged[i][1], softmax_ragged[i][2],
+                        i % 3 == 1 ? 40.0 : 3.0);
         }
         break;
     case OP_MASK:

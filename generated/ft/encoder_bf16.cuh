@@ -26,10 +26,12 @@
  * The softmax keeps a row in registers: rows of up to 2048 columns (16-byte accesses) or
  * 1024 (element by element, rows off the 16-byte grid) are served by a group of 1..32
  * lanes, chosen per call as the fewest lanes that hold the row (the register buckets per
- * lane are fixed when the header is generated); rows of up to 8192 columns by one block,
- * 16-byte accesses (a row off the grid has its first and last words read and
- * written element by element); longer rows by a block that streams the row twice (no
- * length limit). Launchers check every argument before touching the GPU and return an
+ * lane are fixed when the header is generated); rows off the grid of 2-16 words (where they fill more than 5/8 of the group), and of
+ * 513-1010 columns, in one warp through 16-byte words from the grid point below each row;
+ * rows of up to 8192 columns by one block, 16-byte accesses (a row off the grid
+ * as whole words from the grid point below it, its first and last written element by
+ * element, its mask as words shifted into place); longer rows by a block that streams the
+ * row twice (no length limit). Launchers check every argument before touching the GPU and return an
  * ft_status; ft_last_error() says what was wrong. */
 #ifndef FT_ENCODER_BF16_CUH
 #define FT_ENCODER_BF16_CUH
@@ -168,6 +170,59 @@ static __device__ __forceinline__ void ft_softmax_keep_vec_bf16_w16(bool has_mas
         for (int e = 0; e < 8; e++)
             m[e] = ft_softmax_keep_bf16(NULL, row_in, len, c * 8 + e);
     }
+}
+
+/* Word q from the grid point p of a row that lies o elements past p (S elements), element
+ * by element, positions outside the row read as the nearest inside: a tensor's last word
+ * where it would cross the tensor's end. */
+static __device__ __forceinline__ ft_word_bf16x8 ft_softmax_word_bf16_w16(const __nv_bfloat16 *p, int q, int o, int S)
+{
+    float f[8];
+#pragma unroll
+    for (int e = 0; e < 8; e++)
+        f[e] = ft_to_float_bf16(p[o + min(max(q * 8 + e - o, 0), S - 1)]);
+    return ft_pack_bf16x8(f);
+}
+
+/* Elements d .. d + 7 of the 16 elements lo, hi (0 <= d < 8) as one word: whole
+ * 32-bit pieces picked by selects on the bits of the shift, then a funnel shift for an odd
+ * element. */
+static __device__ __forceinline__ ft_word_bf16x8 ft_softmax_shift_bf16_w16(ft_word_bf16x8 lo, ft_word_bf16x8 hi, int d)
+{
+    enum { NU = 4 };
+    union {
+        ft_word_bf16x8 w;
+        unsigned u[NU];
+    } a, b, r;
+    a.w = lo, b.w = hi;
+    unsigned c[2 * NU];
+#pragma unroll
+    for (int i = 0; i < NU; i++)
+        c[i] = a.u[i], c[NU + i] = b.u[i];
+    const int W = d >> 1; /* whole pieces */
+#pragma unroll
+    for (int bit = NU / 2; bit >= 1; bit >>= 1)
+#pragma unroll
+        for (int i = 0; i + bit < 2 * NU; i++)
+            c[i] = (W & bit) ? c[i + bit] : c[i];
+#pragma unroll
+    for (int i = 0; i < NU; i++)
+        r.u[i] = __funnelshift_r(c[i], c[i + 1], (d & 1) * 16);
+    return r.w;
+}
+
+/* w of the lane `delta` above in groups of `width` lanes (all 32 lanes call it). */
+static __device__ __forceinline__ ft_word_bf16x8 ft_softmax_shfl_down_bf16_w16(ft_word_bf16x8 v, int width)
+{
+    union {
+        ft_word_bf16x8 w;
+        unsigned u[4];
+    } a;
+    a.w = v;
+#pragma unroll
+    for (int i = 0; i < 4; i++)
+        a.u[i] = __shfl_down_sync(0xffffffffu, a.u[i], 1, width);
+    return a.w;
 }
 
 /* Softmax of rows of up to 8 columns: 1 lanes per row, 1 vector(s) of 8 per lane
@@ -1178,6 +1233,936 @@ static __global__ void __launch_bounds__(128) ft_softmax_bf16_w16_r8_g32(ft_soft
 
 }
 
+/* Softmax of rows of up to 16 columns: 2 lanes per row, 1 vector(s) of 8 per lane
+ * kept in registers; one read and one write of the row. The lane count is fixed per
+ * kernel (no index division, unrolled shuffles; rows that need more than one vector per
+ * lane always take 32 lanes). Every load of the row (score and mask words) is issued
+ * before the first reduction.
+ * Score words are read and written as streaming (evict-first): no other access shares
+ * their sectors.
+ *
+ * Each lane subtracts its own largest mask term t from its positions, so a row masked
+ * everywhere (all terms -10000, where fp32 would keep only ~10 bits of score*scale) keeps
+ * score*scale exactly; the row maximum is reduced as (largest t, maximum relative to
+ * it) in one pass (ft_group_max_shifted). Lanes whose t is the row's get the values they
+ * would without any shift, bit for bit; the others hold only positions masked harder than
+ * the row's best, whose weights underflow either way.
+ *
+ * This is one row's work for the kernel below; `full`: the row fills the group's vectors
+ * exactly (the compiler drops the bounds tests of that copy); `ragged`: the row lies o
+ * elements past the grid point p (or ends off the grid, or its mask row is off it): nvec
+ * words from p, read whole (the neighbours' elements in the first and last weigh nothing
+ * and are never written: those two are written element by element). The mask row
+ * lies om elements past its own grid point: each lane reads the mask word its score word
+ * starts in (q0 words before or at it) and takes the next from the lane above by a shuffle
+ * (the last lane of a group reads it itself), then shifts the pair by d elements into
+ * place. Only a word that would cross the end of its tensor is read element by element. */
+static __device__ __forceinline__ void ft_softmax_row_bf16_w16_r1_g2_rg(const ft_softmax_args_bf16 &a, __nv_bfloat16 *p,
+    const __nv_bfloat16 *mrow, int len, int row_in, int nvec, bool live, const bool full, const bool ragged, int o)
+{
+    enum { g = 2 };
+    const int lane = threadIdx.x & (g - 1);
+    ft_word_bf16x8 sw[1], mw[1]; /* the row's score and mask words */
+    /* a ragged row's mask: word c's elements start d elements into mask word c + q0 of the
+     * mask row's mwords (from its grid point mb). Words are read whole, the neighbours'
+     * elements with them (a word on the grid never crosses an allocation's start, which
+     * is on it), but for a word that would cross the tensor's end: the tail (below). Every
+     * load is a predicated one in straight-line code (branches around each word's loads,
+     * and conversions of loaded data among them, cost the first form of these kernels
+     * half its speed) */
+    const int om = ragged && mrow ? (int)(((uintptr_t)mrow / sizeof(__nv_bfloat16)) % 8) : 0;
+    const __nv_bfloat16 *mb = mrow ? mrow - om : NULL;
+    const int q0 = om < o ? -1 : 0, d = om - o - q0 * 8;
+    const int mwords = (om + a.S + 7) / 8;
+    /* 1 where the row's last word (scores, mask) would cross the tensor's end */
+    const int stail = ragged && p + nvec * 8 > a.scores + a.rows * a.S;
+    const int mtail = ragged && mrow && mb + mwords * 8 > a.mask + (int64_t)a.B * a.S * a.S;
+    const bool last = (threadIdx.x & 1) == 1; /* takes no shuffle from above */
+    ft_word_bf16x8 mh[1];     /* the last lane's next mask words */
+#pragma unroll
+    for (int k = 0; k < 1; k++) {
+        const int c = lane + k * g;
+        if (full || c < nvec - stail) {
+            if (!ragged || (c > 0 && c < nvec - 1))
+                sw[k] = __ldcs((const ft_word_bf16x8 *)(p + c * 8));
+            else
+                sw[k] = *(const ft_word_bf16x8 *)(p + c * 8);
+            if (mrow && !ragged)
+                mw[k] = *(const ft_word_bf16x8 *)(mrow + c * 8);
+        }
+        if (mrow && ragged) { /* word c's mask word, and the one after it for word c - 1 */
+            memset(&mw[k], 0, sizeof mw[k]);
+            memset(&mh[k], 0, sizeof mh[k]);
+            if ((unsigned)(c + q0) < (unsigned)(mwords - mtail) && c <= nvec)
+                mw[k] = *(const ft_word_bf16x8 *)(mb + (c + q0) * 8);
+            if (last && (unsigned)(c + q0 + 1) < (unsigned)(mwords - mtail) && c < nvec)
+                mh[k] = *(const ft_word_bf16x8 *)(mb + (c + q0 + 1) * 8);
+        }
+    }
+    if (stail | mtail) /* the tensor's last row: its last word element by element, clamped into the row */
+#pragma unroll
+        for (int k = 0; k < 1; k++) {
+            const int c = lane + k * g;
+            if (stail && c == nvec - 1)
+                sw[k] = ft_softmax_word_bf16_w16(p, c, o, a.S);
+            if (mtail && c + q0 == mwords - 1 && c <= nvec)
+                mw[k] = ft_softmax_word_bf16_w16(mb, c + q0, om, a.S);
+            if (mtail && last && c + q0 + 1 == mwords - 1 && c < nvec)
+                mh[k] = ft_softmax_word_bf16_w16(mb, c + q0 + 1, om, a.S);
+        }
+    if (mrow && ragged)
+#pragma unroll
+        for (int k = 0; k < 1; k++) {
+            ft_word_bf16x8 nx = ft_softmax_shfl_down_bf16_w16(mw[k], 2);
+            if (last)
+                nx = mh[k];
+            mw[k] = ft_softmax_shift_bf16_w16(mw[k], nx, d);
+        }
+    float x[1][8]; /* first the mask terms, then the shifted values */
+    float t = -INFINITY;            /* this lane's largest mask term */
+#pragma unroll
+    for (int k = 0; k < 1; k++)
+        if (full || lane + k * g < nvec) {
+            /* a ragged row's word c holds positions c*8 - o ...; o = 0 otherwise */
+            const int c = lane + k * g;
+            ft_softmax_keep_vec_bf16_w16(mrow != NULL, mw[k], row_in, len + o, c, x[k]);
+#pragma unroll
+            for (int e = 0; e < 8; e++)
+                x[k][e] = (1.0f - x[k][e]) * -10000.0f;
+            if (ragged && (c == 0 || c == nvec - 1)) /* positions outside the row weigh nothing */
+#pragma unroll
+                for (int e = 0; e < 8; e++) {
+                    const int j = c * 8 + e - o;
+                    if (j < 0 || j >= a.S)
+                        x[k][e] = -INFINITY;
+                }
+#pragma unroll
+            for (int e = 0; e < 8; e++)
+                t = fmaxf(t, x[k][e]);
+        }
+    float mx = -INFINITY;
+#pragma unroll
+    for (int k = 0; k < 1; k++)
+        if (full || lane + k * g < nvec) {
+            float sc[8];
+            ft_unpack_bf16x8(sw[k], sc);
+            const int c = lane + k * g;
+            if (ragged && (c == 0 || c == nvec - 1)) /* the neighbours' scores (anything, NaN too) as 0 */
+#pragma unroll
+                for (int e = 0; e < 8; e++) {
+                    const int j = c * 8 + e - o;
+                    if (j < 0 || j >= a.S)
+                        sc[e] = 0.0f;
+                }
+#pragma unroll
+            for (int e = 0; e < 8; e++) {
+                x[k][e] = sc[e] * a.scale + (x[k][e] - t);
+                mx = fmaxf(mx, x[k][e]);
+            }
+        }
+    float top = t;
+    ft_group_max_shifted(top, mx, g, 0xffffffffu);
+    mx -= t - top; /* the row maximum relative to this lane's shift */
+    float sum = 0.0f;
+#pragma unroll
+    for (int k = 0; k < 1; k++)
+        if (full || lane + k * g < nvec)
+#pragma unroll
+            for (int e = 0; e < 8; e++) {
+                x[k][e] = __expf(x[k][e] - mx);
+                sum += x[k][e];
+            }
+    sum = ft_group_sum(sum, g, 0xffffffffu);
+    const float inv = 1.0f / sum;
+#pragma unroll
+    for (int k = 0; k < 1; k++) {
+        const int c = lane + k * g;
+        if (live && (full || c < nvec)) {
+#pragma unroll
+            for (int e = 0; e < 8; e++)
+                x[k][e] *= inv;
+            if (!ragged || (c > 0 && c < nvec - 1)) {
+                ft_store_cs_bf16x8(p + c * 8, x[k]);
+            } else {
+#pragma unroll
+                for (int e = 0; e < 8; e++) {
+                    const int j = c * 8 + e - o;
+                    if (j >= 0 && j < a.S)
+                        p[c * 8 + e] = ft_from_float_bf16(x[k][e]);
+                }
+            }
+        }
+    }
+}
+
+/* ft_softmax_bf16_w16_r1_g2 for rows that may lie off the 16-byte grid (S not a multiple of
+ * 8, or a pointer off the grid): each row's words run from the grid point below it, the
+ * first and last written element by element; the mask as words shifted into place. */
+static __global__ void __launch_bounds__(128) ft_softmax_bf16_w16_r1_g2_ragged(ft_softmax_args_bf16 a)
+{
+    enum { g = 2 };
+    const int row0 = blockIdx.x * (128 / g) + (int)threadIdx.x / g;
+    const bool live = row0 < a.rows;
+    if (__all_sync(0xffffffffu, !live))
+        return;
+    ft_pdl_wait(); /* launched dependent, as the kernels above */
+    ft_pdl_trigger();
+    const int row = live ? row0 : (int)a.rows - 1;
+    const int S = a.S;
+    const int b = row / (a.H * S), i = row % S;
+    __nv_bfloat16 *p = a.scores + (int64_t)row * S;
+    const __nv_bfloat16 *mrow = a.mask ? a.mask + ((int64_t)b * S + i) * S : NULL;
+    const int len = a.lengths ? min(max(a.lengths[b], 0), S) : S;
+    /* o elements past the grid point below the row; its words run from there */
+    const int o = (int)(((uintptr_t)p / sizeof(__nv_bfloat16)) % 8);
+    ft_softmax_row_bf16_w16_r1_g2_rg(a, p - o, mrow, len, i < len, (o + S + 7) / 8, live, false, true, o);
+
+}
+
+/* Softmax of rows of up to 32 columns: 4 lanes per row, 1 vector(s) of 8 per lane
+ * kept in registers; one read and one write of the row. The lane count is fixed per
+ * kernel (no index division, unrolled shuffles; rows that need more than one vector per
+ * lane always take 32 lanes). Every load of the row (score and mask words) is issued
+ * before the first reduction.
+ * Score words are read and written as streaming (evict-first): no other access shares
+ * their sectors.
+ *
+ * Each lane subtracts its own largest mask term t from its positions, so a row masked
+ * everywhere (all terms -10000, where fp32 would keep only ~10 bits of score*scale) keeps
+ * score*scale exactly; the row maximum is reduced as (largest t, maximum relative to
+ * it) in one pass (ft_group_max_shifted). Lanes whose t is the row's get the values they
+ * would without any shift, bit for bit; the others hold only positions masked harder than
+ * the row's best, whose weights underflow either way.
+ *
+ * This is one row's work for the kernel below; `full`: the row fills the group's vectors
+ * exactly (the compiler drops the bounds tests of that copy); `ragged`: the row lies o
+ * elements past the grid point p (or ends off the grid, or its mask row is off it): nvec
+ * words from p, read whole (the neighbours' elements in the first and last weigh nothing
+ * and are never written: those two are written element by element). The mask row
+ * lies om elements past its own grid point: each lane reads the mask word its score word
+ * starts in (q0 words before or at it) and takes the next from the lane above by a shuffle
+ * (the last lane of a group reads it itself), then shifts the pair by d elements into
+ * place. Only a word that would cross the end of its tensor is read element by element. */
+static __device__ __forceinline__ void ft_softmax_row_bf16_w16_r1_g4_rg(const ft_softmax_args_bf16 &a, __nv_bfloat16 *p,
+    const __nv_bfloat16 *mrow, int len, int row_in, int nvec, bool live, const bool full, const bool ragged, int o)
+{
+    enum { g = 4 };
+    const int lane = threadIdx.x & (g - 1);
+    ft_word_bf16x8 sw[1], mw[1]; /* the row's score and mask words */
+    /* a ragged row's mask: word c's elements start d elements into mask word c + q0 of the
+     * mask row's mwords (from its grid point mb). Words are read whole, the neighbours'
+     * elements with them (a word on the grid never crosses an allocation's start, which
+     * is on it), but for a word that would cross the tensor's end: the tail (below). Every
+     * load is a predicated one in straight-line code (branches around each word's loads,
+     * and conversions of loaded data among them, cost the first form of these kernels
+     * half its speed) */
+    const int om = ragged && mrow ? (int)(((uintptr_t)mrow / sizeof(__nv_bfloat16)) % 8) : 0;
+    const __nv_bfloat16 *mb = mrow ? mrow - om : NULL;
+    const int q0 = om < o ? -1 : 0, d = om - o - q0 * 8;
+    const int mwords = (om + a.S + 7) / 8;
+    /* 1 where the row's last word (scores, mask) would cross the tensor's end */
+    const int stail = ragged && p + nvec * 8 > a.scores + a.rows * a.S;
+    const int mtail = ragged && mrow && mb + mwords * 8 > a.mask + (int64_t)a.B * a.S * a.S;
+    const bool last = (threadIdx.x & 3) == 3; /* takes no shuffle from above */
+    ft_word_bf16x8 mh[1];     /* the last lane's next mask words */
+#pragma unroll
+    for (int k = 0; k < 1; k++) {
+        const int c = lane + k * g;
+        if (full || c < nvec - stail) {
+            if (!ragged || (c > 0 && c < nvec - 1))
+                sw[k] = __ldcs((const ft_word_bf16x8 *)(p + c * 8));
+            else
+                sw[k] = *(const ft_word_bf16x8 *)(p + c * 8);
+            if (mrow && !ragged)
+                mw[k] = *(const ft_word_bf16x8 *)(mrow + c * 8);
+        }
+        if (mrow && ragged) { /* word c's mask word, and the one after it for word c - 1 */
+            memset(&mw[k], 0, sizeof mw[k]);
+            memset(&mh[k], 0, sizeof mh[k]);
+            if ((unsigned)(c + q0) < (unsigned)(mwords - mtail) && c <= nvec)
+                mw[k] = *(const ft_word_bf16x8 *)(mb + (c + q0) * 8);
+            if (last && (unsigned)(c + q0 + 1) < (unsigned)(mwords - mtail) && c < nvec)
+                mh[k] = *(const ft_word_bf16x8 *)(mb + (c + q0 + 1) * 8);
+        }
+    }
+    if (stail | mtail) /* the tensor's last row: its last word element by element, clamped into the row */
+#pragma unroll
+        for (int k = 0; k < 1; k++) {
+            const int c = lane + k * g;
+            if (stail && c == nvec - 1)
+                sw[k] = ft_softmax_word_bf16_w16(p, c, o, a.S);
+            if (mtail && c + q0 == mwords - 1 && c <= nvec)
+                mw[k] = ft_softmax_word_bf16_w16(mb, c + q0, om, a.S);
+            if (mtail && last && c + q0 + 1 == mwords - 1 && c < nvec)
+                mh[k] = ft_softmax_word_bf16_w16(mb, c + q0 + 1, om, a.S);
+        }
+    if (mrow && ragged)
+#pragma unroll
+        for (int k = 0; k < 1; k++) {
+            ft_word_bf16x8 nx = ft_softmax_shfl_down_bf16_w16(mw[k], 4);
+            if (last)
+                nx = mh[k];
+            mw[k] = ft_softmax_shift_bf16_w16(mw[k], nx, d);
+        }
+    float x[1][8]; /* first the mask terms, then the shifted values */
+    float t = -INFINITY;            /* this lane's largest mask term */
+#pragma unroll
+    for (int k = 0; k < 1; k++)
+        if (full || lane + k * g < nvec) {
+            /* a ragged row's word c holds positions c*8 - o ...; o = 0 otherwise */
+            const int c = lane + k * g;
+            ft_softmax_keep_vec_bf16_w16(mrow != NULL, mw[k], row_in, len + o, c, x[k]);
+#pragma unroll
+            for (int e = 0; e < 8; e++)
+                x[k][e] = (1.0f - x[k][e]) * -10000.0f;
+            if (ragged && (c == 0 || c == nvec - 1)) /* positions outside the row weigh nothing */
+#pragma unroll
+                for (int e = 0; e < 8; e++) {
+                    const int j = c * 8 + e - o;
+                    if (j < 0 || j >= a.S)
+                        x[k][e] = -INFINITY;
+                }
+#pragma unroll
+            for (int e = 0; e < 8; e++)
+                t = fmaxf(t, x[k][e]);
+        }
+    float mx = -INFINITY;
+#pragma unroll
+    for (int k = 0; k < 1; k++)
+        if (full || lane + k * g < nvec) {
+            float sc[8];
+            ft_unpack_bf16x8(sw[k], sc);
+            const int c = lane + k * g;
+            if (ragged && (c == 0 || c == nvec - 1)) /* the neighbours' scores (anything, NaN too) as 0 */
+#pragma unroll
+                for (int e = 0; e < 8; e++) {
+                    const int j = c * 8 + e - o;
+                    if (j < 0 || j >= a.S)
+                        sc[e] = 0.0f;
+                }
+#pragma unroll
+            for (int e = 0; e < 8; e++) {
+                x[k][e] = sc[e] * a.scale + (x[k][e] - t);
+                mx = fmaxf(mx, x[k][e]);
+            }
+        }
+    float top = t;
+    ft_group_max_shifted(top, mx, g, 0xffffffffu);
+    mx -= t - top; /* the row maximum relative to this lane's shift */
+    float sum = 0.0f;
+#pragma unroll
+    for (int k = 0; k < 1; k++)
+        if (full || lane + k * g < nvec)
+#pragma unroll
+            for (int e = 0; e < 8; e++) {
+                x[k][e] = __expf(x[k][e] - mx);
+                sum += x[k][e];
+            }
+    sum = ft_group_sum(sum, g, 0xffffffffu);
+    const float inv = 1.0f / sum;
+#pragma unroll
+    for (int k = 0; k < 1; k++) {
+        const int c = lane + k * g;
+        if (live && (full || c < nvec)) {
+#pragma unroll
+            for (int e = 0; e < 8; e++)
+                x[k][e] *= inv;
+            if (!ragged || (c > 0 && c < nvec - 1)) {
+                ft_store_cs_bf16x8(p + c * 8, x[k]);
+            } else {
+#pragma unroll
+                for (int e = 0; e < 8; e++) {
+                    const int j = c * 8 + e - o;
+                    if (j >= 0 && j < a.S)
+                        p[c * 8 + e] = ft_from_float_bf16(x[k][e]);
+                }
+            }
+        }
+    }
+}
+
+/* ft_softmax_bf16_w16_r1_g4 for rows that may lie off the 16-byte grid (S not a multiple of
+ * 8, or a pointer off the grid): each row's words run from the grid point below it, the
+ * first and last written element by element; the mask as words shifted into place. */
+static __global__ void __launch_bounds__(128) ft_softmax_bf16_w16_r1_g4_ragged(ft_softmax_args_bf16 a)
+{
+    enum { g = 4 };
+    const int row0 = blockIdx.x * (128 / g) + (int)threadIdx.x / g;
+    const bool live = row0 < a.rows;
+    if (__all_sync(0xffffffffu, !live))
+        return;
+    ft_pdl_wait(); /* launched dependent, as the kernels above */
+    ft_pdl_trigger();
+    const int row = live ? row0 : (int)a.rows - 1;
+    const int S = a.S;
+    const int b = row / (a.H * S), i = row % S;
+    __nv_bfloat16 *p = a.scores + (int64_t)row * S;
+    const __nv_bfloat16 *mrow = a.mask ? a.mask + ((int64_t)b * S + i) * S : NULL;
+    const int len = a.lengths ? min(max(a.lengths[b], 0), S) : S;
+    /* o elements past the grid point below the row; its words run from there */
+    const int o = (int)(((uintptr_t)p / sizeof(__nv_bfloat16)) % 8);
+    ft_softmax_row_bf16_w16_r1_g4_rg(a, p - o, mrow, len, i < len, (o + S + 7) / 8, live, false, true, o);
+
+}
+
+/* Softmax of rows of up to 64 columns: 8 lanes per row, 1 vector(s) of 8 per lane
+ * kept in registers; one read and one write of the row. The lane count is fixed per
+ * kernel (no index division, unrolled shuffles; rows that need more than one vector per
+ * lane always take 32 lanes). Every load of the row (score and mask words) is issued
+ * before the first reduction.
+ * Score words are read and written as streaming (evict-first): no other access shares
+ * their sectors.
+ *
+ * Each lane subtracts its own largest mask term t from its positions, so a row masked
+ * everywhere (all terms -10000, where fp32 would keep only ~10 bits of score*scale) keeps
+ * score*scale exactly; the row maximum is reduced as (largest t, maximum relative to
+ * it) in one pass (ft_group_max_shifted). Lanes whose t is the row's get the values they
+ * would without any shift, bit for bit; the others hold only positions masked harder than
+ * the row's best, whose weights underflow either way.
+ *
+ * This is one row's work for the kernel below; `full`: the row fills the group's vectors
+ * exactly (the compiler drops the bounds tests of that copy); `ragged`: the row lies o
+ * elements past the grid point p (or ends off the grid, or its mask row is off it): nvec
+ * words from p, read whole (the neighbours' elements in the first and last weigh nothing
+ * and are never written: those two are written element by element). The mask row
+ * lies om elements past its own grid point: each lane reads the mask word its score word
+ * starts in (q0 words before or at it) and takes the next from the lane above by a shuffle
+ * (the last lane of a group reads it itself), then shifts the pair by d elements into
+ * place. Only a word that would cross the end of its tensor is read element by element. */
+static __device__ __forceinline__ void ft_softmax_row_bf16_w16_r1_g8_rg(const ft_softmax_args_bf16 &a, __nv_bfloat16 *p,
+    const __nv_bfloat16 *mrow, int len, int row_in, int nvec, bool live, const bool full, const bool ragged, int o)
+{
+    enum { g = 8 };
+    const int lane = threadIdx.x & (g - 1);
+    ft_word_bf16x8 sw[1], mw[1]; /* the row's score and mask words */
+    /* a ragged row's mask: word c's elements start d elements into mask word c + q0 of the
+     * mask row's mwords (from its grid point mb). Words are read whole, the neighbours'
+     * elements with them (a word on the grid never crosses an allocation's start, which
+     * is on it), but for a word that would cross the tensor's end: the tail (below). Every
+     * load is a predicated one in straight-line code (branches around each word's loads,
+     * and conversions of loaded data among them, cost the first form of these kernels
+     * half its speed) */
+    const int om = ragged && mrow ? (int)(((uintptr_t)mrow / sizeof(__nv_bfloat16)) % 8) : 0;
+    const __nv_bfloat16 *mb = mrow ? mrow - om : NULL;
+    const int q0 = om < o ? -1 : 0, d = om - o - q0 * 8;
+    const int mwords = (om + a.S + 7) / 8;
+    /* 1 where the row's last word (scores, mask) would cross the tensor's end */
+    const int stail = ragged && p + nvec * 8 > a.scores + a.rows * a.S;
+    const int mtail = ragged && mrow && mb + mwords * 8 > a.mask + (int64_t)a.B * a.S * a.S;
+    const bool last = (threadIdx.x & 7) == 7; /* takes no shuffle from above */
+    ft_word_bf16x8 mh[1];     /* the last lane's next mask words */
+#pragma unroll
+    for (int k = 0; k < 1; k++) {
+        const int c = lane + k * g;
+        if (full || c < nvec - stail) {
+            if (!ragged || (c > 0 && c < nvec - 1))
+                sw[k] = __ldcs((const ft_word_bf16x8 *)(p + c * 8));
+            else
+                sw[k] = *(const ft_word_bf16x8 *)(p + c * 8);
+            if (mrow && !ragged)
+                mw[k] = *(const ft_word_bf16x8 *)(mrow + c * 8);
+        }
+        if (mrow && ragged) { /* word c's mask word, and the one after it for word c - 1 */
+            memset(&mw[k], 0, sizeof mw[k]);
+            memset(&mh[k], 0, sizeof mh[k]);
+            if ((unsigned)(c + q0) < (unsigned)(mwords - mtail) && c <= nvec)
+                mw[k] = *(const ft_word_bf16x8 *)(mb + (c + q0) * 8);
+            if (last && (unsigned)(c + q0 + 1) < (unsigned)(mwords - mtail) && c < nvec)
+                mh[k] = *(const ft_word_bf16x8 *)(mb + (c + q0 + 1) * 8);
+        }
+    }
+    if (stail | mtail) /* the tensor's last row: its last word element by element, clamped into the row */
+#pragma unroll
+        for (int k = 0; k < 1; k++) {
+            const int c = lane + k * g;
+            if (stail && c == nvec - 1)
+                sw[k] = ft_softmax_word_bf16_w16(p, c, o, a.S);
+            if (mtail && c + q0 == mwords - 1 && c <= nvec)
+                mw[k] = ft_softmax_word_bf16_w16(mb, c + q0, om, a.S);
+            if (mtail && last && c + q0 + 1 == mwords - 1 && c < nvec)
+                mh[k] = ft_softmax_word_bf16_w16(mb, c + q0 + 1, om, a.S);
+        }
+    if (mrow && ragged)
+#pragma unroll
+        for (int k = 0; k < 1; k++) {
+            ft_word_bf16x8 nx = ft_softmax_shfl_down_bf16_w16(mw[k], 8);
+            if (last)
+                nx = mh[k];
+            mw[k] = ft_softmax_shift_bf16_w16(mw[k], nx, d);
+        }
+    float x[1][8]; /* first the mask terms, then the shifted values */
+    float t = -INFINITY;            /* this lane's largest mask term */
+#pragma unroll
+    for (int k = 0; k < 1; k++)
+        if (full || lane + k * g < nvec) {
+            /* a ragged row's word c holds positions c*8 - o ...; o = 0 otherwise */
+            const int c = lane + k * g;
+            ft_softmax_keep_vec_bf16_w16(mrow != NULL, mw[k], row_in, len + o, c, x[k]);
+#pragma unroll
+            for (int e = 0; e < 8; e++)
+                x[k][e] = (1.0f - x[k][e]) * -10000.0f;
+            if (ragged && (c == 0 || c == nvec - 1)) /* positions outside the row weigh nothing */
+#pragma unroll
+                for (int e = 0; e < 8; e++) {
+                    const int j = c * 8 + e - o;
+                    if (j < 0 || j >= a.S)
+                        x[k][e] = -INFINITY;
+                }
+#pragma unroll
+            for (int e = 0; e < 8; e++)
+                t = fmaxf(t, x[k][e]);
+        }
+    float mx = -INFINITY;
+#pragma unroll
+    for (int k = 0; k < 1; k++)
+        if (full || lane + k * g < nvec) {
+            float sc[8];
+            ft_unpack_bf16x8(sw[k], sc);
+            const int c = lane + k * g;
+            if (ragged && (c == 0 || c == nvec - 1)) /* the neighbours' scores (anything, NaN too) as 0 */
+#pragma unroll
+                for (int e = 0; e < 8; e++) {
+                    const int j = c * 8 + e - o;
+                    if (j < 0 || j >= a.S)
+                        sc[e] = 0.0f;
+                }
+#pragma unroll
+            for (int e = 0; e < 8; e++) {
+                x[k][e] = sc[e] * a.scale + (x[k][e] - t);
+                mx = fmaxf(mx, x[k][e]);
+            }
+        }
+    float top = t;
+    ft_group_max_shifted(top, mx, g, 0xffffffffu);
+    mx -= t - top; /* the row maximum relative to this lane's shift */
+    float sum = 0.0f;
+#pragma unroll
+    for (int k = 0; k < 1; k++)
+        if (full || lane + k * g < nvec)
+#pragma unroll
+            for (int e = 0; e < 8; e++) {
+                x[k][e] = __expf(x[k][e] - mx);
+                sum += x[k][e];
+            }
+    sum = ft_group_sum(sum, g, 0xffffffffu);
+    const float inv = 1.0f / sum;
+#pragma unroll
+    for (int k = 0; k < 1; k++) {
+        const int c = lane + k * g;
+        if (live && (full || c < nvec)) {
+#pragma unroll
+            for (int e = 0; e < 8; e++)
+                x[k][e] *= inv;
+            if (!ragged || (c > 0 && c < nvec - 1)) {
+                ft_store_cs_bf16x8(p + c * 8, x[k]);
+            } else {
+#pragma unroll
+                for (int e = 0; e < 8; e++) {
+                    const int j = c * 8 + e - o;
+                    if (j >= 0 && j < a.S)
+                        p[c * 8 + e] = ft_from_float_bf16(x[k][e]);
+                }
+            }
+        }
+    }
+}
+
+/* ft_softmax_bf16_w16_r1_g8 for rows that may lie off the 16-byte grid (S not a multiple of
+ * 8, or a pointer off the grid): each row's words run from the grid point below it, the
+ * first and last written element by element; the mask as words shifted into place. */
+static __global__ void __launch_bounds__(128) ft_softmax_bf16_w16_r1_g8_ragged(ft_softmax_args_bf16 a)
+{
+    enum { g = 8 };
+    const int row0 = blockIdx.x * (128 / g) + (int)threadIdx.x / g;
+    const bool live = row0 < a.rows;
+    if (__all_sync(0xffffffffu, !live))
+        return;
+    ft_pdl_wait(); /* launched dependent, as the kernels above */
+    ft_pdl_trigger();
+    const int row = live ? row0 : (int)a.rows - 1;
+    const int S = a.S;
+    const int b = row / (a.H * S), i = row % S;
+    __nv_bfloat16 *p = a.scores + (int64_t)row * S;
+    const __nv_bfloat16 *mrow = a.mask ? a.mask + ((int64_t)b * S + i) * S : NULL;
+    const int len = a.lengths ? min(max(a.lengths[b], 0), S) : S;
+    /* o elements past the grid point below the row; its words run from there */
+    const int o = (int)(((uintptr_t)p / sizeof(__nv_bfloat16)) % 8);
+    ft_softmax_row_bf16_w16_r1_g8_rg(a, p - o, mrow, len, i < len, (o + S + 7) / 8, live, false, true, o);
+
+}
+
+/* Softmax of rows of up to 128 columns: 16 lanes per row, 1 vector(s) of 8 per lane
+ * kept in registers; one read and one write of the row. The lane count is fixed per
+ * kernel (no index division, unrolled shuffles; rows that need more than one vector per
+ * lane always take 32 lanes). Every load of the row (score and mask words) is issued
+ * before the first reduction.
+ * Score words are read and written as streaming (evict-first): no other access shares
+ * their sectors.
+ *
+ * Each lane subtracts its own largest mask term t from its positions, so a row masked
+ * everywhere (all terms -10000, where fp32 would keep only ~10 bits of score*scale) keeps
+ * score*scale exactly; the row maximum is reduced as (largest t, maximum relative to
+ * it) in one pass (ft_group_max_shifted). Lanes whose t is the row's get the values they
+ * would without any shift, bit for bit; the others hold only positions masked harder than
+ * the row's best, whose weights underflow either way.
+ *
+ * This is one row's work for the kernel below; `full`: the row fills the group's vectors
+ * exactly (the compiler drops the bounds tests of that copy); `ragged`: the row lies o
+ * elements past the grid point p (or ends off the grid, or its mask row is off it): nvec
+ * words from p, read whole (the neighbours' elements in the first and last weigh nothing
+ * and are never written: those two are written element by element). The mask row
+ * lies om elements past its own grid point: each lane reads the mask word its score word
+ * starts in (q0 words before or at it) and takes the next from the lane above by a shuffle
+ * (the last lane of a group reads it itself), then shifts the pair by d elements into
+ * place. Only a word that would cross the end of its tensor is read element by element. */
+static __device__ __forceinline__ void ft_softmax_row_bf16_w16_r1_g16_rg(const ft_softmax_args_bf16 &a, __nv_bfloat16 *p,
+    const __nv_bfloat16 *mrow, int len, int row_in, int nvec, bool live, const bool full, const bool ragged, int o)
+{
+    enum { g = 16 };
+    const int lane = threadIdx.x & (g - 1);
+    ft_word_bf16x8 sw[1], mw[1]; /* the row's score and mask words */
+    /* a ragged row's mask: word c's elements start d elements into mask word c + q0 of the
+     * mask row's mwords (from its grid point mb). Words are read whole, the neighbours'
+     * elements with them (a word on the grid never crosses an allocation's start, which
+     * is on it), but for a word that would cross the tensor's end: the tail (below). Every
+     * load is a predicated one in straight-line code (branches around each word's loads,
+     * and conversions of loaded data among them, cost the first form of these kernels
+     * half its speed) */
+    const int om = ragged && mrow ? (int)(((uintptr_t)mrow / sizeof(__nv_bfloat16)) % 8) : 0;
+    const __nv_bfloat16 *mb = mrow ? mrow - om : NULL;
+    const int q0 = om < o ? -1 : 0, d = om - o - q0 * 8;
+    const int mwords = (om + a.S + 7) / 8;
+    /* 1 where the row's last word (scores, mask) would cross the tensor's end */
+    const int stail = ragged && p + nvec * 8 > a.scores + a.rows * a.S;
+    const int mtail = ragged && mrow && mb + mwords * 8 > a.mask + (int64_t)a.B * a.S * a.S;
+    const bool last = (threadIdx.x & 15) == 15; /* takes no shuffle from above */
+    ft_word_bf16x8 mh[1];     /* the last lane's next mask words */
+#pragma unroll
+    for (int k = 0; k < 1; k++) {
+        const int c = lane + k * g;
+        if (full || c < nvec - stail) {
+            if (!ragged || (c > 0 && c < nvec - 1))
+                sw[k] = __ldcs((const ft_word_bf16x8 *)(p + c * 8));
+            else
+                sw[k] = *(const ft_word_bf16x8 *)(p + c * 8);
+            if (mrow && !ragged)
+                mw[k] = *(const ft_word_bf16x8 *)(mrow + c * 8);
+        }
+        if (mrow && ragged) { /* word c's mask word, and the one after it for word c - 1 */
+            memset(&mw[k], 0, sizeof mw[k]);
+            memset(&mh[k], 0, sizeof mh[k]);
+            if ((unsigned)(c + q0) < (unsigned)(mwords - mtail) && c <= nvec)
+                mw[k] = *(const ft_word_bf16x8 *)(mb + (c + q0) * 8);
+            if (last && (unsigned)(c + q0 + 1) < (unsigned)(mwords - mtail) && c < nvec)
+                mh[k] = *(const ft_word_bf16x8 *)(mb + (c + q0 + 1) * 8);
+        }
+    }
+    if (stail | mtail) /* the tensor's last row: its last word element by element, clamped into the row */
+#pragma unroll
+        for (int k = 0; k < 1; k++) {
+            const int c = lane + k * g;
+            if (stail && c == nvec - 1)
+                sw[k] = ft_softmax_word_bf16_w16(p, c, o, a.S);
+            if (mtail && c + q0 == mwords - 1 && c <= nvec)
+                mw[k] = ft_softmax_word_bf16_w16(mb, c + q0, om, a.S);
+            if (mtail && last && c + q0 + 1 == mwords - 1 && c < nvec)
+                mh[k] = ft_softmax_word_bf16_w16(mb, c + q0 + 1, om, a.S);
+        }
+    if (mrow && ragged)
+#pragma unroll
+        for (int k = 0; k < 1; k++) {
+            ft_word_bf16x8 nx = ft_softmax_shfl_down_bf16_w16(mw[k], 16);
+            if (last)
+                nx = mh[k];
+            mw[k] = ft_softmax_shift_bf16_w16(mw[k], nx, d);
+        }
+    float x[1][8]; /* first the mask terms, then the shifted values */
+    float t = -INFINITY;            /* this lane's largest mask term */
+#pragma unroll
+    for (int k = 0; k < 1; k++)
+        if (full || lane + k * g < nvec) {
+            /* a ragged row's word c holds positions c*8 - o ...; o = 0 otherwise */
+            const int c = lane + k * g;
+            ft_softmax_keep_vec_bf16_w16(mrow != NULL, mw[k], row_in, len + o, c, x[k]);
+#pragma unroll
+            for (int e = 0; e < 8; e++)
+                x[k][e] = (1.0f - x[k][e]) * -10000.0f;
+            if (ragged && (c == 0 || c == nvec - 1)) /* positions outside the row weigh nothing */
+#pragma unroll
+                for (int e = 0; e < 8; e++) {
+                    const int j = c * 8 + e - o;
+                    if (j < 0 || j >= a.S)
+                        x[k][e] = -INFINITY;
+                }
+#pragma unroll
+            for (int e = 0; e < 8; e++)
+                t = fmaxf(t, x[k][e]);
+        }
+    float mx = -INFINITY;
+#pragma unroll
+    for (int k = 0; k < 1; k++)
+        if (full || lane + k * g < nvec) {
+            float sc[8];
+            ft_unpack_bf16x8(sw[k], sc);
+            const int c = lane + k * g;
+            if (ragged && (c == 0 || c == nvec - 1)) /* the neighbours' scores (anything, NaN too) as 0 */
+#pragma unroll
+                for (int e = 0; e < 8; e++) {
+                    const int j = c * 8 + e - o;
+                    if (j < 0 || j >= a.S)
+                        sc[e] = 0.0f;
+                }
+#pragma unroll
+            for (int e = 0; e < 8; e++) {
+                x[k][e] = sc[e] * a.scale + (x[k][e] - t);
+                mx = fmaxf(mx, x[k][e]);
+            }
+        }
+    float top = t;
+    ft_group_max_shifted(top, mx, g, 0xffffffffu);
+    mx -= t - top; /* the row maximum relative to this lane's shift */
+    float sum = 0.0f;
+#pragma unroll
+    for (int k = 0; k < 1; k++)
+        if (full || lane + k * g < nvec)
+#pragma unroll
+            for (int e = 0; e < 8; e++) {
+                x[k][e] = __expf(x[k][e] - mx);
+                sum += x[k][e];
+            }
+    sum = ft_group_sum(sum, g, 0xffffffffu);
+    const float inv = 1.0f / sum;
+#pragma unroll
+    for (int k = 0; k < 1; k++) {
+        const int c = lane + k * g;
+        if (live && (full || c < nvec)) {
+#pragma unroll
+            for (int e = 0; e < 8; e++)
+                x[k][e] *= inv;
+            if (!ragged || (c > 0 && c < nvec - 1)) {
+                ft_store_cs_bf16x8(p + c * 8, x[k]);
+            } else {
+#pragma unroll
+                for (int e = 0; e < 8; e++) {
+                    const int j = c * 8 + e - o;
+                    if (j >= 0 && j < a.S)
+                        p[c * 8 + e] = ft_from_float_bf16(x[k][e]);
+                }
+            }
+        }
+    }
+}
+
+/* ft_softmax_bf16_w16_r1_g16 for rows that may lie off the 16-byte grid (S not a multiple of
+ * 8, or a pointer off the grid): each row's words run from the grid point below it, the
+ * first and last written element by element; the mask as words shifted into place. */
+static __global__ void __launch_bounds__(128) ft_softmax_bf16_w16_r1_g16_ragged(ft_softmax_args_bf16 a)
+{
+    enum { g = 16 };
+    const int row0 = blockIdx.x * (128 / g) + (int)threadIdx.x / g;
+    const bool live = row0 < a.rows;
+    if (__all_sync(0xffffffffu, !live))
+        return;
+    ft_pdl_wait(); /* launched dependent, as the kernels above */
+    ft_pdl_trigger();
+    const int row = live ? row0 : (int)a.rows - 1;
+    const int S = a.S;
+    const int b = row / (a.H * S), i = row % S;
+    __nv_bfloat16 *p = a.scores + (int64_t)row * S;
+    const __nv_bfloat16 *mrow = a.mask ? a.mask + ((int64_t)b * S + i) * S : NULL;
+    const int len = a.lengths ? min(max(a.lengths[b], 0), S) : S;
+    /* o elements past the grid point below the row; its words run from there */
+    const int o = (int)(((uintptr_t)p / sizeof(__nv_bfloat16)) % 8);
+    ft_softmax_row_bf16_w16_r1_g16_rg(a, p - o, mrow, len, i < len, (o + S + 7) / 8, live, false, true, o);
+
+}
+
+/* Softmax of rows of up to 1024 columns: 32 lanes per row, 4 vector(s) of 8 per lane
+ * kept in registers; one read and one write of the row. The lane count is fixed per
+ * kernel (no index division, unrolled shuffles; rows that need more than one vector per
+ * lane always take 32 lanes). Every load of the row (score and mask words) is issued
+ * before the first reduction.
+ * Score words are read and written as streaming (evict-first): no other access shares
+ * their sectors.
+ *
+ * Each lane subtracts its own largest mask term t from its positions, so a row masked
+ * everywhere (all terms -10000, where fp32 would keep only ~10 bits of score*scale) keeps
+ * score*scale exactly; the row maximum is reduced as (largest t, maximum relative to
+ * it) in one pass (ft_group_max_shifted). Lanes whose t is the row's get the values they
+ * would without any shift, bit for bit; the others hold only positions masked harder than
+ * the row's best, whose weights underflow either way.
+ *
+ * This is one row's work for the kernel below; `full`: the row fills the group's vectors
+ * exactly (the compiler drops the bounds tests of that copy); `ragged`: the row lies o
+ * elements past the grid point p (or ends off the grid, or its mask row is off it): nvec
+ * words from p, read whole (the neighbours' elements in the first and last weigh nothing
+ * and are never written: those two are written element by element). The mask row
+ * lies om elements past its own grid point: each lane reads the mask word its score word
+ * starts in (q0 words before or at it) and takes the next from the lane above by a shuffle
+ * (the last lane of a group reads it itself), then shifts the pair by d elements into
+ * place. Only a word that would cross the end of its tensor is read element by element. */
+static __device__ __forceinline__ void ft_softmax_row_bf16_w16_r4_g32_rg(const ft_softmax_args_bf16 &a, __nv_bfloat16 *p,
+    const __nv_bfloat16 *mrow, int len, int row_in, int nvec, bool live, const bool full, const bool ragged, int o)
+{
+    enum { g = 32 };
+    const int lane = threadIdx.x & (g - 1);
+    ft_word_bf16x8 sw[4], mw[4]; /* the row's score and mask words */
+    /* a ragged row's mask: word c's elements start d elements into mask word c + q0 of the
+     * mask row's mwords (from its grid point mb). Words are read whole, the neighbours'
+     * elements with them (a word on the grid never crosses an allocation's start, which
+     * is on it), but for a word that would cross the tensor's end: the tail (below). Every
+     * load is a predicated one in straight-line code (branches around each word's loads,
+     * and conversions of loaded data among them, cost the first form of these kernels
+     * half its speed) */
+    const int om = ragged && mrow ? (int)(((uintptr_t)mrow / sizeof(__nv_bfloat16)) % 8) : 0;
+    const __nv_bfloat16 *mb = mrow ? mrow - om : NULL;
+    const int q0 = om < o ? -1 : 0, d = om - o - q0 * 8;
+    const int mwords = (om + a.S + 7) / 8;
+    /* 1 where the row's last word (scores, mask) would cross the tensor's end */
+    const int stail = ragged && p + nvec * 8 > a.scores + a.rows * a.S;
+    const int mtail = ragged && mrow && mb + mwords * 8 > a.mask + (int64_t)a.B * a.S * a.S;
+    const bool last = (threadIdx.x & 31) == 31; /* takes no shuffle from above */
+    ft_word_bf16x8 mh[4];     /* the last lane's next mask words */
+#pragma unroll
+    for (int k = 0; k < 4; k++) {
+        const int c = lane + k * g;
+        if (full || c < nvec - stail) {
+            if (!ragged || (c > 0 && c < nvec - 1))
+                sw[k] = __ldcs((const ft_word_bf16x8 *)(p + c * 8));
+            else
+                sw[k] = *(const ft_word_bf16x8 *)(p + c * 8);
+            if (mrow && !ragged)
+                mw[k] = *(const ft_word_bf16x8 *)(mrow + c * 8);
+        }
+        if (mrow && ragged) { /* word c's mask word, and the one after it for word c - 1 */
+            memset(&mw[k], 0, sizeof mw[k]);
+            memset(&mh[k], 0, sizeof mh[k]);
+            if ((unsigned)(c + q0) < (unsigned)(mwords - mtail) && c <= nvec)
+                mw[k] = *(const ft_word_bf16x8 *)(mb + (c + q0) * 8);
+            if (last && (unsigned)(c + q0 + 1) < (unsigned)(mwords - mtail) && c < nvec)
+                mh[k] = *(const ft_word_bf16x8 *)(mb + (c + q0 + 1) * 8);
+        }
+    }
+    if (stail | mtail) /* the tensor's last row: its last word element by element, clamped into the row */
+#pragma unroll
+        for (int k = 0; k < 4; k++) {
+            const int c = lane + k * g;
+            if (stail && c == nvec - 1)
+                sw[k] = ft_softmax_word_bf16_w16(p, c, o, a.S);
+            if (mtail && c + q0 == mwords - 1 && c <= nvec)
+                mw[k] = ft_softmax_word_bf16_w16(mb, c + q0, om, a.S);
+            if (mtail && last && c + q0 + 1 == mwords - 1 && c < nvec)
+                mh[k] = ft_softmax_word_bf16_w16(mb, c + q0 + 1, om, a.S);
+        }
+    if (mrow && ragged)
+#pragma unroll
+        for (int k = 0; k < 4; k++) {
+            ft_word_bf16x8 nx = ft_softmax_shfl_down_bf16_w16(mw[k], 32);
+            if (last)
+                nx = mh[k];
+            mw[k] = ft_softmax_shift_bf16_w16(mw[k], nx, d);
+        }
+    float x[4][8]; /* first the mask terms, then the shifted values */
+    float t = -INFINITY;            /* this lane's largest mask term */
+#pragma unroll
+    for (int k = 0; k < 4; k++)
+        if (full || lane + k * g < nvec) {
+            /* a ragged row's word c holds positions c*8 - o ...; o = 0 otherwise */
+            const int c = lane + k * g;
+            ft_softmax_keep_vec_bf16_w16(mrow != NULL, mw[k], row_in, len + o, c, x[k]);
+#pragma unroll
+            for (int e = 0; e < 8; e++)
+                x[k][e] = (1.0f - x[k][e]) * -10000.0f;
+            if (ragged && (c == 0 || c == nvec - 1)) /* positions outside the row weigh nothing */
+#pragma unroll
+                for (int e = 0; e < 8; e++) {
+                    const int j = c * 8 + e - o;
+                    if (j < 0 || j >= a.S)
+                        x[k][e] = -INFINITY;
+                }
+#pragma unroll
+            for (int e = 0; e < 8; e++)
+                t = fmaxf(t, x[k][e]);
+        }
+    float mx = -INFINITY;
+#pragma unroll
+    for (int k = 0; k < 4; k++)
+        if (full || lane + k * g < nvec) {
+            float sc[8];
+            ft_unpack_bf16x8(sw[k], sc);
+            const int c = lane + k * g;
+            if (ragged && (c == 0 || c == nvec - 1)) /* the neighbours' scores (anything, NaN too) as 0 */
+#pragma unroll
+                for (int e = 0; e < 8; e++) {
+                    const int j = c * 8 + e - o;
+                    if (j < 0 || j >= a.S)
+                        sc[e] = 0.0f;
+                }
+#pragma unroll
+            for (int e = 0; e < 8; e++) {
+                x[k][e] = sc[e] * a.scale + (x[k][e] - t);
+                mx = fmaxf(mx, x[k][e]);
+            }
+        }
+    float top = t;
+    ft_group_max_shifted(top, mx, g, 0xffffffffu);
+    mx -= t - top; /* the row maximum relative to this lane's shift */
+    float sum = 0.0f;
+#pragma unroll
+    for (int k = 0; k < 4; k++)
+        if (full || lane + k * g < nvec)
+#pragma unroll
+            for (int e = 0; e < 8; e++) {
+                x[k][e] = __expf(x[k][e] - mx);
+                sum += x[k][e];
+            }
+    sum = ft_group_sum(sum, g, 0xffffffffu);
+    const float inv = 1.0f / sum;
+#pragma unroll
+    for (int k = 0; k < 4; k++) {
+        const int c = lane + k * g;
+        if (live && (full || c < nvec)) {
+#pragma unroll
+            for (int e = 0; e < 8; e++)
+                x[k][e] *= inv;
+            if (!ragged || (c > 0 && c < nvec - 1)) {
+                ft_store_cs_bf16x8(p + c * 8, x[k]);
+            } else {
+#pragma unroll
+                for (int e = 0; e < 8; e++) {
+                    const int j = c * 8 + e - o;
+                    if (j >= 0 && j < a.S)
+                        p[c * 8 + e] = ft_from_float_bf16(x[k][e]);
+                }
+            }
+        }
+    }
+}
+
+/* ft_softmax_bf16_w16_r4_g32 for rows that may lie off the 16-byte grid (S not a multiple of
+ * 8, or a pointer off the grid): each row's words run from the grid point below it, the
+ * first and last written element by element; the mask as words shifted into place. */
+static __global__ void __launch_bounds__(128) ft_softmax_bf16_w16_r4_g32_ragged(ft_softmax_args_bf16 a)
+{
+    enum { g = 32 };
+    const int row0 = blockIdx.x * (128 / g) + (int)threadIdx.x / g;
+    const bool live = row0 < a.rows;
+    if (__all_sync(0xffffffffu, !live))
+        return;
+    ft_pdl_wait(); /* launched dependent, as the kernels above */
+    ft_pdl_trigger();
+    const int row = live ? row0 : (int)a.rows - 1;
+    const int S = a.S;
+    const int b = row / (a.H * S), i = row % S;
+    __nv_bfloat16 *p = a.scores + (int64_t)row * S;
+    const __nv_bfloat16 *mrow = a.mask ? a.mask + ((int64_t)b * S + i) * S : NULL;
+    const int len = a.lengths ? min(max(a.lengths[b], 0), S) : S;
+    /* o elements past the grid point below the row; its words run from there */
+    const int o = (int)(((uintptr_t)p / sizeof(__nv_bfloat16)) % 8);
+    ft_softmax_row_bf16_w16_r4_g32_rg(a, p - o, mrow, len, i < len, (o + S + 7) / 8, live, false, true, o);
+
+}
+
 /* Softmax of rows of up to blockDim.x x 32 columns: the whole block per row, 4 vector(s)
  * of 8 per thread kept in registers; one read and one write of the row; the two
  * reductions go through `scratch` (96 floats). Every load of the row (score and mask
@@ -1195,52 +2180,94 @@ static __global__ void __launch_bounds__(128) ft_softmax_bf16_w16_r8_g32(ft_soft
  * This is one row's work for the kernel below; `full`: the row fills the block's vectors
  * exactly (the compiler drops the bounds tests of that copy); `ragged`: the row lies o
  * elements past the grid point p (or ends off the grid, or its mask row is off it): nvec
- * words from p, the first and last read and written element by element, the mask
- * element by element. */
+ * words from p, read whole (the neighbours' elements in the first and last weigh nothing
+ * and are never written: those two are written element by element). The mask row
+ * lies om elements past its own grid point: each thread reads the mask word its score word
+ * starts in (q0 words before or at it) and takes the next from the thread above by a shuffle
+ * (the last of a warp reads it itself), then shifts the pair by d elements into
+ * place. Only a word that would cross the end of its tensor is read element by element. */
 static __device__ __forceinline__ void ft_softmax_row_bf16_w16_b4(const ft_softmax_args_bf16 &a, __nv_bfloat16 *p,
     const __nv_bfloat16 *mrow, int len, int row_in, int nvec, bool live, const bool full, const bool ragged, int o,
     float *scratch)
 {
     const int g = (int)blockDim.x, lane = (int)threadIdx.x;
     ft_word_bf16x8 sw[4], mw[4]; /* the row's score and mask words */
+    /* a ragged row's mask: word c's elements start d elements into mask word c + q0 of the
+     * mask row's mwords (from its grid point mb). Words are read whole, the neighbours'
+     * elements with them (a word on the grid never crosses an allocation's start, which
+     * is on it), but for a word that would cross the tensor's end: the tail (below). Every
+     * load is a predicated one in straight-line code (branches around each word's loads,
+     * and conversions of loaded data among them, cost the first form of these kernels
+     * half its speed) */
+    const int om = ragged && mrow ? (int)(((uintptr_t)mrow / sizeof(__nv_bfloat16)) % 8) : 0;
+    const __nv_bfloat16 *mb = mrow ? mrow - om : NULL;
+    const int q0 = om < o ? -1 : 0, d = om - o - q0 * 8;
+    const int mwords = (om + a.S + 7) / 8;
+    /* 1 where the row's last word (scores, mask) would cross the tensor's end */
+    const int stail = ragged && p + nvec * 8 > a.scores + a.rows * a.S;
+    const int mtail = ragged && mrow && mb + mwords * 8 > a.mask + (int64_t)a.B * a.S * a.S;
+    const bool last = (threadIdx.x & 31) == 31; /* takes no shuffle from above */
+    ft_word_bf16x8 mh[4];     /* the last thread's next mask words */
 #pragma unroll
     for (int k = 0; k < 4; k++) {
         const int c = lane + k * g;
-        if (full || c < nvec) {
-            if (!ragged || (c > 0 && c < nvec - 1)) {
+        if (full || c < nvec - stail) {
+            if (!ragged || (c > 0 && c < nvec - 1))
                 sw[k] = __ldcs((const ft_word_bf16x8 *)(p + c * 8));
-                if (mrow && !ragged)
-                    mw[k] = *(const ft_word_bf16x8 *)(mrow + c * 8);
-            } else { /* a ragged row's first or last word: its own elements (others read as the nearest) */
-                float f[8];
-#pragma unroll
-                for (int e = 0; e < 8; e++)
-                    f[e] = ft_to_float_bf16(p[o + min(max(c * 8 + e - o, 0), a.S - 1)]);
-                sw[k] = ft_pack_bf16x8(f);
-            }
-            if (mrow && ragged) { /* the mask row element by element (L1 serves the word's other lanes) */
-                float f[8];
-#pragma unroll
-                for (int e = 0; e < 8; e++)
-                    f[e] = ft_to_float_bf16(mrow[min(max(c * 8 + e - o, 0), a.S - 1)]);
-                mw[k] = ft_pack_bf16x8(f);
-            }
+            else
+                sw[k] = *(const ft_word_bf16x8 *)(p + c * 8);
+            if (mrow && !ragged)
+                mw[k] = *(const ft_word_bf16x8 *)(mrow + c * 8);
+        }
+        if (mrow && ragged) { /* word c's mask word, and the one after it for word c - 1 */
+            memset(&mw[k], 0, sizeof mw[k]);
+            memset(&mh[k], 0, sizeof mh[k]);
+            if ((unsigned)(c + q0) < (unsigned)(mwords - mtail) && c <= nvec)
+                mw[k] = *(const ft_word_bf16x8 *)(mb + (c + q0) * 8);
+            if (last && (unsigned)(c + q0 + 1) < (unsigned)(mwords - mtail) && c < nvec)
+                mh[k] = *(const ft_word_bf16x8 *)(mb + (c + q0 + 1) * 8);
         }
     }
+    if (stail | mtail) /* the tensor's last row: its last word element by element, clamped into the row */
+#pragma unroll
+        for (int k = 0; k < 4; k++) {
+            const int c = lane + k * g;
+            if (stail && c == nvec - 1)
+                sw[k] = ft_softmax_word_bf16_w16(p, c, o, a.S);
+            if (mtail && c + q0 == mwords - 1 && c <= nvec)
+                mw[k] = ft_softmax_word_bf16_w16(mb, c + q0, om, a.S);
+            if (mtail && last && c + q0 + 1 == mwords - 1 && c < nvec)
+                mh[k] = ft_softmax_word_bf16_w16(mb, c + q0 + 1, om, a.S);
+        }
+    if (mrow && ragged)
+#pragma unroll
+        for (int k = 0; k < 4; k++) {
+            ft_word_bf16x8 nx = ft_softmax_shfl_down_bf16_w16(mw[k], 32);
+            if (last)
+                nx = mh[k];
+            mw[k] = ft_softmax_shift_bf16_w16(mw[k], nx, d);
+        }
     float x[4][8]; /* first the mask terms, then the shifted values */
     float t = -INFINITY;            /* this thread's largest mask term */
 #pragma unroll
     for (int k = 0; k < 4; k++)
         if (full || lane + k * g < nvec) {
             /* a ragged row's word c holds positions c*8 - o ...; o = 0 otherwise */
-            ft_softmax_keep_vec_bf16_w16(mrow != NULL, mw[k], row_in, len + o, lane + k * g, x[k]);
+            const int c = lane + k * g;
+            ft_softmax_keep_vec_bf16_w16(mrow != NULL, mw[k], row_in, len + o, c, x[k]);
 #pragma unroll
-            for (int e = 0; e < 8; e++) {
-                const int j = (lane + k * g) * 8 + e - o;
-                /* positions outside a ragged row weigh nothing */
-                x[k][e] = !ragged || (j >= 0 && j < a.S) ? (1.0f - x[k][e]) * -10000.0f : -INFINITY;
+            for (int e = 0; e < 8; e++)
+                x[k][e] = (1.0f - x[k][e]) * -10000.0f;
+            if (ragged && (c == 0 || c == nvec - 1)) /* positions outside the row weigh nothing */
+#pragma unroll
+                for (int e = 0; e < 8; e++) {
+                    const int j = c * 8 + e - o;
+                    if (j < 0 || j >= a.S)
+                        x[k][e] = -INFINITY;
+                }
+#pragma unroll
+            for (int e = 0; e < 8; e++)
                 t = fmaxf(t, x[k][e]);
-            }
         }
     float mx = -INFINITY;
 #pragma unroll
@@ -1248,6 +2275,14 @@ static __device__ __forceinline__ void ft_softmax_row_bf16_w16_b4(const ft_softm
         if (full || lane + k * g < nvec) {
             float sc[8];
             ft_unpack_bf16x8(sw[k], sc);
+            const int c = lane + k * g;
+            if (ragged && (c == 0 || c == nvec - 1)) /* the neighbours' scores (anything, NaN too) as 0 */
+#pragma unroll
+                for (int e = 0; e < 8; e++) {
+                    const int j = c * 8 + e - o;
+                    if (j < 0 || j >= a.S)
+                        sc[e] = 0.0f;
+                }
 #pragma unroll
             for (int e = 0; e < 8; e++) {
                 x[k][e] = sc[e] * a.scale + (x[k][e] - t);
@@ -1434,7 +2469,7 @@ static __global__ void __launch_bounds__(128) ft_softmax_bf16_w16_b8(ft_softmax_
 
 /* ft_softmax_bf16_w16_b4 for rows that may lie off the 16-byte grid (S not a multiple of
  * 8, or a pointer off the grid): each row's words run from the grid point below it, the
- * first and last read and written element by element, the mask element by element. A
+ * first and last written element by element, the mask as words shifted into place. A
  * kernel of its own, so that the aligned kernels keep their registers (with this path
  * inlined, bf16's 8-vector kernel took 168 registers instead of 127 and S4096 701 us
  * instead of 605 on the H200). */
@@ -3186,6 +4221,32 @@ static inline ft_status ft_masked_softmax_bf16(__nv_bfloat16 *scores, const __nv
     a.scores = scores, a.mask = mask, a.lengths = mask ? NULL : lengths;
     a.rows = rows, a.B = B, a.H = H, a.S = S, a.scale = scale;
     const int aligned = S % 8 == 0 && ft_aligned(scores, 16) && ft_aligned(mask, 16);
+    if (!aligned) {
+        /* rows off the 16-byte grid in one warp: 16-byte words from the grid point below each
+         * row, by the most words a row touches, where that beat element-wise accesses (H200,
+         * fp16 with a mask, us): in groups of up to 16 lanes where the words fill more than
+         * 5/8 of the group (S25 134 against 481, S50 541 / 984, S97 727 / 833; not S60, 9 words
+         * in 16 lanes: 1175 / 1025); past 512 columns with 4 words a lane against 32
+         * elements a lane (S513 552 / 763, S700 433 / 617, S1009 371 / 467); not in between
+         * (S127 1121 / 636 with one word a lane, S220 646 / 553, S511 553 / 408 with 4 words
+         * a lane against 16 elements) */
+        const int words = (S + 14) / 8;
+        int g = 1; /* the fewest lanes that hold the words */
+        while (g < words)
+            g <<= 1;
+        if (words > 1 && g <= 16 && words * 8 > g * 5) {
+            const unsigned grid = (unsigned)((rows + 128 / g - 1) / (128 / g));
+            switch (g) {
+            case 2: return ft_softmax_launch_bf16(fn, (const void *)ft_softmax_bf16_w16_r1_g2_ragged, grid, 128, a, stream);
+            case 4: return ft_softmax_launch_bf16(fn, (const void *)ft_softmax_bf16_w16_r1_g4_ragged, grid, 128, a, stream);
+            case 8: return ft_softmax_launch_bf16(fn, (const void *)ft_softmax_bf16_w16_r1_g8_ragged, grid, 128, a, stream);
+            default: return ft_softmax_launch_bf16(fn, (const void *)ft_softmax_bf16_w16_r1_g16_ragged, grid, 128, a, stream);
+            }
+        }
+        if (words <= 128 && S > 512)
+            return ft_softmax_launch_bf16(fn, (const void *)ft_softmax_bf16_w16_r4_g32_ragged,
+                                          (unsigned)((rows + 3) / 4), 128, a, stream);
+    }
 if (aligned) {
         const int nvec = S / 8;
         /* the smallest register bucket that holds the row in one warp, then the fewest
@@ -3300,9 +4361,10 @@ if (aligned) {
             /* g is 32 past one vector per lane */
             return ft_softmax_launch_bf16(fn, (const void *)ft_softmax_bf16_w2_r32_g32, grid, 128, a, stream);
         }
-        /* past one warp, rows off the grid take 16-byte words but their ends (H200, fp16 with
-         * a mask: B8 H16 S2047 1242 us against 1663 element by element in a block; within
-         * one warp, element by element was the faster: B32 H16 S1023 1256 us against 1760) */
+        /* past one warp, rows off the grid take 16-byte words (H200, fp16 with a mask: B8 H16
+         * S2047 1161 us, 1242 with the mask element by element, 1663 all element by element;
+         * in one warp, element by element was the faster at 129 words, S1023 1255 us against
+         * 1664 in a block) */
         const int words = (S + 14) / 8; /* the most a row touches */
         if (words <= 1024)
             return ft_softmax_launch_bf16(fn, (const void *)ft_softmax_bf16_w16_b4_ragged, (unsigned)rows,

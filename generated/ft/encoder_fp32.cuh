@@ -26,10 +26,11 @@
  * The softmax keeps a row in registers: rows of up to 2048 columns (16-byte accesses) or
  * 1024 (element by element, rows off the 16-byte grid) are served by a group of 1..32
  * lanes, chosen per call as the fewest lanes that hold the row (the register buckets per
- * lane are fixed when the header is generated); rows of up to 8192 columns by one block,
- * 16-byte accesses (a row off the grid has its first and last words read and
- * written element by element); longer rows by a block that streams the row twice (no
- * length limit). Launchers check every argument before touching the GPU and return an
+ * lane are fixed when the header is generated);
+ * rows of up to 8192 columns by one block, 16-byte accesses (a row off the grid
+ * as whole words from the grid point below it, its first and last written element by
+ * element, its mask as words shifted into place); longer rows by a block that streams the
+ * row twice (no length limit). Launchers check every argument before touching the GPU and return an
  * ft_status; ft_last_error() says what was wrong. */
 #ifndef FT_ENCODER_FP32_CUH
 #define FT_ENCODER_FP32_CUH
@@ -168,6 +169,58 @@ static __device__ __forceinline__ void ft_softmax_keep_vec_fp32_w16(bool has_mas
         for (int e = 0; e < 4; e++)
             m[e] = ft_softmax_keep_fp32(NULL, row_in, len, c * 4 + e);
     }
+}
+
+/* Word q from the grid point p of a row that lies o elements past p (S elements), element
+ * by element, positions outside the row read as the nearest inside: a tensor's last word
+ * where it would cross the tensor's end. */
+static __device__ __forceinline__ ft_word_fp32x4 ft_softmax_word_fp32_w16(const float *p, int q, int o, int S)
+{
+    float f[4];
+#pragma unroll
+    for (int e = 0; e < 4; e++)
+        f[e] = ft_to_float_fp32(p[o + min(max(q * 4 + e - o, 0), S - 1)]);
+    return ft_pack_fp32x4(f);
+}
+
+/* Elements d .. d + 3 of the 8 elements lo, hi (0 <= d < 4) as one word: whole
+ * 32-bit pieces picked by selects on the bits of the shift. */
+static __device__ __forceinline__ ft_word_fp32x4 ft_softmax_shift_fp32_w16(ft_word_fp32x4 lo, ft_word_fp32x4 hi, int d)
+{
+    enum { NU = 4 };
+    union {
+        ft_word_fp32x4 w;
+        unsigned u[NU];
+    } a, b, r;
+    a.w = lo, b.w = hi;
+    unsigned c[2 * NU];
+#pragma unroll
+    for (int i = 0; i < NU; i++)
+        c[i] = a.u[i], c[NU + i] = b.u[i];
+    const int W = d; /* whole pieces */
+#pragma unroll
+    for (int bit = NU / 2; bit >= 1; bit >>= 1)
+#pragma unroll
+        for (int i = 0; i + bit < 2 * NU; i++)
+            c[i] = (W & bit) ? c[i + bit] : c[i];
+#pragma unroll
+    for (int i = 0; i < NU; i++)
+        r.u[i] = c[i];
+    return r.w;
+}
+
+/* w of the lane `delta` above in groups of `width` lanes (all 32 lanes call it). */
+static __device__ __forceinline__ ft_word_fp32x4 ft_softmax_shfl_down_fp32_w16(ft_word_fp32x4 v, int width)
+{
+    union {
+        ft_word_fp32x4 w;
+        unsigned u[4];
+    } a;
+    a.w = v;
+#pragma unroll
+    for (int i = 0; i < 4; i++)
+        a.u[i] = __shfl_down_sync(0xffffffffu, a.u[i], 1, width);
+    return a.w;
 }
 
 /* Softmax of rows of up to 4 columns: 1 lanes per row, 1 vector(s) of 4 per lane
@@ -1307,52 +1360,94 @@ static __global__ void __launch_bounds__(128) ft_softmax_fp32_w16_r16_g32(ft_sof
  * This is one row's work for the kernel below; `full`: the row fills the block's vectors
  * exactly (the compiler drops the bounds tests of that copy); `ragged`: the row lies o
  * elements past the grid point p (or ends off the grid, or its mask row is off it): nvec
- * words from p, the first and last read and written element by element, the mask
- * element by element. */
+ * words from p, read whole (the neighbours' elements in the first and last weigh nothing
+ * and are never written: those two are written element by element). The mask row
+ * lies om elements past its own grid point: each thread reads the mask word its score word
+ * starts in (q0 words before or at it) and takes the next from the thread above by a shuffle
+ * (the last of a warp reads it itself), then shifts the pair by d elements into
+ * place. Only a word that would cross the end of its tensor is read element by element. */
 static __device__ __forceinline__ void ft_softmax_row_fp32_w16_b4(const ft_softmax_args_fp32 &a, float *p,
     const float *mrow, int len, int row_in, int nvec, bool live, const bool full, const bool ragged, int o,
     float *scratch)
 {
     const int g = (int)blockDim.x, lane = (int)threadIdx.x;
     ft_word_fp32x4 sw[4], mw[4]; /* the row's score and mask words */
+    /* a ragged row's mask: word c's elements start d elements into mask word c + q0 of the
+     * mask row's mwords (from its grid point mb). Words are read whole, the neighbours'
+     * elements with them (a word on the grid never crosses an allocation's start, which
+     * is on it), but for a word that would cross the tensor's end: the tail (below). Every
+     * load is a predicated one in straight-line code (branches around each word's loads,
+     * and conversions of loaded data among them, cost the first form of these kernels
+     * half its speed) */
+    const int om = ragged && mrow ? (int)(((uintptr_t)mrow / sizeof(float)) % 4) : 0;
+    const float *mb = mrow ? mrow - om : NULL;
+    const int q0 = om < o ? -1 : 0, d = om - o - q0 * 4;
+    const int mwords = (om + a.S + 3) / 4;
+    /* 1 where the row's last word (scores, mask) would cross the tensor's end */
+    const int stail = ragged && p + nvec * 4 > a.scores + a.rows * a.S;
+    const int mtail = ragged && mrow && mb + mwords * 4 > a.mask + (int64_t)a.B * a.S * a.S;
+    const bool last = (threadIdx.x & 31) == 31; /* takes no shuffle from above */
+    ft_word_fp32x4 mh[4];     /* the last thread's next mask words */
 #pragma unroll
     for (int k = 0; k < 4; k++) {
         const int c = lane + k * g;
-        if (full || c < nvec) {
-            if (!ragged || (c > 0 && c < nvec - 1)) {
+        if (full || c < nvec - stail) {
+            if (!ragged || (c > 0 && c < nvec - 1))
                 sw[k] = __ldcs((const ft_word_fp32x4 *)(p + c * 4));
-                if (mrow && !ragged)
-                    mw[k] = *(const ft_word_fp32x4 *)(mrow + c * 4);
-            } else { /* a ragged row's first or last word: its own elements (others read as the nearest) */
-                float f[4];
-#pragma unroll
-                for (int e = 0; e < 4; e++)
-                    f[e] = ft_to_float_fp32(p[o + min(max(c * 4 + e - o, 0), a.S - 1)]);
-                sw[k] = ft_pack_fp32x4(f);
-            }
-            if (mrow && ragged) { /* the mask row element by element (L1 serves the word's other lanes) */
-                float f[4];
-#pragma unroll
-                for (int e = 0; e < 4; e++)
-                    f[e] = ft_to_float_fp32(mrow[min(max(c * 4 + e - o, 0), a.S - 1)]);
-                mw[k] = ft_pack_fp32x4(f);
-            }
+            else
+                sw[k] = *(const ft_word_fp32x4 *)(p + c * 4);
+            if (mrow && !ragged)
+                mw[k] = *(const ft_word_fp32x4 *)(mrow + c * 4);
+        }
+        if (mrow && ragged) { /* word c's mask word, and the one after it for word c - 1 */
+            memset(&mw[k], 0, sizeof mw[k]);
+            memset(&mh[k], 0, sizeof mh[k]);
+            if ((unsigned)(c + q0) < (unsigned)(mwords - mtail) && c <= nvec)
+                mw[k] = *(const ft_word_fp32x4 *)(mb + (c + q0) * 4);
+            if (last && (unsigned)(c + q0 + 1) < (unsigned)(mwords - mtail) && c < nvec)
+                mh[k] = *(const ft_word_fp32x4 *)(mb + (c + q0 + 1) * 4);
         }
     }
+    if (stail | mtail) /* the tensor's last row: its last word element by element, clamped into the row */
+#pragma unroll
+        for (int k = 0; k < 4; k++) {
+            const int c = lane + k * g;
+            if (stail && c == nvec - 1)
+                sw[k] = ft_softmax_word_fp32_w16(p, c, o, a.S);
+            if (mtail && c + q0 == mwords - 1 && c <= nvec)
+                mw[k] = ft_softmax_word_fp32_w16(mb, c + q0, om, a.S);
+            if (mtail && last && c + q0 + 1 == mwords - 1 && c < nvec)
+                mh[k] = ft_softmax_word_fp32_w16(mb, c + q0 + 1, om, a.S);
+        }
+    if (mrow && ragged)
+#pragma unroll
+        for (int k = 0; k < 4; k++) {
+            ft_word_fp32x4 nx = ft_softmax_shfl_down_fp32_w16(mw[k], 32);
+            if (last)
+                nx = mh[k];
+            mw[k] = ft_softmax_shift_fp32_w16(mw[k], nx, d);
+        }
     float x[4][4]; /* first the mask terms, then the shifted values */
     float t = -INFINITY;            /* this thread's largest mask term */
 #pragma unroll
     for (int k = 0; k < 4; k++)
         if (full || lane + k * g < nvec) {
             /* a ragged row's word c holds positions c*4 - o ...; o = 0 otherwise */
-            ft_softmax_keep_vec_fp32_w16(mrow != NULL, mw[k], row_in, len + o, lane + k * g, x[k]);
+            const int c = lane + k * g;
+            ft_softmax_keep_vec_fp32_w16(mrow != NULL, mw[k], row_in, len + o, c, x[k]);
 #pragma unroll
-            for (int e = 0; e < 4; e++) {
-                const int j = (lane + k * g) * 4 + e - o;
-                /* positions outside a ragged row weigh nothing */
-                x[k][e] = !ragged || (j >= 0 && j < a.S) ? (1.0f - x[k][e]) * -10000.0f : -INFINITY;
+            for (int e = 0; e < 4; e++)
+                x[k][e] = (1.0f - x[k][e]) * -10000.0f;
+            if (ragged && (c == 0 || c == nvec - 1)) /* positions outside the row weigh nothing */
+#pragma unroll
+                for (int e = 0; e < 4; e++) {
+                    const int j = c * 4 + e - o;
+                    if (j < 0 || j >= a.S)
+                        x[k][e] = -INFINITY;
+                }
+#pragma unroll
+            for (int e = 0; e < 4; e++)
                 t = fmaxf(t, x[k][e]);
-            }
         }
     float mx = -INFINITY;
 #pragma unroll
@@ -1360,6 +1455,14 @@ static __device__ __forceinline__ void ft_softmax_row_fp32_w16_b4(const ft_softm
         if (full || lane + k * g < nvec) {
             float sc[4];
             ft_unpack_fp32x4(sw[k], sc);
+            const int c = lane + k * g;
+            if (ragged && (c == 0 || c == nvec - 1)) /* the neighbours' scores (anything, NaN too) as 0 */
+#pragma unroll
+                for (int e = 0; e < 4; e++) {
+                    const int j = c * 4 + e - o;
+                    if (j < 0 || j >= a.S)
+                        sc[e] = 0.0f;
+                }
 #pragma unroll
             for (int e = 0; e < 4; e++) {
                 x[k][e] = sc[e] * a.scale + (x[k][e] - t);
@@ -1546,7 +1649,7 @@ static __global__ void __launch_bounds__(256) ft_softmax_fp32_w16_b8(ft_softmax_
 
 /* ft_softmax_fp32_w16_b4 for rows that may lie off the 16-byte grid (S not a multiple of
  * 4, or a pointer off the grid): each row's words run from the grid point below it, the
- * first and last read and written element by element, the mask element by element. A
+ * first and last written element by element, the mask as words shifted into place. A
  * kernel of its own, so that the aligned kernels keep their registers (with this path
  * inlined, bf16's 8-vector kernel took 168 registers instead of 127 and S4096 701 us
  * instead of 605 on the H200). */
@@ -3420,9 +3523,10 @@ if (aligned) {
             /* g is 32 past one vector per lane */
             return ft_softmax_launch_fp32(fn, (const void *)ft_softmax_fp32_w4_r32_g32, grid, 128, a, stream);
         }
-        /* past one warp, rows off the grid take 16-byte words but their ends (H200, fp16 with
-         * a mask: B8 H16 S2047 1242 us against 1663 element by element in a block; within
-         * one warp, element by element was the faster: B32 H16 S1023 1256 us against 1760) */
+        /* past one warp, rows off the grid take 16-byte words (H200, fp16 with a mask: B8 H16
+         * S2047 1161 us, 1242 with the mask element by element, 1663 all element by element;
+         * in one warp, element by element was the faster at 129 words, S1023 1255 us against
+         * 1664 in a block) */
         const int words = (S + 6) / 4; /* the most a row touches */
         if (words <= 2048)
             return ft_softmax_launch_fp32(fn, (const void *)ft_softmax_fp32_w16_b4_ragged, (unsigned)rows,
