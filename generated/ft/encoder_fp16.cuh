@@ -1401,11 +1401,18 @@ static __device__ __forceinline__ void ft_softmax_row_fp16_w16_r1_g2_rg(const ft
 static __global__ void __launch_bounds__(128) ft_softmax_fp16_w16_r1_g2_ragged(ft_softmax_args_fp16 a)
 {
     enum { g = 2 };
+    /* rows < 2^31 (the launcher checks); a group past the last row works on the last row
+     * and stores nothing, so every lane of a warp reaches the shuffles (full-warp masks:
+     * a per-group mask makes the compiler emulate the shuffle lane group by lane group).
+     * Rows in order (a grid over (b*H + h, row pieces) measured 4% slower: S512 49.6 us
+     * against 47.6 in the same form) */
     const int row0 = blockIdx.x * (128 / g) + (int)threadIdx.x / g;
     const bool live = row0 < a.rows;
     if (__all_sync(0xffffffffu, !live))
         return;
-    ft_pdl_wait(); /* launched dependent, as the kernels above */
+    /* launched dependent (sm_90): wait for the previous kernel's writes, then let the next
+     * launch be scheduled behind this one's last blocks */
+    ft_pdl_wait();
     ft_pdl_trigger();
     const int row = live ? row0 : (int)a.rows - 1;
     const int S = a.S;
@@ -1587,11 +1594,18 @@ static __device__ __forceinline__ void ft_softmax_row_fp16_w16_r1_g4_rg(const ft
 static __global__ void __launch_bounds__(128) ft_softmax_fp16_w16_r1_g4_ragged(ft_softmax_args_fp16 a)
 {
     enum { g = 4 };
+    /* rows < 2^31 (the launcher checks); a group past the last row works on the last row
+     * and stores nothing, so every lane of a warp reaches the shuffles (full-warp masks:
+     * a per-group mask makes the compiler emulate the shuffle lane group by lane group).
+     * Rows in order (a grid over (b*H + h, row pieces) measured 4% slower: S512 49.6 us
+     * against 47.6 in the same form) */
     const int row0 = blockIdx.x * (128 / g) + (int)threadIdx.x / g;
     const bool live = row0 < a.rows;
     if (__all_sync(0xffffffffu, !live))
         return;
-    ft_pdl_wait(); /* launched dependent, as the kernels above */
+    /* launched dependent (sm_90): wait for the previous kernel's writes, then let the next
+     * launch be scheduled behind this one's last blocks */
+    ft_pdl_wait();
     ft_pdl_trigger();
     const int row = live ? row0 : (int)a.rows - 1;
     const int S = a.S;
@@ -1773,11 +1787,18 @@ static __device__ __forceinline__ void ft_softmax_row_fp16_w16_r1_g8_rg(const ft
 static __global__ void __launch_bounds__(128) ft_softmax_fp16_w16_r1_g8_ragged(ft_softmax_args_fp16 a)
 {
     enum { g = 8 };
+    /* rows < 2^31 (the launcher checks); a group past the last row works on the last row
+     * and stores nothing, so every lane of a warp reaches the shuffles (full-warp masks:
+     * a per-group mask makes the compiler emulate the shuffle lane group by lane group).
+     * Rows in order (a grid over (b*H + h, row pieces) measured 4% slower: S512 49.6 us
+     * against 47.6 in the same form) */
     const int row0 = blockIdx.x * (128 / g) + (int)threadIdx.x / g;
     const bool live = row0 < a.rows;
     if (__all_sync(0xffffffffu, !live))
         return;
-    ft_pdl_wait(); /* launched dependent, as the kernels above */
+    /* launched dependent (sm_90): wait for the previous kernel's writes, then let the next
+     * launch be scheduled behind this one's last blocks */
+    ft_pdl_wait();
     ft_pdl_trigger();
     const int row = live ? row0 : (int)a.rows - 1;
     const int S = a.S;
@@ -1959,11 +1980,18 @@ static __device__ __forceinline__ void ft_softmax_row_fp16_w16_r1_g16_rg(const f
 static __global__ void __launch_bounds__(128) ft_softmax_fp16_w16_r1_g16_ragged(ft_softmax_args_fp16 a)
 {
     enum { g = 16 };
+    /* rows < 2^31 (the launcher checks); a group past the last row works on the last row
+     * and stores nothing, so every lane of a warp reaches the shuffles (full-warp masks:
+     * a per-group mask makes the compiler emulate the shuffle lane group by lane group).
+     * Rows in order (a grid over (b*H + h, row pieces) measured 4% slower: S512 49.6 us
+     * against 47.6 in the same form) */
     const int row0 = blockIdx.x * (128 / g) + (int)threadIdx.x / g;
     const bool live = row0 < a.rows;
     if (__all_sync(0xffffffffu, !live))
         return;
-    ft_pdl_wait(); /* launched dependent, as the kernels above */
+    /* launched dependent (sm_90): wait for the previous kernel's writes, then let the next
+     * launch be scheduled behind this one's last blocks */
+    ft_pdl_wait();
     ft_pdl_trigger();
     const int row = live ? row0 : (int)a.rows - 1;
     const int S = a.S;
@@ -2145,11 +2173,18 @@ static __device__ __forceinline__ void ft_softmax_row_fp16_w16_r4_g32_rg(const f
 static __global__ void __launch_bounds__(128) ft_softmax_fp16_w16_r4_g32_ragged(ft_softmax_args_fp16 a)
 {
     enum { g = 32 };
+    /* rows < 2^31 (the launcher checks); a group past the last row works on the last row
+     * and stores nothing, so every lane of a warp reaches the shuffles (full-warp masks:
+     * a per-group mask makes the compiler emulate the shuffle lane group by lane group).
+     * Rows in order (a grid over (b*H + h, row pieces) measured 4% slower: S512 49.6 us
+     * against 47.6 in the same form) */
     const int row0 = blockIdx.x * (128 / g) + (int)threadIdx.x / g;
     const bool live = row0 < a.rows;
     if (__all_sync(0xffffffffu, !live))
         return;
-    ft_pdl_wait(); /* launched dependent, as the kernels above */
+    /* launched dependent (sm_90): wait for the previous kernel's writes, then let the next
+     * launch be scheduled behind this one's last blocks */
+    ft_pdl_wait();
     ft_pdl_trigger();
     const int row = live ? row0 : (int)a.rows - 1;
     const int S = a.S;
