@@ -282,11 +282,10 @@ static const int softmax_s[] = {1,   2,   7,    8,    15,   16,   31,   32,   33
                                 2049, 2056, 3000, 4096, 4104, 5000, 6001, 8192, 8193, 8200, 3001, 7777};
 
 /* rows off the grid ({S, mask mode, misalign}): the 2-byte types' ragged warp kernels in
- * every group size (2-16 words a row touches; S1 goes element by element, S60's 9 words
- * too) and with 4 words a lane (past 512
- * columns, up to 128 words: 1011 and 1017 reach 128 at o = 7), element-wise rows between
- * and past them (127, 1018); masks off the grid by other offsets than the scores' (odd
- * S, or the mask alone) */
+ * every group size (2-16 words a row touches; S1 goes element by element) and with 4
+ * words a lane (past 512 columns, up to 128 words: 1011 and 1017 reach 128 at o = 7),
+ * element-wise rows between and past them (127, 1018); masks off the grid by other
+ * offsets than the scores' (odd S, or the mask alone) */
 static const int softmax_ragged[][3] = {{1, 2, 0},    {3, 2, 0},    {5, 1, 0},    {13, 2, 2},   {29, 2, 0},
                                         {77, 2, 0},   {114, 2, 1},  {127, 2, 0},  {515, 2, 0},  {700, 1, 0},
                                         {1011, 2, 0}, {1017, 2, 1}, {1009, 1, 0}, {1018, 2, 0}};
