@@ -188,6 +188,10 @@ class EncoderFamily(NormFamily):
             w["ragged"] = w is ctx["widths"][0] and w["vec"] > 1
             w["rg_top"] = 32 // w["vec"] if w["ragged"] and DTYPES[dt]["esize"] == 2 else 0
             w["rg_kernels"] = ([(1, g) for g in (2, 4, 8, 16)] + [(w["rg_top"], 32)]) if w["rg_top"] else []
+            # and the row shifted into row order (lane c: words from column c*vec), in fewer
+            # lanes where the memory words need the next bucket up: up to 8 lanes, and the
+            # 32-element bucket (shifting costs shuffles, and lost in equal buckets)
+            w["sh_kernels"] = ([(1, g) for g in (1, 2, 4, 8)] + [(w["rg_top"], 32)]) if w["rg_top"] else []
             if w is not ctx["widths"][0]:
                 continue  # past one warp, rows off the first width's grid take its ragged kernel
             # past one warp: one block per row, up to 8192 columns (longer rows stream).

@@ -281,14 +281,19 @@ static const int softmax_s[] = {1,   2,   7,    8,    15,   16,   31,   32,   33
                                 129, 255, 256,  257,  384,  512,  513,  768,  1000, 1024, 1025, 2048,
                                 2049, 2056, 3000, 4096, 4104, 5000, 6001, 8192, 8193, 8200, 3001, 7777};
 
-/* rows off the grid ({S, mask mode, misalign}): the 2-byte types' ragged warp kernels in
- * every group size (2-16 words a row touches; S1 goes element by element) and with 4
- * words a lane (past 512 columns, up to 128 words: 1011 and 1017 reach 128 at o = 7),
- * element-wise rows between and past them (127, 1018); masks off the grid by other
- * offsets than the scores' (odd S, or the mask alone) */
-static const int softmax_ragged[][3] = {{1, 2, 0},    {3, 2, 0},    {5, 1, 0},    {13, 2, 2},   {29, 2, 0},
-                                        {77, 2, 0},   {114, 2, 1},  {127, 2, 0},  {515, 2, 0},  {700, 1, 0},
-                                        {1011, 2, 0}, {1017, 2, 1}, {1009, 1, 0}, {1018, 2, 0}};
+/* rows off the grid ({S, mask mode, misalign}): the 2-byte types' warp kernels from the
+ * grid point below each row, in groups of 2-16 lanes and with 4 words a lane (past 512
+ * columns, up to 128 words: 1011 and 1017 reach 128 at o = 7); rows shifted into row order
+ * where the memory words need the next bucket up (3, 7: 1 lane; 13, 15: 2; 29: 4; 60, 63:
+ * 8; 1018 (its scores off the grid too), 1023: 4 words a lane; each reaches the memory
+ * word past the bucket at large offsets); element-wise rows between and past them (1, 127,
+ * 255, 300, 511, and past 1024 in softmax_s); masks off the grid by other offsets than the
+ * scores' (odd S, or the mask alone) */
+static const int softmax_ragged[][3] = {
+    {1, 2, 0},   {3, 2, 0},    {5, 1, 0},    {7, 2, 1},    {13, 2, 2},   {15, 1, 0},   {29, 2, 0},
+    {60, 2, 1},  {63, 2, 0},   {77, 2, 0},   {114, 2, 1},  {127, 2, 0},  {255, 2, 2},  {300, 1, 0},
+    {511, 2, 0}, {515, 2, 0},  {700, 1, 0},  {1011, 2, 0}, {1017, 2, 1}, {1009, 1, 0}, {1018, 2, 1},
+    {1023, 2, 0}};
 
 static void enc_test(ft_test *t)
 {

@@ -27,7 +27,9 @@
  * 1024 (element by element, rows off the 16-byte grid) are served by a group of 1..32
  * lanes, chosen per call as the fewest lanes that hold the row (the register buckets per
  * lane are fixed when the header is generated); rows off the grid of 2-16 words (where they fill more than 5/8 of the group), and of
- * 513-1010 columns, in one warp through 16-byte words from the grid point below each row;
+ * 513-1010 columns, in one warp through 16-byte words from the grid point below each row (where those
+ * words need the next bucket up but the row's own words do not, up to 8 lanes or 4 words a lane: the
+ * row shifted into row order by shuffles);
  * rows of up to 8192 columns by one block, 16-byte accesses (a row off the grid
  * as whole words from the grid point below it, its first and last written element by
  * element, its mask as words shifted into place); longer rows by a block that streams the
@@ -209,6 +211,36 @@ static __device__ __forceinline__ ft_word_fp16x8 ft_softmax_shift_fp16_w16(ft_wo
     for (int i = 0; i < NU; i++)
         r.u[i] = __funnelshift_r(c[i], c[i + 1], (d & 1) * 16);
     return r.w;
+}
+
+/* The word of the lane above in groups of g lanes, `next` from lane 0 for the group's last
+ * lane (all 32 lanes call it; lane: the index in the group). */
+static __device__ __forceinline__ ft_word_fp16x8 ft_softmax_shfl_next_fp16_w16(ft_word_fp16x8 cur, ft_word_fp16x8 next, int lane, int g)
+{
+    union {
+        ft_word_fp16x8 w;
+        unsigned u[4];
+    } a;
+    a.w = lane == 0 ? next : cur;
+#pragma unroll
+    for (int i = 0; i < 4; i++)
+        a.u[i] = __shfl_sync(0xffffffffu, a.u[i], (lane + 1) & (g - 1), g);
+    return a.w;
+}
+
+/* The word of the lane below in groups of g lanes, `prev` from the group's last lane for
+ * lane 0 (all 32 lanes call it). */
+static __device__ __forceinline__ ft_word_fp16x8 ft_softmax_shfl_prev_fp16_w16(ft_word_fp16x8 cur, ft_word_fp16x8 prev, int lane, int g)
+{
+    union {
+        ft_word_fp16x8 w;
+        unsigned u[4];
+    } a;
+    a.w = lane == g - 1 ? prev : cur;
+#pragma unroll
+    for (int i = 0; i < 4; i++)
+        a.u[i] = __shfl_sync(0xffffffffu, a.u[i], (lane + g - 1) & (g - 1), g);
+    return a.w;
 }
 
 /* w of the lane `delta` above in groups of `width` lanes (all 32 lanes call it). */
@@ -1318,6 +1350,7 @@ static __device__ __forceinline__ void ft_softmax_row_fp16_w16_r1_g2_rg(const ft
                 nx = mh[k];
             mw[k] = ft_softmax_shift_fp16_w16(mw[k], nx, d);
         }
+    const int po = o;
     float x[1][8]; /* first the mask terms, then the shifted values */
     float t = -INFINITY;            /* this lane's largest mask term */
 #pragma unroll
@@ -1325,14 +1358,14 @@ static __device__ __forceinline__ void ft_softmax_row_fp16_w16_r1_g2_rg(const ft
         if (full || lane + k * g < nvec) {
             /* a ragged row's word c holds positions c*8 - o ...; o = 0 otherwise */
             const int c = lane + k * g;
-            ft_softmax_keep_vec_fp16_w16(mrow != NULL, mw[k], row_in, len + o, c, x[k]);
+            ft_softmax_keep_vec_fp16_w16(mrow != NULL, mw[k], row_in, len + po, c, x[k]);
 #pragma unroll
             for (int e = 0; e < 8; e++)
                 x[k][e] = (1.0f - x[k][e]) * -10000.0f;
             if (ragged && (c == 0 || c == nvec - 1)) /* positions outside the row weigh nothing */
 #pragma unroll
                 for (int e = 0; e < 8; e++) {
-                    const int j = c * 8 + e - o;
+                    const int j = c * 8 + e - po;
                     if (j < 0 || j >= a.S)
                         x[k][e] = -INFINITY;
                 }
@@ -1350,7 +1383,7 @@ static __device__ __forceinline__ void ft_softmax_row_fp16_w16_r1_g2_rg(const ft
             if (ragged && (c == 0 || c == nvec - 1)) /* the neighbours' scores (anything, NaN too) as 0 */
 #pragma unroll
                 for (int e = 0; e < 8; e++) {
-                    const int j = c * 8 + e - o;
+                    const int j = c * 8 + e - po;
                     if (j < 0 || j >= a.S)
                         sc[e] = 0.0f;
                 }
@@ -1511,6 +1544,7 @@ static __device__ __forceinline__ void ft_softmax_row_fp16_w16_r1_g4_rg(const ft
                 nx = mh[k];
             mw[k] = ft_softmax_shift_fp16_w16(mw[k], nx, d);
         }
+    const int po = o;
     float x[1][8]; /* first the mask terms, then the shifted values */
     float t = -INFINITY;            /* this lane's largest mask term */
 #pragma unroll
@@ -1518,14 +1552,14 @@ static __device__ __forceinline__ void ft_softmax_row_fp16_w16_r1_g4_rg(const ft
         if (full || lane + k * g < nvec) {
             /* a ragged row's word c holds positions c*8 - o ...; o = 0 otherwise */
             const int c = lane + k * g;
-            ft_softmax_keep_vec_fp16_w16(mrow != NULL, mw[k], row_in, len + o, c, x[k]);
+            ft_softmax_keep_vec_fp16_w16(mrow != NULL, mw[k], row_in, len + po, c, x[k]);
 #pragma unroll
             for (int e = 0; e < 8; e++)
                 x[k][e] = (1.0f - x[k][e]) * -10000.0f;
             if (ragged && (c == 0 || c == nvec - 1)) /* positions outside the row weigh nothing */
 #pragma unroll
                 for (int e = 0; e < 8; e++) {
-                    const int j = c * 8 + e - o;
+                    const int j = c * 8 + e - po;
                     if (j < 0 || j >= a.S)
                         x[k][e] = -INFINITY;
                 }
@@ -1543,7 +1577,7 @@ static __device__ __forceinline__ void ft_softmax_row_fp16_w16_r1_g4_rg(const ft
             if (ragged && (c == 0 || c == nvec - 1)) /* the neighbours' scores (anything, NaN too) as 0 */
 #pragma unroll
                 for (int e = 0; e < 8; e++) {
-                    const int j = c * 8 + e - o;
+                    const int j = c * 8 + e - po;
                     if (j < 0 || j >= a.S)
                         sc[e] = 0.0f;
                 }
@@ -1704,6 +1738,7 @@ static __device__ __forceinline__ void ft_softmax_row_fp16_w16_r1_g8_rg(const ft
                 nx = mh[k];
             mw[k] = ft_softmax_shift_fp16_w16(mw[k], nx, d);
         }
+    const int po = o;
     float x[1][8]; /* first the mask terms, then the shifted values */
     float t = -INFINITY;            /* this lane's largest mask term */
 #pragma unroll
@@ -1711,14 +1746,14 @@ static __device__ __forceinline__ void ft_softmax_row_fp16_w16_r1_g8_rg(const ft
         if (full || lane + k * g < nvec) {
             /* a ragged row's word c holds positions c*8 - o ...; o = 0 otherwise */
             const int c = lane + k * g;
-            ft_softmax_keep_vec_fp16_w16(mrow != NULL, mw[k], row_in, len + o, c, x[k]);
+            ft_softmax_keep_vec_fp16_w16(mrow != NULL, mw[k], row_in, len + po, c, x[k]);
 #pragma unroll
             for (int e = 0; e < 8; e++)
                 x[k][e] = (1.0f - x[k][e]) * -10000.0f;
             if (ragged && (c == 0 || c == nvec - 1)) /* positions outside the row weigh nothing */
 #pragma unroll
                 for (int e = 0; e < 8; e++) {
-                    const int j = c * 8 + e - o;
+                    const int j = c * 8 + e - po;
                     if (j < 0 || j >= a.S)
                         x[k][e] = -INFINITY;
                 }
@@ -1736,7 +1771,7 @@ static __device__ __forceinline__ void ft_softmax_row_fp16_w16_r1_g8_rg(const ft
             if (ragged && (c == 0 || c == nvec - 1)) /* the neighbours' scores (anything, NaN too) as 0 */
 #pragma unroll
                 for (int e = 0; e < 8; e++) {
-                    const int j = c * 8 + e - o;
+                    const int j = c * 8 + e - po;
                     if (j < 0 || j >= a.S)
                         sc[e] = 0.0f;
                 }
@@ -1897,6 +1932,7 @@ static __device__ __forceinline__ void ft_softmax_row_fp16_w16_r1_g16_rg(const f
                 nx = mh[k];
             mw[k] = ft_softmax_shift_fp16_w16(mw[k], nx, d);
         }
+    const int po = o;
     float x[1][8]; /* first the mask terms, then the shifted values */
     float t = -INFINITY;            /* this lane's largest mask term */
 #pragma unroll
@@ -1904,14 +1940,14 @@ static __device__ __forceinline__ void ft_softmax_row_fp16_w16_r1_g16_rg(const f
         if (full || lane + k * g < nvec) {
             /* a ragged row's word c holds positions c*8 - o ...; o = 0 otherwise */
             const int c = lane + k * g;
-            ft_softmax_keep_vec_fp16_w16(mrow != NULL, mw[k], row_in, len + o, c, x[k]);
+            ft_softmax_keep_vec_fp16_w16(mrow != NULL, mw[k], row_in, len + po, c, x[k]);
 #pragma unroll
             for (int e = 0; e < 8; e++)
                 x[k][e] = (1.0f - x[k][e]) * -10000.0f;
             if (ragged && (c == 0 || c == nvec - 1)) /* positions outside the row weigh nothing */
 #pragma unroll
                 for (int e = 0; e < 8; e++) {
-                    const int j = c * 8 + e - o;
+                    const int j = c * 8 + e - po;
                     if (j < 0 || j >= a.S)
                         x[k][e] = -INFINITY;
                 }
@@ -1929,7 +1965,7 @@ static __device__ __forceinline__ void ft_softmax_row_fp16_w16_r1_g16_rg(const f
             if (ragged && (c == 0 || c == nvec - 1)) /* the neighbours' scores (anything, NaN too) as 0 */
 #pragma unroll
                 for (int e = 0; e < 8; e++) {
-                    const int j = c * 8 + e - o;
+                    const int j = c * 8 + e - po;
                     if (j < 0 || j >= a.S)
                         sc[e] = 0.0f;
                 }
@@ -2090,6 +2126,7 @@ static __device__ __forceinline__ void ft_softmax_row_fp16_w16_r4_g32_rg(const f
                 nx = mh[k];
             mw[k] = ft_softmax_shift_fp16_w16(mw[k], nx, d);
         }
+    const int po = o;
     float x[4][8]; /* first the mask terms, then the shifted values */
     float t = -INFINITY;            /* this lane's largest mask term */
 #pragma unroll
@@ -2097,14 +2134,14 @@ static __device__ __forceinline__ void ft_softmax_row_fp16_w16_r4_g32_rg(const f
         if (full || lane + k * g < nvec) {
             /* a ragged row's word c holds positions c*8 - o ...; o = 0 otherwise */
             const int c = lane + k * g;
-            ft_softmax_keep_vec_fp16_w16(mrow != NULL, mw[k], row_in, len + o, c, x[k]);
+            ft_softmax_keep_vec_fp16_w16(mrow != NULL, mw[k], row_in, len + po, c, x[k]);
 #pragma unroll
             for (int e = 0; e < 8; e++)
                 x[k][e] = (1.0f - x[k][e]) * -10000.0f;
             if (ragged && (c == 0 || c == nvec - 1)) /* positions outside the row weigh nothing */
 #pragma unroll
                 for (int e = 0; e < 8; e++) {
-                    const int j = c * 8 + e - o;
+                    const int j = c * 8 + e - po;
                     if (j < 0 || j >= a.S)
                         x[k][e] = -INFINITY;
                 }
@@ -2122,7 +2159,7 @@ static __device__ __forceinline__ void ft_softmax_row_fp16_w16_r4_g32_rg(const f
             if (ragged && (c == 0 || c == nvec - 1)) /* the neighbours' scores (anything, NaN too) as 0 */
 #pragma unroll
                 for (int e = 0; e < 8; e++) {
-                    const int j = c * 8 + e - o;
+                    const int j = c * 8 + e - po;
                     if (j < 0 || j >= a.S)
                         sc[e] = 0.0f;
                 }
@@ -2195,6 +2232,1096 @@ static __global__ void __launch_bounds__(128) ft_softmax_fp16_w16_r4_g32_ragged(
     /* o elements past the grid point below the row; its words run from there */
     const int o = (int)(((uintptr_t)p / sizeof(__half)) % 8);
     ft_softmax_row_fp16_w16_r4_g32_rg(a, p - o, mrow, len, i < len, (o + S + 7) / 8, live, false, true, o);
+
+}
+
+/* Softmax of rows of up to 8 columns: 1 lanes per row, 1 vector(s) of 8 per lane
+ * kept in registers; one read and one write of the row. The lane count is fixed per
+ * kernel (no index division, unrolled shuffles; rows that need more than one vector per
+ * lane always take 32 lanes). Every load of the row (score and mask words) is issued
+ * before the first reduction.
+ * Score words are read and written as streaming (evict-first): no other access shares
+ * their sectors.
+ *
+ * Each lane subtracts its own largest mask term t from its positions, so a row masked
+ * everywhere (all terms -10000, where fp32 would keep only ~10 bits of score*scale) keeps
+ * score*scale exactly; the row maximum is reduced as (largest t, maximum relative to
+ * it) in one pass (ft_group_max_shifted). Lanes whose t is the row's get the values they
+ * would without any shift, bit for bit; the others hold only positions masked harder than
+ * the row's best, whose weights underflow either way.
+ *
+ * This is one row's work for the kernel below; `full`: the row fills the group's vectors
+ * exactly (the compiler drops the bounds tests of that copy); `ragged`: the row lies o
+ * elements past the grid point p (or ends off the grid, or its mask row is off it): nvec
+ * words from p, read whole (the neighbours' elements in the first and last weigh nothing
+ * and are never written: those two are written element by element). The mask row
+ * lies om elements past its own grid point: each lane reads the mask word its score word
+ * starts in (q0 words before or at it) and takes the next from the lane above by a shuffle
+ * (the last lane of a group reads it itself), then shifts the pair by d elements into
+ * place. Only a word that would cross the end of its tensor is read element by element. */
+static __device__ __forceinline__ void ft_softmax_row_fp16_w16_r1_g1_sh(const ft_softmax_args_fp16 &a, __half *p,
+    const __half *mrow, int len, int row_in, int nvec, bool live, const bool full, const bool ragged, int o)
+{
+    enum { g = 1 };
+    const int lane = threadIdx.x & (g - 1);
+    ft_word_fp16x8 sw[1], mw[1]; /* the row's score and mask words */
+    /* the row shifted into row order: lane c's word holds columns c*8.. (nvec = the row's
+     * words), made of memory words c and c + 1 from the grid point p (o elements before the
+     * row), the next one from the lane above by a shuffle (lane 0's next word for the group's
+     * last lane; the group's last lane reads word 1 itself), shifted by o; the mask
+     * the same way by its own offset om. The row's memory words: nmem, from p. */
+    const int om = mrow ? (int)(((uintptr_t)mrow / sizeof(__half)) % 8) : 0;
+    const __half *mb = mrow ? mrow - om : NULL;
+    const int nmem = (o + a.S + 7) / 8, mwords = (om + a.S + 7) / 8;
+    /* 1 where the row's last memory word (scores, mask) would cross the tensor's end */
+    const int stail = p + nmem * 8 > a.scores + a.rows * a.S;
+    const int mtail = mrow && mb + mwords * 8 > a.mask + (int64_t)a.B * a.S * a.S;
+    const bool last = lane == g - 1;
+    ft_word_fp16x8 sx, mx_; /* the group's last lane: memory word 1 */
+    memset(&sx, 0, sizeof sx);
+    memset(&mx_, 0, sizeof mx_);
+#pragma unroll
+    for (int k = 0; k < 1; k++) {
+        const int c = lane + k * g;
+        memset(&sw[k], 0, sizeof sw[k]);
+        memset(&mw[k], 0, sizeof mw[k]);
+        if (c < nmem - stail)
+            sw[k] = __ldcs((const ft_word_fp16x8 *)(p + c * 8));
+        if (mrow && c < mwords - mtail)
+            mw[k] = *(const ft_word_fp16x8 *)(mb + c * 8);
+    }
+    if (last && 1 < nmem - stail)
+        sx = __ldcs((const ft_word_fp16x8 *)(p + 1 * 8));
+    if (last && mrow && 1 < mwords - mtail)
+        mx_ = *(const ft_word_fp16x8 *)(mb + 1 * 8);
+    if (stail | mtail) { /* the tensor's last row: its last memory word element by element */
+#pragma unroll
+        for (int k = 0; k < 1; k++) {
+            const int c = lane + k * g;
+            if (stail && c == nmem - 1)
+                sw[k] = ft_softmax_word_fp16_w16(p, c, o, a.S);
+            if (mtail && c == mwords - 1)
+                mw[k] = ft_softmax_word_fp16_w16(mb, c, om, a.S);
+        }
+        if (last && stail && 1 == nmem - 1)
+            sx = ft_softmax_word_fp16_w16(p, 1, o, a.S);
+        if (last && mtail && 1 == mwords - 1)
+            mx_ = ft_softmax_word_fp16_w16(mb, 1, om, a.S);
+    }
+#pragma unroll
+    for (int k = 0; k < 1; k++) { /* into row order, k ascending (lane 0 gives word k + 1 unshifted) */
+        ft_word_fp16x8 nx = ft_softmax_shfl_next_fp16_w16(sw[k], sw[k + 1 < 1 ? k + 1 : k], lane, g);
+        if (last && k == 0)
+            nx = sx;
+        ft_word_fp16x8 ny = ft_softmax_shfl_next_fp16_w16(mw[k], mw[k + 1 < 1 ? k + 1 : k], lane, g);
+        if (last && k == 0)
+            ny = mx_;
+        sw[k] = ft_softmax_shift_fp16_w16(sw[k], nx, o);
+        mw[k] = ft_softmax_shift_fp16_w16(mw[k], ny, om);
+    }
+    nvec = (a.S + 7) / 8; /* row words from here on */
+    const int po = 0;
+    float x[1][8]; /* first the mask terms, then the shifted values */
+    float t = -INFINITY;            /* this lane's largest mask term */
+#pragma unroll
+    for (int k = 0; k < 1; k++)
+        if (full || lane + k * g < nvec) {
+            /* a ragged row's word c holds positions c*8 - o ...; o = 0 otherwise */
+            const int c = lane + k * g;
+            ft_softmax_keep_vec_fp16_w16(mrow != NULL, mw[k], row_in, len + po, c, x[k]);
+#pragma unroll
+            for (int e = 0; e < 8; e++)
+                x[k][e] = (1.0f - x[k][e]) * -10000.0f;
+            if (ragged && (c == 0 || c == nvec - 1)) /* positions outside the row weigh nothing */
+#pragma unroll
+                for (int e = 0; e < 8; e++) {
+                    const int j = c * 8 + e - po;
+                    if (j < 0 || j >= a.S)
+                        x[k][e] = -INFINITY;
+                }
+#pragma unroll
+            for (int e = 0; e < 8; e++)
+                t = fmaxf(t, x[k][e]);
+        }
+    float mx = -INFINITY;
+#pragma unroll
+    for (int k = 0; k < 1; k++)
+        if (full || lane + k * g < nvec) {
+            float sc[8];
+            ft_unpack_fp16x8(sw[k], sc);
+            const int c = lane + k * g;
+            if (ragged && (c == 0 || c == nvec - 1)) /* the neighbours' scores (anything, NaN too) as 0 */
+#pragma unroll
+                for (int e = 0; e < 8; e++) {
+                    const int j = c * 8 + e - po;
+                    if (j < 0 || j >= a.S)
+                        sc[e] = 0.0f;
+                }
+#pragma unroll
+            for (int e = 0; e < 8; e++) {
+                x[k][e] = sc[e] * a.scale + (x[k][e] - t);
+                mx = fmaxf(mx, x[k][e]);
+            }
+        }
+    float top = t;
+    ft_group_max_shifted(top, mx, g, 0xffffffffu);
+    mx -= t - top; /* the row maximum relative to this lane's shift */
+    float sum = 0.0f;
+#pragma unroll
+    for (int k = 0; k < 1; k++)
+        if (full || lane + k * g < nvec)
+#pragma unroll
+            for (int e = 0; e < 8; e++) {
+                x[k][e] = __expf(x[k][e] - mx);
+                sum += x[k][e];
+            }
+    sum = ft_group_sum(sum, g, 0xffffffffu);
+    const float inv = 1.0f / sum;
+    /* back to memory order: memory word c is the last o elements of row word c - 1 (from
+     * the lane below by a shuffle; the group's last lane gives lane 0 its word k - 1) and
+     * the first 8 - o of row word c; the first and last memory words element by element,
+     * and memory word 1 (when the row reaches it) by the group's last lane */
+    ft_word_fp16x8 ow[1];
+#pragma unroll
+    for (int k = 0; k < 1; k++) {
+#pragma unroll
+        for (int e = 0; e < 8; e++)
+            x[k][e] *= inv;
+        ow[k] = ft_pack_fp16x8(x[k]);
+    }
+    union {
+        ft_word_fp16x8 w;
+        __half e[8];
+    } mwd;
+#pragma unroll
+    for (int k = 0; k < 1; k++) {
+        const int c = lane + k * g;
+        const ft_word_fp16x8 pv = ft_softmax_shfl_prev_fp16_w16(ow[k], ow[k > 0 ? k - 1 : 0], lane, g);
+        mwd.w = o ? ft_softmax_shift_fp16_w16(pv, ow[k], 8 - o) : ow[k];
+        if (live && c < nmem) {
+            if (c > 0 && c < nmem - 1) {
+                __stcs((ft_word_fp16x8 *)(p + c * 8), mwd.w);
+            } else {
+#pragma unroll
+                for (int e = 0; e < 8; e++) {
+                    const int j = c * 8 + e - o;
+                    if (j >= 0 && j < a.S)
+                        p[c * 8 + e] = mwd.e[e];
+                }
+            }
+        }
+    }
+    if (live && last && 1 < nmem) { /* o > 0 here: the row's last o elements */
+        mwd.w = ft_softmax_shift_fp16_w16(ow[0], ow[0], 8 - o);
+#pragma unroll
+        for (int e = 0; e < 8; e++) {
+            const int j = 1 * 8 + e - o;
+            if (j < a.S)
+                p[1 * 8 + e] = mwd.e[e];
+        }
+    }
+}
+
+/* ft_softmax_fp16_w16_r1_g1 for rows off the 16-byte grid that fit its bucket in row order
+ * (ceil(S / 8) words) but whose memory words from the grid point below them may not: the
+ * row shifted into row order by shuffles, and back before the stores. */
+static __global__ void __launch_bounds__(128) ft_softmax_fp16_w16_r1_g1_shifted(ft_softmax_args_fp16 a)
+{
+    enum { g = 1 };
+    /* rows < 2^31 (the launcher checks); a group past the last row works on the last row
+     * and stores nothing, so every lane of a warp reaches the shuffles (full-warp masks:
+     * a per-group mask makes the compiler emulate the shuffle lane group by lane group).
+     * Rows in order (a grid over (b*H + h, row pieces) measured 4% slower: S512 49.6 us
+     * against 47.6 in the same form) */
+    const int row0 = blockIdx.x * (128 / g) + (int)threadIdx.x / g;
+    const bool live = row0 < a.rows;
+    if (__all_sync(0xffffffffu, !live))
+        return;
+    /* launched dependent (sm_90): wait for the previous kernel's writes, then let the next
+     * launch be scheduled behind this one's last blocks */
+    ft_pdl_wait();
+    ft_pdl_trigger();
+    const int row = live ? row0 : (int)a.rows - 1;
+    const int S = a.S;
+    const int b = row / (a.H * S), i = row % S;
+    __half *p = a.scores + (int64_t)row * S;
+    const __half *mrow = a.mask ? a.mask + ((int64_t)b * S + i) * S : NULL;
+    const int len = a.lengths ? min(max(a.lengths[b], 0), S) : S;
+    /* o elements past the grid point below the row; its words run from there */
+    const int o = (int)(((uintptr_t)p / sizeof(__half)) % 8);
+    ft_softmax_row_fp16_w16_r1_g1_sh(a, p - o, mrow, len, i < len, (o + S + 7) / 8, live, false, true, o);
+
+}
+
+/* Softmax of rows of up to 16 columns: 2 lanes per row, 1 vector(s) of 8 per lane
+ * kept in registers; one read and one write of the row. The lane count is fixed per
+ * kernel (no index division, unrolled shuffles; rows that need more than one vector per
+ * lane always take 32 lanes). Every load of the row (score and mask words) is issued
+ * before the first reduction.
+ * Score words are read and written as streaming (evict-first): no other access shares
+ * their sectors.
+ *
+ * Each lane subtracts its own largest mask term t from its positions, so a row masked
+ * everywhere (all terms -10000, where fp32 would keep only ~10 bits of score*scale) keeps
+ * score*scale exactly; the row maximum is reduced as (largest t, maximum relative to
+ * it) in one pass (ft_group_max_shifted). Lanes whose t is the row's get the values they
+ * would without any shift, bit for bit; the others hold only positions masked harder than
+ * the row's best, whose weights underflow either way.
+ *
+ * This is one row's work for the kernel below; `full`: the row fills the group's vectors
+ * exactly (the compiler drops the bounds tests of that copy); `ragged`: the row lies o
+ * elements past the grid point p (or ends off the grid, or its mask row is off it): nvec
+ * words from p, read whole (the neighbours' elements in the first and last weigh nothing
+ * and are never written: those two are written element by element). The mask row
+ * lies om elements past its own grid point: each lane reads the mask word its score word
+ * starts in (q0 words before or at it) and takes the next from the lane above by a shuffle
+ * (the last lane of a group reads it itself), then shifts the pair by d elements into
+ * place. Only a word that would cross the end of its tensor is read element by element. */
+static __device__ __forceinline__ void ft_softmax_row_fp16_w16_r1_g2_sh(const ft_softmax_args_fp16 &a, __half *p,
+    const __half *mrow, int len, int row_in, int nvec, bool live, const bool full, const bool ragged, int o)
+{
+    enum { g = 2 };
+    const int lane = threadIdx.x & (g - 1);
+    ft_word_fp16x8 sw[1], mw[1]; /* the row's score and mask words */
+    /* the row shifted into row order: lane c's word holds columns c*8.. (nvec = the row's
+     * words), made of memory words c and c + 1 from the grid point p (o elements before the
+     * row), the next one from the lane above by a shuffle (lane 0's next word for the group's
+     * last lane; the group's last lane reads word 2 itself), shifted by o; the mask
+     * the same way by its own offset om. The row's memory words: nmem, from p. */
+    const int om = mrow ? (int)(((uintptr_t)mrow / sizeof(__half)) % 8) : 0;
+    const __half *mb = mrow ? mrow - om : NULL;
+    const int nmem = (o + a.S + 7) / 8, mwords = (om + a.S + 7) / 8;
+    /* 1 where the row's last memory word (scores, mask) would cross the tensor's end */
+    const int stail = p + nmem * 8 > a.scores + a.rows * a.S;
+    const int mtail = mrow && mb + mwords * 8 > a.mask + (int64_t)a.B * a.S * a.S;
+    const bool last = lane == g - 1;
+    ft_word_fp16x8 sx, mx_; /* the group's last lane: memory word 2 */
+    memset(&sx, 0, sizeof sx);
+    memset(&mx_, 0, sizeof mx_);
+#pragma unroll
+    for (int k = 0; k < 1; k++) {
+        const int c = lane + k * g;
+        memset(&sw[k], 0, sizeof sw[k]);
+        memset(&mw[k], 0, sizeof mw[k]);
+        if (c < nmem - stail)
+            sw[k] = __ldcs((const ft_word_fp16x8 *)(p + c * 8));
+        if (mrow && c < mwords - mtail)
+            mw[k] = *(const ft_word_fp16x8 *)(mb + c * 8);
+    }
+    if (last && 2 < nmem - stail)
+        sx = __ldcs((const ft_word_fp16x8 *)(p + 2 * 8));
+    if (last && mrow && 2 < mwords - mtail)
+        mx_ = *(const ft_word_fp16x8 *)(mb + 2 * 8);
+    if (stail | mtail) { /* the tensor's last row: its last memory word element by element */
+#pragma unroll
+        for (int k = 0; k < 1; k++) {
+            const int c = lane + k * g;
+            if (stail && c == nmem - 1)
+                sw[k] = ft_softmax_word_fp16_w16(p, c, o, a.S);
+            if (mtail && c == mwords - 1)
+                mw[k] = ft_softmax_word_fp16_w16(mb, c, om, a.S);
+        }
+        if (last && stail && 2 == nmem - 1)
+            sx = ft_softmax_word_fp16_w16(p, 2, o, a.S);
+        if (last && mtail && 2 == mwords - 1)
+            mx_ = ft_softmax_word_fp16_w16(mb, 2, om, a.S);
+    }
+#pragma unroll
+    for (int k = 0; k < 1; k++) { /* into row order, k ascending (lane 0 gives word k + 1 unshifted) */
+        ft_word_fp16x8 nx = ft_softmax_shfl_next_fp16_w16(sw[k], sw[k + 1 < 1 ? k + 1 : k], lane, g);
+        if (last && k == 0)
+            nx = sx;
+        ft_word_fp16x8 ny = ft_softmax_shfl_next_fp16_w16(mw[k], mw[k + 1 < 1 ? k + 1 : k], lane, g);
+        if (last && k == 0)
+            ny = mx_;
+        sw[k] = ft_softmax_shift_fp16_w16(sw[k], nx, o);
+        mw[k] = ft_softmax_shift_fp16_w16(mw[k], ny, om);
+    }
+    nvec = (a.S + 7) / 8; /* row words from here on */
+    const int po = 0;
+    float x[1][8]; /* first the mask terms, then the shifted values */
+    float t = -INFINITY;            /* this lane's largest mask term */
+#pragma unroll
+    for (int k = 0; k < 1; k++)
+        if (full || lane + k * g < nvec) {
+            /* a ragged row's word c holds positions c*8 - o ...; o = 0 otherwise */
+            const int c = lane + k * g;
+            ft_softmax_keep_vec_fp16_w16(mrow != NULL, mw[k], row_in, len + po, c, x[k]);
+#pragma unroll
+            for (int e = 0; e < 8; e++)
+                x[k][e] = (1.0f - x[k][e]) * -10000.0f;
+            if (ragged && (c == 0 || c == nvec - 1)) /* positions outside the row weigh nothing */
+#pragma unroll
+                for (int e = 0; e < 8; e++) {
+                    const int j = c * 8 + e - po;
+                    if (j < 0 || j >= a.S)
+                        x[k][e] = -INFINITY;
+                }
+#pragma unroll
+            for (int e = 0; e < 8; e++)
+                t = fmaxf(t, x[k][e]);
+        }
+    float mx = -INFINITY;
+#pragma unroll
+    for (int k = 0; k < 1; k++)
+        if (full || lane + k * g < nvec) {
+            float sc[8];
+            ft_unpack_fp16x8(sw[k], sc);
+            const int c = lane + k * g;
+            if (ragged && (c == 0 || c == nvec - 1)) /* the neighbours' scores (anything, NaN too) as 0 */
+#pragma unroll
+                for (int e = 0; e < 8; e++) {
+                    const int j = c * 8 + e - po;
+                    if (j < 0 || j >= a.S)
+                        sc[e] = 0.0f;
+                }
+#pragma unroll
+            for (int e = 0; e < 8; e++) {
+                x[k][e] = sc[e] * a.scale + (x[k][e] - t);
+                mx = fmaxf(mx, x[k][e]);
+            }
+        }
+    float top = t;
+    ft_group_max_shifted(top, mx, g, 0xffffffffu);
+    mx -= t - top; /* the row maximum relative to this lane's shift */
+    float sum = 0.0f;
+#pragma unroll
+    for (int k = 0; k < 1; k++)
+        if (full || lane + k * g < nvec)
+#pragma unroll
+            for (int e = 0; e < 8; e++) {
+                x[k][e] = __expf(x[k][e] - mx);
+                sum += x[k][e];
+            }
+    sum = ft_group_sum(sum, g, 0xffffffffu);
+    const float inv = 1.0f / sum;
+    /* back to memory order: memory word c is the last o elements of row word c - 1 (from
+     * the lane below by a shuffle; the group's last lane gives lane 0 its word k - 1) and
+     * the first 8 - o of row word c; the first and last memory words element by element,
+     * and memory word 2 (when the row reaches it) by the group's last lane */
+    ft_word_fp16x8 ow[1];
+#pragma unroll
+    for (int k = 0; k < 1; k++) {
+#pragma unroll
+        for (int e = 0; e < 8; e++)
+            x[k][e] *= inv;
+        ow[k] = ft_pack_fp16x8(x[k]);
+    }
+    union {
+        ft_word_fp16x8 w;
+        __half e[8];
+    } mwd;
+#pragma unroll
+    for (int k = 0; k < 1; k++) {
+        const int c = lane + k * g;
+        const ft_word_fp16x8 pv = ft_softmax_shfl_prev_fp16_w16(ow[k], ow[k > 0 ? k - 1 : 0], lane, g);
+        mwd.w = o ? ft_softmax_shift_fp16_w16(pv, ow[k], 8 - o) : ow[k];
+        if (live && c < nmem) {
+            if (c > 0 && c < nmem - 1) {
+                __stcs((ft_word_fp16x8 *)(p + c * 8), mwd.w);
+            } else {
+#pragma unroll
+                for (int e = 0; e < 8; e++) {
+                    const int j = c * 8 + e - o;
+                    if (j >= 0 && j < a.S)
+                        p[c * 8 + e] = mwd.e[e];
+                }
+            }
+        }
+    }
+    if (live && last && 2 < nmem) { /* o > 0 here: the row's last o elements */
+        mwd.w = ft_softmax_shift_fp16_w16(ow[0], ow[0], 8 - o);
+#pragma unroll
+        for (int e = 0; e < 8; e++) {
+            const int j = 2 * 8 + e - o;
+            if (j < a.S)
+                p[2 * 8 + e] = mwd.e[e];
+        }
+    }
+}
+
+/* ft_softmax_fp16_w16_r1_g2 for rows off the 16-byte grid that fit its bucket in row order
+ * (ceil(S / 8) words) but whose memory words from the grid point below them may not: the
+ * row shifted into row order by shuffles, and back before the stores. */
+static __global__ void __launch_bounds__(128) ft_softmax_fp16_w16_r1_g2_shifted(ft_softmax_args_fp16 a)
+{
+    enum { g = 2 };
+    /* rows < 2^31 (the launcher checks); a group past the last row works on the last row
+     * and stores nothing, so every lane of a warp reaches the shuffles (full-warp masks:
+     * a per-group mask makes the compiler emulate the shuffle lane group by lane group).
+     * Rows in order (a grid over (b*H + h, row pieces) measured 4% slower: S512 49.6 us
+     * against 47.6 in the same form) */
+    const int row0 = blockIdx.x * (128 / g) + (int)threadIdx.x / g;
+    const bool live = row0 < a.rows;
+    if (__all_sync(0xffffffffu, !live))
+        return;
+    /* launched dependent (sm_90): wait for the previous kernel's writes, then let the next
+     * launch be scheduled behind this one's last blocks */
+    ft_pdl_wait();
+    ft_pdl_trigger();
+    const int row = live ? row0 : (int)a.rows - 1;
+    const int S = a.S;
+    const int b = row / (a.H * S), i = row % S;
+    __half *p = a.scores + (int64_t)row * S;
+    const __half *mrow = a.mask ? a.mask + ((int64_t)b * S + i) * S : NULL;
+    const int len = a.lengths ? min(max(a.lengths[b], 0), S) : S;
+    /* o elements past the grid point below the row; its words run from there */
+    const int o = (int)(((uintptr_t)p / sizeof(__half)) % 8);
+    ft_softmax_row_fp16_w16_r1_g2_sh(a, p - o, mrow, len, i < len, (o + S + 7) / 8, live, false, true, o);
+
+}
+
+/* Softmax of rows of up to 32 columns: 4 lanes per row, 1 vector(s) of 8 per lane
+ * kept in registers; one read and one write of the row. The lane count is fixed per
+ * kernel (no index division, unrolled shuffles; rows that need more than one vector per
+ * lane always take 32 lanes). Every load of the row (score and mask words) is issued
+ * before the first reduction.
+ * Score words are read and written as streaming (evict-first): no other access shares
+ * their sectors.
+ *
+ * Each lane subtracts its own largest mask term t from its positions, so a row masked
+ * everywhere (all terms -10000, where fp32 would keep only ~10 bits of score*scale) keeps
+ * score*scale exactly; the row maximum is reduced as (largest t, maximum relative to
+ * it) in one pass (ft_group_max_shifted). Lanes whose t is the row's get the values they
+ * would without any shift, bit for bit; the others hold only positions masked harder than
+ * the row's best, whose weights underflow either way.
+ *
+ * This is one row's work for the kernel below; `full`: the row fills the group's vectors
+ * exactly (the compiler drops the bounds tests of that copy); `ragged`: the row lies o
+ * elements past the grid point p (or ends off the grid, or its mask row is off it): nvec
+ * words from p, read whole (the neighbours' elements in the first and last weigh nothing
+ * and are never written: those two are written element by element). The mask row
+ * lies om elements past its own grid point: each lane reads the mask word its score word
+ * starts in (q0 words before or at it) and takes the next from the lane above by a shuffle
+ * (the last lane of a group reads it itself), then shifts the pair by d elements into
+ * place. Only a word that would cross the end of its tensor is read element by element. */
+static __device__ __forceinline__ void ft_softmax_row_fp16_w16_r1_g4_sh(const ft_softmax_args_fp16 &a, __half *p,
+    const __half *mrow, int len, int row_in, int nvec, bool live, const bool full, const bool ragged, int o)
+{
+    enum { g = 4 };
+    const int lane = threadIdx.x & (g - 1);
+    ft_word_fp16x8 sw[1], mw[1]; /* the row's score and mask words */
+    /* the row shifted into row order: lane c's word holds columns c*8.. (nvec = the row's
+     * words), made of memory words c and c + 1 from the grid point p (o elements before the
+     * row), the next one from the lane above by a shuffle (lane 0's next word for the group's
+     * last lane; the group's last lane reads word 4 itself), shifted by o; the mask
+     * the same way by its own offset om. The row's memory words: nmem, from p. */
+    const int om = mrow ? (int)(((uintptr_t)mrow / sizeof(__half)) % 8) : 0;
+    const __half *mb = mrow ? mrow - om : NULL;
+    const int nmem = (o + a.S + 7) / 8, mwords = (om + a.S + 7) / 8;
+    /* 1 where the row's last memory word (scores, mask) would cross the tensor's end */
+    const int stail = p + nmem * 8 > a.scores + a.rows * a.S;
+    const int mtail = mrow && mb + mwords * 8 > a.mask + (int64_t)a.B * a.S * a.S;
+    const bool last = lane == g - 1;
+    ft_word_fp16x8 sx, mx_; /* the group's last lane: memory word 4 */
+    memset(&sx, 0, sizeof sx);
+    memset(&mx_, 0, sizeof mx_);
+#pragma unroll
+    for (int k = 0; k < 1; k++) {
+        const int c = lane + k * g;
+        memset(&sw[k], 0, sizeof sw[k]);
+        memset(&mw[k], 0, sizeof mw[k]);
+        if (c < nmem - stail)
+            sw[k] = __ldcs((const ft_word_fp16x8 *)(p + c * 8));
+        if (mrow && c < mwords - mtail)
+            mw[k] = *(const ft_word_fp16x8 *)(mb + c * 8);
+    }
+    if (last && 4 < nmem - stail)
+        sx = __ldcs((const ft_word_fp16x8 *)(p + 4 * 8));
+    if (last && mrow && 4 < mwords - mtail)
+        mx_ = *(const ft_word_fp16x8 *)(mb + 4 * 8);
+    if (stail | mtail) { /* the tensor's last row: its last memory word element by element */
+#pragma unroll
+        for (int k = 0; k < 1; k++) {
+            const int c = lane + k * g;
+            if (stail && c == nmem - 1)
+                sw[k] = ft_softmax_word_fp16_w16(p, c, o, a.S);
+            if (mtail && c == mwords - 1)
+                mw[k] = ft_softmax_word_fp16_w16(mb, c, om, a.S);
+        }
+        if (last && stail && 4 == nmem - 1)
+            sx = ft_softmax_word_fp16_w16(p, 4, o, a.S);
+        if (last && mtail && 4 == mwords - 1)
+            mx_ = ft_softmax_word_fp16_w16(mb, 4, om, a.S);
+    }
+#pragma unroll
+    for (int k = 0; k < 1; k++) { /* into row order, k ascending (lane 0 gives word k + 1 unshifted) */
+        ft_word_fp16x8 nx = ft_softmax_shfl_next_fp16_w16(sw[k], sw[k + 1 < 1 ? k + 1 : k], lane, g);
+        if (last && k == 0)
+            nx = sx;
+        ft_word_fp16x8 ny = ft_softmax_shfl_next_fp16_w16(mw[k], mw[k + 1 < 1 ? k + 1 : k], lane, g);
+        if (last && k == 0)
+            ny = mx_;
+        sw[k] = ft_softmax_shift_fp16_w16(sw[k], nx, o);
+        mw[k] = ft_softmax_shift_fp16_w16(mw[k], ny, om);
+    }
+    nvec = (a.S + 7) / 8; /* row words from here on */
+    const int po = 0;
+    float x[1][8]; /* first the mask terms, then the shifted values */
+    float t = -INFINITY;            /* this lane's largest mask term */
+#pragma unroll
+    for (int k = 0; k < 1; k++)
+        if (full || lane + k * g < nvec) {
+            /* a ragged row's word c holds positions c*8 - o ...; o = 0 otherwise */
+            const int c = lane + k * g;
+            ft_softmax_keep_vec_fp16_w16(mrow != NULL, mw[k], row_in, len + po, c, x[k]);
+#pragma unroll
+            for (int e = 0; e < 8; e++)
+                x[k][e] = (1.0f - x[k][e]) * -10000.0f;
+            if (ragged && (c == 0 || c == nvec - 1)) /* positions outside the row weigh nothing */
+#pragma unroll
+                for (int e = 0; e < 8; e++) {
+                    const int j = c * 8 + e - po;
+                    if (j < 0 || j >= a.S)
+                        x[k][e] = -INFINITY;
+                }
+#pragma unroll
+            for (int e = 0; e < 8; e++)
+                t = fmaxf(t, x[k][e]);
+        }
+    float mx = -INFINITY;
+#pragma unroll
+    for (int k = 0; k < 1; k++)
+        if (full || lane + k * g < nvec) {
+            float sc[8];
+            ft_unpack_fp16x8(sw[k], sc);
+            const int c = lane + k * g;
+            if (ragged && (c == 0 || c == nvec - 1)) /* the neighbours' scores (anything, NaN too) as 0 */
+#pragma unroll
+                for (int e = 0; e < 8; e++) {
+                    const int j = c * 8 + e - po;
+                    if (j < 0 || j >= a.S)
+                        sc[e] = 0.0f;
+                }
+#pragma unroll
+            for (int e = 0; e < 8; e++) {
+                x[k][e] = sc[e] * a.scale + (x[k][e] - t);
+                mx = fmaxf(mx, x[k][e]);
+            }
+        }
+    float top = t;
+    ft_group_max_shifted(top, mx, g, 0xffffffffu);
+    mx -= t - top; /* the row maximum relative to this lane's shift */
+    float sum = 0.0f;
+#pragma unroll
+    for (int k = 0; k < 1; k++)
+        if (full || lane + k * g < nvec)
+#pragma unroll
+            for (int e = 0; e < 8; e++) {
+                x[k][e] = __expf(x[k][e] - mx);
+                sum += x[k][e];
+            }
+    sum = ft_group_sum(sum, g, 0xffffffffu);
+    const float inv = 1.0f / sum;
+    /* back to memory order: memory word c is the last o elements of row word c - 1 (from
+     * the lane below by a shuffle; the group's last lane gives lane 0 its word k - 1) and
+     * the first 8 - o of row word c; the first and last memory words element by element,
+     * and memory word 4 (when the row reaches it) by the group's last lane */
+    ft_word_fp16x8 ow[1];
+#pragma unroll
+    for (int k = 0; k < 1; k++) {
+#pragma unroll
+        for (int e = 0; e < 8; e++)
+            x[k][e] *= inv;
+        ow[k] = ft_pack_fp16x8(x[k]);
+    }
+    union {
+        ft_word_fp16x8 w;
+        __half e[8];
+    } mwd;
+#pragma unroll
+    for (int k = 0; k < 1; k++) {
+        const int c = lane + k * g;
+        const ft_word_fp16x8 pv = ft_softmax_shfl_prev_fp16_w16(ow[k], ow[k > 0 ? k - 1 : 0], lane, g);
+        mwd.w = o ? ft_softmax_shift_fp16_w16(pv, ow[k], 8 - o) : ow[k];
+        if (live && c < nmem) {
+            if (c > 0 && c < nmem - 1) {
+                __stcs((ft_word_fp16x8 *)(p + c * 8), mwd.w);
+            } else {
+#pragma unroll
+                for (int e = 0; e < 8; e++) {
+                    const int j = c * 8 + e - o;
+                    if (j >= 0 && j < a.S)
+                        p[c * 8 + e] = mwd.e[e];
+                }
+            }
+        }
+    }
+    if (live && last && 4 < nmem) { /* o > 0 here: the row's last o elements */
+        mwd.w = ft_softmax_shift_fp16_w16(ow[0], ow[0], 8 - o);
+#pragma unroll
+        for (int e = 0; e < 8; e++) {
+            const int j = 4 * 8 + e - o;
+            if (j < a.S)
+                p[4 * 8 + e] = mwd.e[e];
+        }
+    }
+}
+
+/* ft_softmax_fp16_w16_r1_g4 for rows off the 16-byte grid that fit its bucket in row order
+ * (ceil(S / 8) words) but whose memory words from the grid point below them may not: the
+ * row shifted into row order by shuffles, and back before the stores. */
+static __global__ void __launch_bounds__(128) ft_softmax_fp16_w16_r1_g4_shifted(ft_softmax_args_fp16 a)
+{
+    enum { g = 4 };
+    /* rows < 2^31 (the launcher checks); a group past the last row works on the last row
+     * and stores nothing, so every lane of a warp reaches the shuffles (full-warp masks:
+     * a per-group mask makes the compiler emulate the shuffle lane group by lane group).
+     * Rows in order (a grid over (b*H + h, row pieces) measured 4% slower: S512 49.6 us
+     * against 47.6 in the same form) */
+    const int row0 = blockIdx.x * (128 / g) + (int)threadIdx.x / g;
+    const bool live = row0 < a.rows;
+    if (__all_sync(0xffffffffu, !live))
+        return;
+    /* launched dependent (sm_90): wait for the previous kernel's writes, then let the next
+     * launch be scheduled behind this one's last blocks */
+    ft_pdl_wait();
+    ft_pdl_trigger();
+    const int row = live ? row0 : (int)a.rows - 1;
+    const int S = a.S;
+    const int b = row / (a.H * S), i = row % S;
+    __half *p = a.scores + (int64_t)row * S;
+    const __half *mrow = a.mask ? a.mask + ((int64_t)b * S + i) * S : NULL;
+    const int len = a.lengths ? min(max(a.lengths[b], 0), S) : S;
+    /* o elements past the grid point below the row; its words run from there */
+    const int o = (int)(((uintptr_t)p / sizeof(__half)) % 8);
+    ft_softmax_row_fp16_w16_r1_g4_sh(a, p - o, mrow, len, i < len, (o + S + 7) / 8, live, false, true, o);
+
+}
+
+/* Softmax of rows of up to 64 columns: 8 lanes per row, 1 vector(s) of 8 per lane
+ * kept in registers; one read and one write of the row. The lane count is fixed per
+ * kernel (no index division, unrolled shuffles; rows that need more than one vector per
+ * lane always take 32 lanes). Every load of the row (score and mask words) is issued
+ * before the first reduction.
+ * Score words are read and written as streaming (evict-first): no other access shares
+ * their sectors.
+ *
+ * Each lane subtracts its own largest mask term t from its positions, so a row masked
+ * everywhere (all terms -10000, where fp32 would keep only ~10 bits of score*scale) keeps
+ * score*scale exactly; the row maximum is reduced as (largest t, maximum relative to
+ * it) in one pass (ft_group_max_shifted). Lanes whose t is the row's get the values they
+ * would without any shift, bit for bit; the others hold only positions masked harder than
+ * the row's best, whose weights underflow either way.
+ *
+ * This is one row's work for the kernel below; `full`: the row fills the group's vectors
+ * exactly (the compiler drops the bounds tests of that copy); `ragged`: the row lies o
+ * elements past the grid point p (or ends off the grid, or its mask row is off it): nvec
+ * words from p, read whole (the neighbours' elements in the first and last weigh nothing
+ * and are never written: those two are written element by element). The mask row
+ * lies om elements past its own grid point: each lane reads the mask word its score word
+ * starts in (q0 words before or at it) and takes the next from the lane above by a shuffle
+ * (the last lane of a group reads it itself), then shifts the pair by d elements into
+ * place. Only a word that would cross the end of its tensor is read element by element. */
+static __device__ __forceinline__ void ft_softmax_row_fp16_w16_r1_g8_sh(const ft_softmax_args_fp16 &a, __half *p,
+    const __half *mrow, int len, int row_in, int nvec, bool live, const bool full, const bool ragged, int o)
+{
+    enum { g = 8 };
+    const int lane = threadIdx.x & (g - 1);
+    ft_word_fp16x8 sw[1], mw[1]; /* the row's score and mask words */
+    /* the row shifted into row order: lane c's word holds columns c*8.. (nvec = the row's
+     * words), made of memory words c and c + 1 from the grid point p (o elements before the
+     * row), the next one from the lane above by a shuffle (lane 0's next word for the group's
+     * last lane; the group's last lane reads word 8 itself), shifted by o; the mask
+     * the same way by its own offset om. The row's memory words: nmem, from p. */
+    const int om = mrow ? (int)(((uintptr_t)mrow / sizeof(__half)) % 8) : 0;
+    const __half *mb = mrow ? mrow - om : NULL;
+    const int nmem = (o + a.S + 7) / 8, mwords = (om + a.S + 7) / 8;
+    /* 1 where the row's last memory word (scores, mask) would cross the tensor's end */
+    const int stail = p + nmem * 8 > a.scores + a.rows * a.S;
+    const int mtail = mrow && mb + mwords * 8 > a.mask + (int64_t)a.B * a.S * a.S;
+    const bool last = lane == g - 1;
+    ft_word_fp16x8 sx, mx_; /* the group's last lane: memory word 8 */
+    memset(&sx, 0, sizeof sx);
+    memset(&mx_, 0, sizeof mx_);
+#pragma unroll
+    for (int k = 0; k < 1; k++) {
+        const int c = lane + k * g;
+        memset(&sw[k], 0, sizeof sw[k]);
+        memset(&mw[k], 0, sizeof mw[k]);
+        if (c < nmem - stail)
+            sw[k] = __ldcs((const ft_word_fp16x8 *)(p + c * 8));
+        if (mrow && c < mwords - mtail)
+            mw[k] = *(const ft_word_fp16x8 *)(mb + c * 8);
+    }
+    if (last && 8 < nmem - stail)
+        sx = __ldcs((const ft_word_fp16x8 *)(p + 8 * 8));
+    if (last && mrow && 8 < mwords - mtail)
+        mx_ = *(const ft_word_fp16x8 *)(mb + 8 * 8);
+    if (stail | mtail) { /* the tensor's last row: its last memory word element by element */
+#pragma unroll
+        for (int k = 0; k < 1; k++) {
+            const int c = lane + k * g;
+            if (stail && c == nmem - 1)
+                sw[k] = ft_softmax_word_fp16_w16(p, c, o, a.S);
+            if (mtail && c == mwords - 1)
+                mw[k] = ft_softmax_word_fp16_w16(mb, c, om, a.S);
+        }
+        if (last && stail && 8 == nmem - 1)
+            sx = ft_softmax_word_fp16_w16(p, 8, o, a.S);
+        if (last && mtail && 8 == mwords - 1)
+            mx_ = ft_softmax_word_fp16_w16(mb, 8, om, a.S);
+    }
+#pragma unroll
+    for (int k = 0; k < 1; k++) { /* into row order, k ascending (lane 0 gives word k + 1 unshifted) */
+        ft_word_fp16x8 nx = ft_softmax_shfl_next_fp16_w16(sw[k], sw[k + 1 < 1 ? k + 1 : k], lane, g);
+        if (last && k == 0)
+            nx = sx;
+        ft_word_fp16x8 ny = ft_softmax_shfl_next_fp16_w16(mw[k], mw[k + 1 < 1 ? k + 1 : k], lane, g);
+        if (last && k == 0)
+            ny = mx_;
+        sw[k] = ft_softmax_shift_fp16_w16(sw[k], nx, o);
+        mw[k] = ft_softmax_shift_fp16_w16(mw[k], ny, om);
+    }
+    nvec = (a.S + 7) / 8; /* row words from here on */
+    const int po = 0;
+    float x[1][8]; /* first the mask terms, then the shifted values */
+    float t = -INFINITY;            /* this lane's largest mask term */
+#pragma unroll
+    for (int k = 0; k < 1; k++)
+        if (full || lane + k * g < nvec) {
+            /* a ragged row's word c holds positions c*8 - o ...; o = 0 otherwise */
+            const int c = lane + k * g;
+            ft_softmax_keep_vec_fp16_w16(mrow != NULL, mw[k], row_in, len + po, c, x[k]);
+#pragma unroll
+            for (int e = 0; e < 8; e++)
+                x[k][e] = (1.0f - x[k][e]) * -10000.0f;
+            if (ragged && (c == 0 || c == nvec - 1)) /* positions outside the row weigh nothing */
+#pragma unroll
+                for (int e = 0; e < 8; e++) {
+                    const int j = c * 8 + e - po;
+                    if (j < 0 || j >= a.S)
+                        x[k][e] = -INFINITY;
+                }
+#pragma unroll
+            for (int e = 0; e < 8; e++)
+                t = fmaxf(t, x[k][e]);
+        }
+    float mx = -INFINITY;
+#pragma unroll
+    for (int k = 0; k < 1; k++)
+        if (full || lane + k * g < nvec) {
+            float sc[8];
+            ft_unpack_fp16x8(sw[k], sc);
+            const int c = lane + k * g;
+            if (ragged && (c == 0 || c == nvec - 1)) /* the neighbours' scores (anything, NaN too) as 0 */
+#pragma unroll
+                for (int e = 0; e < 8; e++) {
+                    const int j = c * 8 + e - po;
+                    if (j < 0 || j >= a.S)
+                        sc[e] = 0.0f;
+                }
+#pragma unroll
+            for (int e = 0; e < 8; e++) {
+                x[k][e] = sc[e] * a.scale + (x[k][e] - t);
+                mx = fmaxf(mx, x[k][e]);
+            }
+        }
+    float top = t;
+    ft_group_max_shifted(top, mx, g, 0xffffffffu);
+    mx -= t - top; /* the row maximum relative to this lane's shift */
+    float sum = 0.0f;
+#pragma unroll
+    for (int k = 0; k < 1; k++)
+        if (full || lane + k * g < nvec)
+#pragma unroll
+            for (int e = 0; e < 8; e++) {
+                x[k][e] = __expf(x[k][e] - mx);
+                sum += x[k][e];
+            }
+    sum = ft_group_sum(sum, g, 0xffffffffu);
+    const float inv = 1.0f / sum;
+    /* back to memory order: memory word c is the last o elements of row word c - 1 (from
+     * the lane below by a shuffle; the group's last lane gives lane 0 its word k - 1) and
+     * the first 8 - o of row word c; the first and last memory words element by element,
+     * and memory word 8 (when the row reaches it) by the group's last lane */
+    ft_word_fp16x8 ow[1];
+#pragma unroll
+    for (int k = 0; k < 1; k++) {
+#pragma unroll
+        for (int e = 0; e < 8; e++)
+            x[k][e] *= inv;
+        ow[k] = ft_pack_fp16x8(x[k]);
+    }
+    union {
+        ft_word_fp16x8 w;
+        __half e[8];
+    } mwd;
+#pragma unroll
+    for (int k = 0; k < 1; k++) {
+        const int c = lane + k * g;
+        const ft_word_fp16x8 pv = ft_softmax_shfl_prev_fp16_w16(ow[k], ow[k > 0 ? k - 1 : 0], lane, g);
+        mwd.w = o ? ft_softmax_shift_fp16_w16(pv, ow[k], 8 - o) : ow[k];
+        if (live && c < nmem) {
+            if (c > 0 && c < nmem - 1) {
+                __stcs((ft_word_fp16x8 *)(p + c * 8), mwd.w);
+            } else {
+#pragma unroll
+                for (int e = 0; e < 8; e++) {
+                    const int j = c * 8 + e - o;
+                    if (j >= 0 && j < a.S)
+                        p[c * 8 + e] = mwd.e[e];
+                }
+            }
+        }
+    }
+    if (live && last && 8 < nmem) { /* o > 0 here: the row's last o elements */
+        mwd.w = ft_softmax_shift_fp16_w16(ow[0], ow[0], 8 - o);
+#pragma unroll
+        for (int e = 0; e < 8; e++) {
+            const int j = 8 * 8 + e - o;
+            if (j < a.S)
+                p[8 * 8 + e] = mwd.e[e];
+        }
+    }
+}
+
+/* ft_softmax_fp16_w16_r1_g8 for rows off the 16-byte grid that fit its bucket in row order
+ * (ceil(S / 8) words) but whose memory words from the grid point below them may not: the
+ * row shifted into row order by shuffles, and back before the stores. */
+static __global__ void __launch_bounds__(128) ft_softmax_fp16_w16_r1_g8_shifted(ft_softmax_args_fp16 a)
+{
+    enum { g = 8 };
+    /* rows < 2^31 (the launcher checks); a group past the last row works on the last row
+     * and stores nothing, so every lane of a warp reaches the shuffles (full-warp masks:
+     * a per-group mask makes the compiler emulate the shuffle lane group by lane group).
+     * Rows in order (a grid over (b*H + h, row pieces) measured 4% slower: S512 49.6 us
+     * against 47.6 in the same form) */
+    const int row0 = blockIdx.x * (128 / g) + (int)threadIdx.x / g;
+    const bool live = row0 < a.rows;
+    if (__all_sync(0xffffffffu, !live))
+        return;
+    /* launched dependent (sm_90): wait for the previous kernel's writes, then let the next
+     * launch be scheduled behind this one's last blocks */
+    ft_pdl_wait();
+    ft_pdl_trigger();
+    const int row = live ? row0 : (int)a.rows - 1;
+    const int S = a.S;
+    const int b = row / (a.H * S), i = row % S;
+    __half *p = a.scores + (int64_t)row * S;
+    const __half *mrow = a.mask ? a.mask + ((int64_t)b * S + i) * S : NULL;
+    const int len = a.lengths ? min(max(a.lengths[b], 0), S) : S;
+    /* o elements past the grid point below the row; its words run from there */
+    const int o = (int)(((uintptr_t)p / sizeof(__half)) % 8);
+    ft_softmax_row_fp16_w16_r1_g8_sh(a, p - o, mrow, len, i < len, (o + S + 7) / 8, live, false, true, o);
+
+}
+
+/* Softmax of rows of up to 1024 columns: 32 lanes per row, 4 vector(s) of 8 per lane
+ * kept in registers; one read and one write of the row. The lane count is fixed per
+ * kernel (no index division, unrolled shuffles; rows that need more than one vector per
+ * lane always take 32 lanes). Every load of the row (score and mask words) is issued
+ * before the first reduction.
+ * Score words are read and written as streaming (evict-first): no other access shares
+ * their sectors.
+ *
+ * Each lane subtracts its own largest mask term t from its positions, so a row masked
+ * everywhere (all terms -10000, where fp32 would keep only ~10 bits of score*scale) keeps
+ * score*scale exactly; the row maximum is reduced as (largest t, maximum relative to
+ * it) in one pass (ft_group_max_shifted). Lanes whose t is the row's get the values they
+ * would without any shift, bit for bit; the others hold only positions masked harder than
+ * the row's best, whose weights underflow either way.
+ *
+ * This is one row's work for the kernel below; `full`: the row fills the group's vectors
+ * exactly (the compiler drops the bounds tests of that copy); `ragged`: the row lies o
+ * elements past the grid point p (or ends off the grid, or its mask row is off it): nvec
+ * words from p, read whole (the neighbours' elements in the first and last weigh nothing
+ * and are never written: those two are written element by element). The mask row
+ * lies om elements past its own grid point: each lane reads the mask word its score word
+ * starts in (q0 words before or at it) and takes the next from the lane above by a shuffle
+ * (the last lane of a group reads it itself), then shifts the pair by d elements into
+ * place. Only a word that would cross the end of its tensor is read element by element. */
+static __device__ __forceinline__ void ft_softmax_row_fp16_w16_r4_g32_sh(const ft_softmax_args_fp16 &a, __half *p,
+    const __half *mrow, int len, int row_in, int nvec, bool live, const bool full, const bool ragged, int o)
+{
+    enum { g = 32 };
+    const int lane = threadIdx.x & (g - 1);
+    ft_word_fp16x8 sw[4], mw[4]; /* the row's score and mask words */
+    /* the row shifted into row order: lane c's word holds columns c*8.. (nvec = the row's
+     * words), made of memory words c and c + 1 from the grid point p (o elements before the
+     * row), the next one from the lane above by a shuffle (lane 0's next word for the group's
+     * last lane; the group's last lane reads word 128 itself), shifted by o; the mask
+     * the same way by its own offset om. The row's memory words: nmem, from p. */
+    const int om = mrow ? (int)(((uintptr_t)mrow / sizeof(__half)) % 8) : 0;
+    const __half *mb = mrow ? mrow - om : NULL;
+    const int nmem = (o + a.S + 7) / 8, mwords = (om + a.S + 7) / 8;
+    /* 1 where the row's last memory word (scores, mask) would cross the tensor's end */
+    const int stail = p + nmem * 8 > a.scores + a.rows * a.S;
+    const int mtail = mrow && mb + mwords * 8 > a.mask + (int64_t)a.B * a.S * a.S;
+    const bool last = lane == g - 1;
+    ft_word_fp16x8 sx, mx_; /* the group's last lane: memory word 128 */
+    memset(&sx, 0, sizeof sx);
+    memset(&mx_, 0, sizeof mx_);
+#pragma unroll
+    for (int k = 0; k < 4; k++) {
+        const int c = lane + k * g;
+        memset(&sw[k], 0, sizeof sw[k]);
+        memset(&mw[k], 0, sizeof mw[k]);
+        if (c < nmem - stail)
+            sw[k] = __ldcs((const ft_word_fp16x8 *)(p + c * 8));
+        if (mrow && c < mwords - mtail)
+            mw[k] = *(const ft_word_fp16x8 *)(mb + c * 8);
+    }
+    if (last && 128 < nmem - stail)
+        sx = __ldcs((const ft_word_fp16x8 *)(p + 128 * 8));
+    if (last && mrow && 128 < mwords - mtail)
+        mx_ = *(const ft_word_fp16x8 *)(mb + 128 * 8);
+    if (stail | mtail) { /* the tensor's last row: its last memory word element by element */
+#pragma unroll
+        for (int k = 0; k < 4; k++) {
+            const int c = lane + k * g;
+            if (stail && c == nmem - 1)
+                sw[k] = ft_softmax_word_fp16_w16(p, c, o, a.S);
+            if (mtail && c == mwords - 1)
+                mw[k] = ft_softmax_word_fp16_w16(mb, c, om, a.S);
+        }
+        if (last && stail && 128 == nmem - 1)
+            sx = ft_softmax_word_fp16_w16(p, 128, o, a.S);
+        if (last && mtail && 128 == mwords - 1)
+            mx_ = ft_softmax_word_fp16_w16(mb, 128, om, a.S);
+    }
+#pragma unroll
+    for (int k = 0; k < 4; k++) { /* into row order, k ascending (lane 0 gives word k + 1 unshifted) */
+        ft_word_fp16x8 nx = ft_softmax_shfl_next_fp16_w16(sw[k], sw[k + 1 < 4 ? k + 1 : k], lane, g);
+        if (last && k == 3)
+            nx = sx;
+        ft_word_fp16x8 ny = ft_softmax_shfl_next_fp16_w16(mw[k], mw[k + 1 < 4 ? k + 1 : k], lane, g);
+        if (last && k == 3)
+            ny = mx_;
+        sw[k] = ft_softmax_shift_fp16_w16(sw[k], nx, o);
+        mw[k] = ft_softmax_shift_fp16_w16(mw[k], ny, om);
+    }
+    nvec = (a.S + 7) / 8; /* row words from here on */
+    const int po = 0;
+    float x[4][8]; /* first the mask terms, then the shifted values */
+    float t = -INFINITY;            /* this lane's largest mask term */
+#pragma unroll
+    for (int k = 0; k < 4; k++)
+        if (full || lane + k * g < nvec) {
+            /* a ragged row's word c holds positions c*8 - o ...; o = 0 otherwise */
+            const int c = lane + k * g;
+            ft_softmax_keep_vec_fp16_w16(mrow != NULL, mw[k], row_in, len + po, c, x[k]);
+#pragma unroll
+            for (int e = 0; e < 8; e++)
+                x[k][e] = (1.0f - x[k][e]) * -10000.0f;
+            if (ragged && (c == 0 || c == nvec - 1)) /* positions outside the row weigh nothing */
+#pragma unroll
+                for (int e = 0; e < 8; e++) {
+                    const int j = c * 8 + e - po;
+                    if (j < 0 || j >= a.S)
+                        x[k][e] = -INFINITY;
+                }
+#pragma unroll
+            for (int e = 0; e < 8; e++)
+                t = fmaxf(t, x[k][e]);
+        }
+    float mx = -INFINITY;
+#pragma unroll
+    for (int k = 0; k < 4; k++)
+        if (full || lane + k * g < nvec) {
+            float sc[8];
+            ft_unpack_fp16x8(sw[k], sc);
+            const int c = lane + k * g;
+            if (ragged && (c == 0 || c == nvec - 1)) /* the neighbours' scores (anything, NaN too) as 0 */
+#pragma unroll
+                for (int e = 0; e < 8; e++) {
+                    const int j = c * 8 + e - po;
+                    if (j < 0 || j >= a.S)
+                        sc[e] = 0.0f;
+                }
+#pragma unroll
+            for (int e = 0; e < 8; e++) {
+                x[k][e] = sc[e] * a.scale + (x[k][e] - t);
+                mx = fmaxf(mx, x[k][e]);
+            }
+        }
+    float top = t;
+    ft_group_max_shifted(top, mx, g, 0xffffffffu);
+    mx -= t - top; /* the row maximum relative to this lane's shift */
+    float sum = 0.0f;
+#pragma unroll
+    for (int k = 0; k < 4; k++)
+        if (full || lane + k * g < nvec)
+#pragma unroll
+            for (int e = 0; e < 8; e++) {
+                x[k][e] = __expf(x[k][e] - mx);
+                sum += x[k][e];
+            }
+    sum = ft_group_sum(sum, g, 0xffffffffu);
+    const float inv = 1.0f / sum;
+    /* back to memory order: memory word c is the last o elements of row word c - 1 (from
+     * the lane below by a shuffle; the group's last lane gives lane 0 its word k - 1) and
+     * the first 8 - o of row word c; the first and last memory words element by element,
+     * and memory word 128 (when the row reaches it) by the group's last lane */
+    ft_word_fp16x8 ow[4];
+#pragma unroll
+    for (int k = 0; k < 4; k++) {
+#pragma unroll
+        for (int e = 0; e < 8; e++)
+            x[k][e] *= inv;
+        ow[k] = ft_pack_fp16x8(x[k]);
+    }
+    union {
+        ft_word_fp16x8 w;
+        __half e[8];
+    } mwd;
+#pragma unroll
+    for (int k = 0; k < 4; k++) {
+        const int c = lane + k * g;
+        const ft_word_fp16x8 pv = ft_softmax_shfl_prev_fp16_w16(ow[k], ow[k > 0 ? k - 1 : 0], lane, g);
+        mwd.w = o ? ft_softmax_shift_fp16_w16(pv, ow[k], 8 - o) : ow[k];
+        if (live && c < nmem) {
+            if (c > 0 && c < nmem - 1) {
+                __stcs((ft_word_fp16x8 *)(p + c * 8), mwd.w);
+            } else {
+#pragma unroll
+                for (int e = 0; e < 8; e++) {
+                    const int j = c * 8 + e - o;
+                    if (j >= 0 && j < a.S)
+                        p[c * 8 + e] = mwd.e[e];
+                }
+            }
+        }
+    }
+    if (live && last && 128 < nmem) { /* o > 0 here: the row's last o elements */
+        mwd.w = ft_softmax_shift_fp16_w16(ow[3], ow[3], 8 - o);
+#pragma unroll
+        for (int e = 0; e < 8; e++) {
+            const int j = 128 * 8 + e - o;
+            if (j < a.S)
+                p[128 * 8 + e] = mwd.e[e];
+        }
+    }
+}
+
+/* ft_softmax_fp16_w16_r4_g32 for rows off the 16-byte grid that fit its bucket in row order
+ * (ceil(S / 8) words) but whose memory words from the grid point below them may not: the
+ * row shifted into row order by shuffles, and back before the stores. */
+static __global__ void __launch_bounds__(128) ft_softmax_fp16_w16_r4_g32_shifted(ft_softmax_args_fp16 a)
+{
+    enum { g = 32 };
+    /* rows < 2^31 (the launcher checks); a group past the last row works on the last row
+     * and stores nothing, so every lane of a warp reaches the shuffles (full-warp masks:
+     * a per-group mask makes the compiler emulate the shuffle lane group by lane group).
+     * Rows in order (a grid over (b*H + h, row pieces) measured 4% slower: S512 49.6 us
+     * against 47.6 in the same form) */
+    const int row0 = blockIdx.x * (128 / g) + (int)threadIdx.x / g;
+    const bool live = row0 < a.rows;
+    if (__all_sync(0xffffffffu, !live))
+        return;
+    /* launched dependent (sm_90): wait for the previous kernel's writes, then let the next
+     * launch be scheduled behind this one's last blocks */
+    ft_pdl_wait();
+    ft_pdl_trigger();
+    const int row = live ? row0 : (int)a.rows - 1;
+    const int S = a.S;
+    const int b = row / (a.H * S), i = row % S;
+    __half *p = a.scores + (int64_t)row * S;
+    const __half *mrow = a.mask ? a.mask + ((int64_t)b * S + i) * S : NULL;
+    const int len = a.lengths ? min(max(a.lengths[b], 0), S) : S;
+    /* o elements past the grid point below the row; its words run from there */
+    const int o = (int)(((uintptr_t)p / sizeof(__half)) % 8);
+    ft_softmax_row_fp16_w16_r4_g32_sh(a, p - o, mrow, len, i < len, (o + S + 7) / 8, live, false, true, o);
 
 }
 
@@ -2282,6 +3409,7 @@ static __device__ __forceinline__ void ft_softmax_row_fp16_w16_b4(const ft_softm
                 nx = mh[k];
             mw[k] = ft_softmax_shift_fp16_w16(mw[k], nx, d);
         }
+    const int po = o;
     float x[4][8]; /* first the mask terms, then the shifted values */
     float t = -INFINITY;            /* this thread's largest mask term */
 #pragma unroll
@@ -2289,14 +3417,14 @@ static __device__ __forceinline__ void ft_softmax_row_fp16_w16_b4(const ft_softm
         if (full || lane + k * g < nvec) {
             /* a ragged row's word c holds positions c*8 - o ...; o = 0 otherwise */
             const int c = lane + k * g;
-            ft_softmax_keep_vec_fp16_w16(mrow != NULL, mw[k], row_in, len + o, c, x[k]);
+            ft_softmax_keep_vec_fp16_w16(mrow != NULL, mw[k], row_in, len + po, c, x[k]);
 #pragma unroll
             for (int e = 0; e < 8; e++)
                 x[k][e] = (1.0f - x[k][e]) * -10000.0f;
             if (ragged && (c == 0 || c == nvec - 1)) /* positions outside the row weigh nothing */
 #pragma unroll
                 for (int e = 0; e < 8; e++) {
-                    const int j = c * 8 + e - o;
+                    const int j = c * 8 + e - po;
                     if (j < 0 || j >= a.S)
                         x[k][e] = -INFINITY;
                 }
@@ -2314,7 +3442,7 @@ static __device__ __forceinline__ void ft_softmax_row_fp16_w16_b4(const ft_softm
             if (ragged && (c == 0 || c == nvec - 1)) /* the neighbours' scores (anything, NaN too) as 0 */
 #pragma unroll
                 for (int e = 0; e < 8; e++) {
-                    const int j = c * 8 + e - o;
+                    const int j = c * 8 + e - po;
                     if (j < 0 || j >= a.S)
                         sc[e] = 0.0f;
                 }
@@ -4257,18 +5385,33 @@ static inline ft_status ft_masked_softmax_fp16(__half *scores, const __half *mas
     a.rows = rows, a.B = B, a.H = H, a.S = S, a.scale = scale;
     const int aligned = S % 8 == 0 && ft_aligned(scores, 16) && ft_aligned(mask, 16);
     if (!aligned) {
-        /* rows off the 16-byte grid in one warp: 16-byte words from the grid point below each
-         * row, by the most words a row touches, where that beat element-wise accesses (H200,
-         * fp16 with a mask, us): in groups of up to 16 lanes where the words fill more than
-         * 5/8 of the group (S25 134 against 481, S50 541 / 984, S97 727 / 833; not S60, 9 words
-         * in 16 lanes: 1175 / 1025); past 512 columns with 4 words a lane against 32
-         * elements a lane (S513 552 / 763, S700 433 / 617, S1009 371 / 467); not in between
-         * (S127 1121 / 636 with one word a lane, S220 646 / 553, S511 553 / 408 with 4 words
-         * a lane against 16 elements) */
-        const int words = (S + 14) / 8;
-        int g = 1; /* the fewest lanes that hold the words */
+        /* rows off the 16-byte grid in one warp, as 16-byte words from the grid point below
+         * each row; by the most words a row touches, where that beat element-wise accesses
+         * (H200, fp16 with a mask, us): in groups of up to 16 lanes where the words fill more
+         * than 5/8 of the group (S25 134 against 481, S50 541 / 984, S97 727 / 833); past 512
+         * columns with 4 words a lane against 32 elements a lane (S513 552 / 763, S700
+         * 433 / 617, S1009 371 / 467); not in between (S127 1121 / 636 with one word a lane,
+         * S220 646 / 553, S511 553 / 408 with 4 words a lane against 16 elements).
+         * Where the memory words need the next bucket up but the row's own words do not, the
+         * row shifted into row order in the smaller bucket, up to 8 lanes (S3 16.7 against
+         * 30.8, S7 37.4 / 70.2, S13 163 / 277, S60 606 / 1175 element-wise) and with 4
+         * words a lane (S1023 949 / 1256 element-wise); shifting costs shuffles and lost in
+         * equal buckets (S97 782 / 727, S513 628 / 552) and at 16 lanes (S127 647 / 637) */
+        const int words = (S + 14) / 8, nrow = (S + 7) / 8;
+        int g = 1, gs = 1; /* the fewest lanes that hold the memory words, the row's words */
         while (g < words)
             g <<= 1;
+        while (gs < nrow)
+            gs <<= 1;
+        if (gs < g && gs <= 8) {
+            const unsigned grid = (unsigned)((rows + 128 / gs - 1) / (128 / gs));
+            switch (gs) {
+            case 1: return ft_softmax_launch_fp16(fn, (const void *)ft_softmax_fp16_w16_r1_g1_shifted, grid, 128, a, stream);
+            case 2: return ft_softmax_launch_fp16(fn, (const void *)ft_softmax_fp16_w16_r1_g2_shifted, grid, 128, a, stream);
+            case 4: return ft_softmax_launch_fp16(fn, (const void *)ft_softmax_fp16_w16_r1_g4_shifted, grid, 128, a, stream);
+            default: return ft_softmax_launch_fp16(fn, (const void *)ft_softmax_fp16_w16_r1_g8_shifted, grid, 128, a, stream);
+            }
+        }
         if (words > 1 && g <= 16 && words * 8 > g * 5) {
             const unsigned grid = (unsigned)((rows + 128 / g - 1) / (128 / g));
             switch (g) {
@@ -4278,6 +5421,9 @@ static inline ft_status ft_masked_softmax_fp16(__half *scores, const __half *mas
             default: return ft_softmax_launch_fp16(fn, (const void *)ft_softmax_fp16_w16_r1_g16_ragged, grid, 128, a, stream);
             }
         }
+        if (words > 128 && nrow <= 128)
+            return ft_softmax_launch_fp16(fn, (const void *)ft_softmax_fp16_w16_r4_g32_shifted,
+                                          (unsigned)((rows + 3) / 4), 128, a, stream);
         if (words <= 128 && S > 512)
             return ft_softmax_launch_fp16(fn, (const void *)ft_softmax_fp16_w16_r4_g32_ragged,
                                           (unsigned)((rows + 3) / 4), 128, a, stream);

@@ -1427,6 +1427,7 @@ static __device__ __forceinline__ void ft_softmax_row_fp32_w16_b4(const ft_softm
                 nx = mh[k];
             mw[k] = ft_softmax_shift_fp32_w16(mw[k], nx, d);
         }
+    const int po = o;
     float x[4][4]; /* first the mask terms, then the shifted values */
     float t = -INFINITY;            /* this thread's largest mask term */
 #pragma unroll
@@ -1434,14 +1435,14 @@ static __device__ __forceinline__ void ft_softmax_row_fp32_w16_b4(const ft_softm
         if (full || lane + k * g < nvec) {
             /* a ragged row's word c holds positions c*4 - o ...; o = 0 otherwise */
             const int c = lane + k * g;
-            ft_softmax_keep_vec_fp32_w16(mrow != NULL, mw[k], row_in, len + o, c, x[k]);
+            ft_softmax_keep_vec_fp32_w16(mrow != NULL, mw[k], row_in, len + po, c, x[k]);
 #pragma unroll
             for (int e = 0; e < 4; e++)
                 x[k][e] = (1.0f - x[k][e]) * -10000.0f;
             if (ragged && (c == 0 || c == nvec - 1)) /* positions outside the row weigh nothing */
 #pragma unroll
                 for (int e = 0; e < 4; e++) {
-                    const int j = c * 4 + e - o;
+                    const int j = c * 4 + e - po;
                     if (j < 0 || j >= a.S)
                         x[k][e] = -INFINITY;
                 }
@@ -1459,7 +1460,7 @@ static __device__ __forceinline__ void ft_softmax_row_fp32_w16_b4(const ft_softm
             if (ragged && (c == 0 || c == nvec - 1)) /* the neighbours' scores (anything, NaN too) as 0 */
 #pragma unroll
                 for (int e = 0; e < 4; e++) {
-                    const int j = c * 4 + e - o;
+                    const int j = c * 4 + e - po;
                     if (j < 0 || j >= a.S)
                         sc[e] = 0.0f;
                 }
