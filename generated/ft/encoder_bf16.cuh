@@ -289,18 +289,21 @@ static __device__ __forceinline__ void ft_softmax_row_bf16_w16_r1_g1(const ft_so
                 mw[k] = *(const ft_word_bf16x8 *)(mrow + c * 8);
         }
     }
-    float x[1][8]; /* first the mask terms, then the shifted values */
-    float t = -INFINITY;            /* this lane's largest mask term */
+    float x[1][8]; /* first the mask values (keep flags without a mask), then the shifted values */
+    float t = -INFINITY;            /* this lane's largest mask value, then its term */
 #pragma unroll
     for (int k = 0; k < 1; k++)
         if (full || lane + k * g < nvec) {
             ft_softmax_keep_vec_bf16_w16(mrow != NULL, mw[k], row_in, len, lane + k * g, x[k]);
 #pragma unroll
-            for (int e = 0; e < 8; e++) {
-                x[k][e] = (1.0f - x[k][e]) * -10000.0f;
+            for (int e = 0; e < 8; e++)
                 t = fmaxf(t, x[k][e]);
-            }
         }
+    /* the terms (1 - m)*-10000 are monotone in m: the largest term from the largest value,
+     * and each term less it as m*10000 - (10000 + t) in one rounding (an instruction a
+     * position instead of three) */
+    t = fmaf(t, 10000.0f, -10000.0f);
+    const float tb = -10000.0f - t;
     float mx = -INFINITY;
 #pragma unroll
     for (int k = 0; k < 1; k++)
@@ -309,20 +312,24 @@ static __device__ __forceinline__ void ft_softmax_row_bf16_w16_r1_g1(const ft_so
             ft_unpack_bf16x8(sw[k], sc);
 #pragma unroll
             for (int e = 0; e < 8; e++) {
-                x[k][e] = sc[e] * a.scale + (x[k][e] - t);
+                x[k][e] = fmaf(sc[e], a.scale, fmaf(x[k][e], 10000.0f, tb));
                 mx = fmaxf(mx, x[k][e]);
             }
         }
     float top = t;
     ft_group_max_shifted(top, mx, g, 0xffffffffu);
     mx -= t - top; /* the row maximum relative to this lane's shift */
+    /* exp(x - mx) as 2^(x*log2(e) - mx*log2(e)): one FFMA and the approximate unit, weights
+     * below 2^-126 of the row's largest flushed to 0 (an absolute error under 2^-126);
+     * __expf's non-flushing form took four more instructions a position */
+    const float mxl = mx * 1.4426950408889634f;
     float sum = 0.0f;
 #pragma unroll
     for (int k = 0; k < 1; k++)
         if (full || lane + k * g < nvec)
 #pragma unroll
             for (int e = 0; e < 8; e++) {
-                x[k][e] = __expf(x[k][e] - mx);
+                x[k][e] = ft_exp2_approx(fmaf(x[k][e], 1.4426950408889634f, -mxl));
                 sum += x[k][e];
             }
     sum = ft_group_sum(sum, g, 0xffffffffu);
@@ -401,18 +408,21 @@ static __device__ __forceinline__ void ft_softmax_row_bf16_w16_r1_g2(const ft_so
                 mw[k] = *(const ft_word_bf16x8 *)(mrow + c * 8);
         }
     }
-    float x[1][8]; /* first the mask terms, then the shifted values */
-    float t = -INFINITY;            /* this lane's largest mask term */
+    float x[1][8]; /* first the mask values (keep flags without a mask), then the shifted values */
+    float t = -INFINITY;            /* this lane's largest mask value, then its term */
 #pragma unroll
     for (int k = 0; k < 1; k++)
         if (full || lane + k * g < nvec) {
             ft_softmax_keep_vec_bf16_w16(mrow != NULL, mw[k], row_in, len, lane + k * g, x[k]);
 #pragma unroll
-            for (int e = 0; e < 8; e++) {
-                x[k][e] = (1.0f - x[k][e]) * -10000.0f;
+            for (int e = 0; e < 8; e++)
                 t = fmaxf(t, x[k][e]);
-            }
         }
+    /* the terms (1 - m)*-10000 are monotone in m: the largest term from the largest value,
+     * and each term less it as m*10000 - (10000 + t) in one rounding (an instruction a
+     * position instead of three) */
+    t = fmaf(t, 10000.0f, -10000.0f);
+    const float tb = -10000.0f - t;
     float mx = -INFINITY;
 #pragma unroll
     for (int k = 0; k < 1; k++)
@@ -421,20 +431,24 @@ static __device__ __forceinline__ void ft_softmax_row_bf16_w16_r1_g2(const ft_so
             ft_unpack_bf16x8(sw[k], sc);
 #pragma unroll
             for (int e = 0; e < 8; e++) {
-                x[k][e] = sc[e] * a.scale + (x[k][e] - t);
+                x[k][e] = fmaf(sc[e], a.scale, fmaf(x[k][e], 10000.0f, tb));
                 mx = fmaxf(mx, x[k][e]);
             }
         }
     float top = t;
     ft_group_max_shifted(top, mx, g, 0xffffffffu);
     mx -= t - top; /* the row maximum relative to this lane's shift */
+    /* exp(x - mx) as 2^(x*log2(e) - mx*log2(e)): one FFMA and the approximate unit, weights
+     * below 2^-126 of the row's largest flushed to 0 (an absolute error under 2^-126);
+     * __expf's non-flushing form took four more instructions a position */
+    const float mxl = mx * 1.4426950408889634f;
     float sum = 0.0f;
 #pragma unroll
     for (int k = 0; k < 1; k++)
         if (full || lane + k * g < nvec)
 #pragma unroll
             for (int e = 0; e < 8; e++) {
-                x[k][e] = __expf(x[k][e] - mx);
+                x[k][e] = ft_exp2_approx(fmaf(x[k][e], 1.4426950408889634f, -mxl));
                 sum += x[k][e];
             }
     sum = ft_group_sum(sum, g, 0xffffffffu);
@@ -513,18 +527,21 @@ static __device__ __forceinline__ void ft_softmax_row_bf16_w16_r1_g4(const ft_so
                 mw[k] = *(const ft_word_bf16x8 *)(mrow + c * 8);
         }
     }
-    float x[1][8]; /* first the mask terms, then the shifted values */
-    float t = -INFINITY;            /* this lane's largest mask term */
+    float x[1][8]; /* first the mask values (keep flags without a mask), then the shifted values */
+    float t = -INFINITY;            /* this lane's largest mask value, then its term */
 #pragma unroll
     for (int k = 0; k < 1; k++)
         if (full || lane + k * g < nvec) {
             ft_softmax_keep_vec_bf16_w16(mrow != NULL, mw[k], row_in, len, lane + k * g, x[k]);
 #pragma unroll
-            for (int e = 0; e < 8; e++) {
-                x[k][e] = (1.0f - x[k][e]) * -10000.0f;
+            for (int e = 0; e < 8; e++)
                 t = fmaxf(t, x[k][e]);
-            }
         }
+    /* the terms (1 - m)*-10000 are monotone in m: the largest term from the largest value,
+     * and each term less it as m*10000 - (10000 + t) in one rounding (an instruction a
+     * position instead of three) */
+    t = fmaf(t, 10000.0f, -10000.0f);
+    const float tb = -10000.0f - t;
     float mx = -INFINITY;
 #pragma unroll
     for (int k = 0; k < 1; k++)
@@ -533,20 +550,24 @@ static __device__ __forceinline__ void ft_softmax_row_bf16_w16_r1_g4(const ft_so
             ft_unpack_bf16x8(sw[k], sc);
 #pragma unroll
             for (int e = 0; e < 8; e++) {
-                x[k][e] = sc[e] * a.scale + (x[k][e] - t);
+                x[k][e] = fmaf(sc[e], a.scale, fmaf(x[k][e], 10000.0f, tb));
                 mx = fmaxf(mx, x[k][e]);
             }
         }
     float top = t;
     ft_group_max_shifted(top, mx, g, 0xffffffffu);
     mx -= t - top; /* the row maximum relative to this lane's shift */
+    /* exp(x - mx) as 2^(x*log2(e) - mx*log2(e)): one FFMA and the approximate unit, weights
+     * below 2^-126 of the row's largest flushed to 0 (an absolute error under 2^-126);
+     * __expf's non-flushing form took four more instructions a position */
+    const float mxl = mx * 1.4426950408889634f;
     float sum = 0.0f;
 #pragma unroll
     for (int k = 0; k < 1; k++)
         if (full || lane + k * g < nvec)
 #pragma unroll
             for (int e = 0; e < 8; e++) {
-                x[k][e] = __expf(x[k][e] - mx);
+                x[k][e] = ft_exp2_approx(fmaf(x[k][e], 1.4426950408889634f, -mxl));
                 sum += x[k][e];
             }
     sum = ft_group_sum(sum, g, 0xffffffffu);
@@ -625,18 +646,21 @@ static __device__ __forceinline__ void ft_softmax_row_bf16_w16_r1_g8(const ft_so
                 mw[k] = *(const ft_word_bf16x8 *)(mrow + c * 8);
         }
     }
-    float x[1][8]; /* first the mask terms, then the shifted values */
-    float t = -INFINITY;            /* this lane's largest mask term */
+    float x[1][8]; /* first the mask values (keep flags without a mask), then the shifted values */
+    float t = -INFINITY;            /* this lane's largest mask value, then its term */
 #pragma unroll
     for (int k = 0; k < 1; k++)
         if (full || lane + k * g < nvec) {
             ft_softmax_keep_vec_bf16_w16(mrow != NULL, mw[k], row_in, len, lane + k * g, x[k]);
 #pragma unroll
-            for (int e = 0; e < 8; e++) {
-                x[k][e] = (1.0f - x[k][e]) * -10000.0f;
+            for (int e = 0; e < 8; e++)
                 t = fmaxf(t, x[k][e]);
-            }
         }
+    /* the terms (1 - m)*-10000 are monotone in m: the largest term from the largest value,
+     * and each term less it as m*10000 - (10000 + t) in one rounding (an instruction a
+     * position instead of three) */
+    t = fmaf(t, 10000.0f, -10000.0f);
+    const float tb = -10000.0f - t;
     float mx = -INFINITY;
 #pragma unroll
     for (int k = 0; k < 1; k++)
@@ -645,20 +669,24 @@ static __device__ __forceinline__ void ft_softmax_row_bf16_w16_r1_g8(const ft_so
             ft_unpack_bf16x8(sw[k], sc);
 #pragma unroll
             for (int e = 0; e < 8; e++) {
-                x[k][e] = sc[e] * a.scale + (x[k][e] - t);
+                x[k][e] = fmaf(sc[e], a.scale, fmaf(x[k][e], 10000.0f, tb));
                 mx = fmaxf(mx, x[k][e]);
             }
         }
     float top = t;
     ft_group_max_shifted(top, mx, g, 0xffffffffu);
     mx -= t - top; /* the row maximum relative to this lane's shift */
+    /* exp(x - mx) as 2^(x*log2(e) - mx*log2(e)): one FFMA and the approximate unit, weights
+     * below 2^-126 of the row's largest flushed to 0 (an absolute error under 2^-126);
+     * __expf's non-flushing form took four more instructions a position */
+    const float mxl = mx * 1.4426950408889634f;
     float sum = 0.0f;
 #pragma unroll
     for (int k = 0; k < 1; k++)
         if (full || lane + k * g < nvec)
 #pragma unroll
             for (int e = 0; e < 8; e++) {
-                x[k][e] = __expf(x[k][e] - mx);
+                x[k][e] = ft_exp2_approx(fmaf(x[k][e], 1.4426950408889634f, -mxl));
                 sum += x[k][e];
             }
     sum = ft_group_sum(sum, g, 0xffffffffu);
@@ -737,18 +765,21 @@ static __device__ __forceinline__ void ft_softmax_row_bf16_w16_r1_g16(const ft_s
                 mw[k] = *(const ft_word_bf16x8 *)(mrow + c * 8);
         }
     }
-    float x[1][8]; /* first the mask terms, then the shifted values */
-    float t = -INFINITY;            /* this lane's largest mask term */
+    float x[1][8]; /* first the mask values (keep flags without a mask), then the shifted values */
+    float t = -INFINITY;            /* this lane's largest mask value, then its term */
 #pragma unroll
     for (int k = 0; k < 1; k++)
         if (full || lane + k * g < nvec) {
             ft_softmax_keep_vec_bf16_w16(mrow != NULL, mw[k], row_in, len, lane + k * g, x[k]);
 #pragma unroll
-            for (int e = 0; e < 8; e++) {
-                x[k][e] = (1.0f - x[k][e]) * -10000.0f;
+            for (int e = 0; e < 8; e++)
                 t = fmaxf(t, x[k][e]);
-            }
         }
+    /* the terms (1 - m)*-10000 are monotone in m: the largest term from the largest value,
+     * and each term less it as m*10000 - (10000 + t) in one rounding (an instruction a
+     * position instead of three) */
+    t = fmaf(t, 10000.0f, -10000.0f);
+    const float tb = -10000.0f - t;
     float mx = -INFINITY;
 #pragma unroll
     for (int k = 0; k < 1; k++)
@@ -757,20 +788,24 @@ static __device__ __forceinline__ void ft_softmax_row_bf16_w16_r1_g16(const ft_s
             ft_unpack_bf16x8(sw[k], sc);
 #pragma unroll
             for (int e = 0; e < 8; e++) {
-                x[k][e] = sc[e] * a.scale + (x[k][e] - t);
+                x[k][e] = fmaf(sc[e], a.scale, fmaf(x[k][e], 10000.0f, tb));
                 mx = fmaxf(mx, x[k][e]);
             }
         }
     float top = t;
     ft_group_max_shifted(top, mx, g, 0xffffffffu);
     mx -= t - top; /* the row maximum relative to this lane's shift */
+    /* exp(x - mx) as 2^(x*log2(e) - mx*log2(e)): one FFMA and the approximate unit, weights
+     * below 2^-126 of the row's largest flushed to 0 (an absolute error under 2^-126);
+     * __expf's non-flushing form took four more instructions a position */
+    const float mxl = mx * 1.4426950408889634f;
     float sum = 0.0f;
 #pragma unroll
     for (int k = 0; k < 1; k++)
         if (full || lane + k * g < nvec)
 #pragma unroll
             for (int e = 0; e < 8; e++) {
-                x[k][e] = __expf(x[k][e] - mx);
+                x[k][e] = ft_exp2_approx(fmaf(x[k][e], 1.4426950408889634f, -mxl));
                 sum += x[k][e];
             }
     sum = ft_group_sum(sum, g, 0xffffffffu);
@@ -849,18 +884,21 @@ static __device__ __forceinline__ void ft_softmax_row_bf16_w16_r1_g32(const ft_s
                 mw[k] = *(const ft_word_bf16x8 *)(mrow + c * 8);
         }
     }
-    float x[1][8]; /* first the mask terms, then the shifted values */
-    float t = -INFINITY;            /* this lane's largest mask term */
+    float x[1][8]; /* first the mask values (keep flags without a mask), then the shifted values */
+    float t = -INFINITY;            /* this lane's largest mask value, then its term */
 #pragma unroll
     for (int k = 0; k < 1; k++)
         if (full || lane + k * g < nvec) {
             ft_softmax_keep_vec_bf16_w16(mrow != NULL, mw[k], row_in, len, lane + k * g, x[k]);
 #pragma unroll
-            for (int e = 0; e < 8; e++) {
-                x[k][e] = (1.0f - x[k][e]) * -10000.0f;
+            for (int e = 0; e < 8; e++)
                 t = fmaxf(t, x[k][e]);
-            }
         }
+    /* the terms (1 - m)*-10000 are monotone in m: the largest term from the largest value,
+     * and each term less it as m*10000 - (10000 + t) in one rounding (an instruction a
+     * position instead of three) */
+    t = fmaf(t, 10000.0f, -10000.0f);
+    const float tb = -10000.0f - t;
     float mx = -INFINITY;
 #pragma unroll
     for (int k = 0; k < 1; k++)
@@ -869,20 +907,24 @@ static __device__ __forceinline__ void ft_softmax_row_bf16_w16_r1_g32(const ft_s
             ft_unpack_bf16x8(sw[k], sc);
 #pragma unroll
             for (int e = 0; e < 8; e++) {
-                x[k][e] = sc[e] * a.scale + (x[k][e] - t);
+                x[k][e] = fmaf(sc[e], a.scale, fmaf(x[k][e], 10000.0f, tb));
                 mx = fmaxf(mx, x[k][e]);
             }
         }
     float top = t;
     ft_group_max_shifted(top, mx, g, 0xffffffffu);
     mx -= t - top; /* the row maximum relative to this lane's shift */
+    /* exp(x - mx) as 2^(x*log2(e) - mx*log2(e)): one FFMA and the approximate unit, weights
+     * below 2^-126 of the row's largest flushed to 0 (an absolute error under 2^-126);
+     * __expf's non-flushing form took four more instructions a position */
+    const float mxl = mx * 1.4426950408889634f;
     float sum = 0.0f;
 #pragma unroll
     for (int k = 0; k < 1; k++)
         if (full || lane + k * g < nvec)
 #pragma unroll
             for (int e = 0; e < 8; e++) {
-                x[k][e] = __expf(x[k][e] - mx);
+                x[k][e] = ft_exp2_approx(fmaf(x[k][e], 1.4426950408889634f, -mxl));
                 sum += x[k][e];
             }
     sum = ft_group_sum(sum, g, 0xffffffffu);
@@ -961,18 +1003,21 @@ static __device__ __forceinline__ void ft_softmax_row_bf16_w16_r2_g32(const ft_s
                 mw[k] = *(const ft_word_bf16x8 *)(mrow + c * 8);
         }
     }
-    float x[2][8]; /* first the mask terms, then the shifted values */
-    float t = -INFINITY;            /* this lane's largest mask term */
+    float x[2][8]; /* first the mask values (keep flags without a mask), then the shifted values */
+    float t = -INFINITY;            /* this lane's largest mask value, then its term */
 #pragma unroll
     for (int k = 0; k < 2; k++)
         if (full || lane + k * g < nvec) {
             ft_softmax_keep_vec_bf16_w16(mrow != NULL, mw[k], row_in, len, lane + k * g, x[k]);
 #pragma unroll
-            for (int e = 0; e < 8; e++) {
-                x[k][e] = (1.0f - x[k][e]) * -10000.0f;
+            for (int e = 0; e < 8; e++)
                 t = fmaxf(t, x[k][e]);
-            }
         }
+    /* the terms (1 - m)*-10000 are monotone in m: the largest term from the largest value,
+     * and each term less it as m*10000 - (10000 + t) in one rounding (an instruction a
+     * position instead of three) */
+    t = fmaf(t, 10000.0f, -10000.0f);
+    const float tb = -10000.0f - t;
     float mx = -INFINITY;
 #pragma unroll
     for (int k = 0; k < 2; k++)
@@ -981,20 +1026,24 @@ static __device__ __forceinline__ void ft_softmax_row_bf16_w16_r2_g32(const ft_s
             ft_unpack_bf16x8(sw[k], sc);
 #pragma unroll
             for (int e = 0; e < 8; e++) {
-                x[k][e] = sc[e] * a.scale + (x[k][e] - t);
+                x[k][e] = fmaf(sc[e], a.scale, fmaf(x[k][e], 10000.0f, tb));
                 mx = fmaxf(mx, x[k][e]);
             }
         }
     float top = t;
     ft_group_max_shifted(top, mx, g, 0xffffffffu);
     mx -= t - top; /* the row maximum relative to this lane's shift */
+    /* exp(x - mx) as 2^(x*log2(e) - mx*log2(e)): one FFMA and the approximate unit, weights
+     * below 2^-126 of the row's largest flushed to 0 (an absolute error under 2^-126);
+     * __expf's non-flushing form took four more instructions a position */
+    const float mxl = mx * 1.4426950408889634f;
     float sum = 0.0f;
 #pragma unroll
     for (int k = 0; k < 2; k++)
         if (full || lane + k * g < nvec)
 #pragma unroll
             for (int e = 0; e < 8; e++) {
-                x[k][e] = __expf(x[k][e] - mx);
+                x[k][e] = ft_exp2_approx(fmaf(x[k][e], 1.4426950408889634f, -mxl));
                 sum += x[k][e];
             }
     sum = ft_group_sum(sum, g, 0xffffffffu);
@@ -1073,18 +1122,21 @@ static __device__ __forceinline__ void ft_softmax_row_bf16_w16_r4_g32(const ft_s
                 mw[k] = *(const ft_word_bf16x8 *)(mrow + c * 8);
         }
     }
-    float x[4][8]; /* first the mask terms, then the shifted values */
-    float t = -INFINITY;            /* this lane's largest mask term */
+    float x[4][8]; /* first the mask values (keep flags without a mask), then the shifted values */
+    float t = -INFINITY;            /* this lane's largest mask value, then its term */
 #pragma unroll
     for (int k = 0; k < 4; k++)
         if (full || lane + k * g < nvec) {
             ft_softmax_keep_vec_bf16_w16(mrow != NULL, mw[k], row_in, len, lane + k * g, x[k]);
 #pragma unroll
-            for (int e = 0; e < 8; e++) {
-                x[k][e] = (1.0f - x[k][e]) * -10000.0f;
+            for (int e = 0; e < 8; e++)
                 t = fmaxf(t, x[k][e]);
-            }
         }
+    /* the terms (1 - m)*-10000 are monotone in m: the largest term from the largest value,
+     * and each term less it as m*10000 - (10000 + t) in one rounding (an instruction a
+     * position instead of three) */
+    t = fmaf(t, 10000.0f, -10000.0f);
+    const float tb = -10000.0f - t;
     float mx = -INFINITY;
 #pragma unroll
     for (int k = 0; k < 4; k++)
@@ -1093,20 +1145,24 @@ static __device__ __forceinline__ void ft_softmax_row_bf16_w16_r4_g32(const ft_s
             ft_unpack_bf16x8(sw[k], sc);
 #pragma unroll
             for (int e = 0; e < 8; e++) {
-                x[k][e] = sc[e] * a.scale + (x[k][e] - t);
+                x[k][e] = fmaf(sc[e], a.scale, fmaf(x[k][e], 10000.0f, tb));
                 mx = fmaxf(mx, x[k][e]);
             }
         }
     float top = t;
     ft_group_max_shifted(top, mx, g, 0xffffffffu);
     mx -= t - top; /* the row maximum relative to this lane's shift */
+    /* exp(x - mx) as 2^(x*log2(e) - mx*log2(e)): one FFMA and the approximate unit, weights
+     * below 2^-126 of the row's largest flushed to 0 (an absolute error under 2^-126);
+     * __expf's non-flushing form took four more instructions a position */
+    const float mxl = mx * 1.4426950408889634f;
     float sum = 0.0f;
 #pragma unroll
     for (int k = 0; k < 4; k++)
         if (full || lane + k * g < nvec)
 #pragma unroll
             for (int e = 0; e < 8; e++) {
-                x[k][e] = __expf(x[k][e] - mx);
+                x[k][e] = ft_exp2_approx(fmaf(x[k][e], 1.4426950408889634f, -mxl));
                 sum += x[k][e];
             }
     sum = ft_group_sum(sum, g, 0xffffffffu);
@@ -1185,18 +1241,21 @@ static __device__ __forceinline__ void ft_softmax_row_bf16_w16_r8_g32(const ft_s
                 mw[k] = *(const ft_word_bf16x8 *)(mrow + c * 8);
         }
     }
-    float x[8][8]; /* first the mask terms, then the shifted values */
-    float t = -INFINITY;            /* this lane's largest mask term */
+    float x[8][8]; /* first the mask values (keep flags without a mask), then the shifted values */
+    float t = -INFINITY;            /* this lane's largest mask value, then its term */
 #pragma unroll
     for (int k = 0; k < 8; k++)
         if (full || lane + k * g < nvec) {
             ft_softmax_keep_vec_bf16_w16(mrow != NULL, mw[k], row_in, len, lane + k * g, x[k]);
 #pragma unroll
-            for (int e = 0; e < 8; e++) {
-                x[k][e] = (1.0f - x[k][e]) * -10000.0f;
+            for (int e = 0; e < 8; e++)
                 t = fmaxf(t, x[k][e]);
-            }
         }
+    /* the terms (1 - m)*-10000 are monotone in m: the largest term from the largest value,
+     * and each term less it as m*10000 - (10000 + t) in one rounding (an instruction a
+     * position instead of three) */
+    t = fmaf(t, 10000.0f, -10000.0f);
+    const float tb = -10000.0f - t;
     float mx = -INFINITY;
 #pragma unroll
     for (int k = 0; k < 8; k++)
@@ -1205,20 +1264,24 @@ static __device__ __forceinline__ void ft_softmax_row_bf16_w16_r8_g32(const ft_s
             ft_unpack_bf16x8(sw[k], sc);
 #pragma unroll
             for (int e = 0; e < 8; e++) {
-                x[k][e] = sc[e] * a.scale + (x[k][e] - t);
+                x[k][e] = fmaf(sc[e], a.scale, fmaf(x[k][e], 10000.0f, tb));
                 mx = fmaxf(mx, x[k][e]);
             }
         }
     float top = t;
     ft_group_max_shifted(top, mx, g, 0xffffffffu);
     mx -= t - top; /* the row maximum relative to this lane's shift */
+    /* exp(x - mx) as 2^(x*log2(e) - mx*log2(e)): one FFMA and the approximate unit, weights
+     * below 2^-126 of the row's largest flushed to 0 (an absolute error under 2^-126);
+     * __expf's non-flushing form took four more instructions a position */
+    const float mxl = mx * 1.4426950408889634f;
     float sum = 0.0f;
 #pragma unroll
     for (int k = 0; k < 8; k++)
         if (full || lane + k * g < nvec)
 #pragma unroll
             for (int e = 0; e < 8; e++) {
-                x[k][e] = __expf(x[k][e] - mx);
+                x[k][e] = ft_exp2_approx(fmaf(x[k][e], 1.4426950408889634f, -mxl));
                 sum += x[k][e];
             }
     sum = ft_group_sum(sum, g, 0xffffffffu);
@@ -1351,17 +1414,14 @@ static __device__ __forceinline__ void ft_softmax_row_bf16_w16_r1_g2_rg(const ft
             mw[k] = ft_softmax_shift_bf16_w16(mw[k], nx, d);
         }
     const int po = o;
-    float x[1][8]; /* first the mask terms, then the shifted values */
-    float t = -INFINITY;            /* this lane's largest mask term */
+    float x[1][8]; /* first the mask values (keep flags without a mask), then the shifted values */
+    float t = -INFINITY;            /* this lane's largest mask value, then its term */
 #pragma unroll
     for (int k = 0; k < 1; k++)
         if (full || lane + k * g < nvec) {
             /* a ragged row's word c holds positions c*8 - o ...; o = 0 otherwise */
             const int c = lane + k * g;
             ft_softmax_keep_vec_bf16_w16(mrow != NULL, mw[k], row_in, len + po, c, x[k]);
-#pragma unroll
-            for (int e = 0; e < 8; e++)
-                x[k][e] = (1.0f - x[k][e]) * -10000.0f;
             if (ragged && (c == 0 || c == nvec - 1)) /* positions outside the row weigh nothing */
 #pragma unroll
                 for (int e = 0; e < 8; e++) {
@@ -1373,6 +1433,11 @@ static __device__ __forceinline__ void ft_softmax_row_bf16_w16_r1_g2_rg(const ft
             for (int e = 0; e < 8; e++)
                 t = fmaxf(t, x[k][e]);
         }
+    /* the terms (1 - m)*-10000 are monotone in m: the largest term from the largest value,
+     * and each term less it as m*10000 - (10000 + t) in one rounding (an instruction a
+     * position instead of three) */
+    t = fmaf(t, 10000.0f, -10000.0f);
+    const float tb = -10000.0f - t;
     float mx = -INFINITY;
 #pragma unroll
     for (int k = 0; k < 1; k++)
@@ -1389,20 +1454,24 @@ static __device__ __forceinline__ void ft_softmax_row_bf16_w16_r1_g2_rg(const ft
                 }
 #pragma unroll
             for (int e = 0; e < 8; e++) {
-                x[k][e] = sc[e] * a.scale + (x[k][e] - t);
+                x[k][e] = fmaf(sc[e], a.scale, fmaf(x[k][e], 10000.0f, tb));
                 mx = fmaxf(mx, x[k][e]);
             }
         }
     float top = t;
     ft_group_max_shifted(top, mx, g, 0xffffffffu);
     mx -= t - top; /* the row maximum relative to this lane's shift */
+    /* exp(x - mx) as 2^(x*log2(e) - mx*log2(e)): one FFMA and the approximate unit, weights
+     * below 2^-126 of the row's largest flushed to 0 (an absolute error under 2^-126);
+     * __expf's non-flushing form took four more instructions a position */
+    const float mxl = mx * 1.4426950408889634f;
     float sum = 0.0f;
 #pragma unroll
     for (int k = 0; k < 1; k++)
         if (full || lane + k * g < nvec)
 #pragma unroll
             for (int e = 0; e < 8; e++) {
-                x[k][e] = __expf(x[k][e] - mx);
+                x[k][e] = ft_exp2_approx(fmaf(x[k][e], 1.4426950408889634f, -mxl));
                 sum += x[k][e];
             }
     sum = ft_group_sum(sum, g, 0xffffffffu);
@@ -1545,17 +1614,14 @@ static __device__ __forceinline__ void ft_softmax_row_bf16_w16_r1_g4_rg(const ft
             mw[k] = ft_softmax_shift_bf16_w16(mw[k], nx, d);
         }
     const int po = o;
-    float x[1][8]; /* first the mask terms, then the shifted values */
-    float t = -INFINITY;            /* this lane's largest mask term */
+    float x[1][8]; /* first the mask values (keep flags without a mask), then the shifted values */
+    float t = -INFINITY;            /* this lane's largest mask value, then its term */
 #pragma unroll
     for (int k = 0; k < 1; k++)
         if (full || lane + k * g < nvec) {
             /* a ragged row's word c holds positions c*8 - o ...; o = 0 otherwise */
             const int c = lane + k * g;
             ft_softmax_keep_vec_bf16_w16(mrow != NULL, mw[k], row_in, len + po, c, x[k]);
-#pragma unroll
-            for (int e = 0; e < 8; e++)
-                x[k][e] = (1.0f - x[k][e]) * -10000.0f;
             if (ragged && (c == 0 || c == nvec - 1)) /* positions outside the row weigh nothing */
 #pragma unroll
                 for (int e = 0; e < 8; e++) {
@@ -1567,6 +1633,11 @@ static __device__ __forceinline__ void ft_softmax_row_bf16_w16_r1_g4_rg(const ft
             for (int e = 0; e < 8; e++)
                 t = fmaxf(t, x[k][e]);
         }
+    /* the terms (1 - m)*-10000 are monotone in m: the largest term from the largest value,
+     * and each term less it as m*10000 - (10000 + t) in one rounding (an instruction a
+     * position instead of three) */
+    t = fmaf(t, 10000.0f, -10000.0f);
+    const float tb = -10000.0f - t;
     float mx = -INFINITY;
 #pragma unroll
     for (int k = 0; k < 1; k++)
@@ -1583,20 +1654,24 @@ static __device__ __forceinline__ void ft_softmax_row_bf16_w16_r1_g4_rg(const ft
                 }
 #pragma unroll
             for (int e = 0; e < 8; e++) {
-                x[k][e] = sc[e] * a.scale + (x[k][e] - t);
+                x[k][e] = fmaf(sc[e], a.scale, fmaf(x[k][e], 10000.0f, tb));
                 mx = fmaxf(mx, x[k][e]);
             }
         }
     float top = t;
     ft_group_max_shifted(top, mx, g, 0xffffffffu);
     mx -= t - top; /* the row maximum relative to this lane's shift */
+    /* exp(x - mx) as 2^(x*log2(e) - mx*log2(e)): one FFMA and the approximate unit, weights
+     * below 2^-126 of the row's largest flushed to 0 (an absolute error under 2^-126);
+     * __expf's non-flushing form took four more instructions a position */
+    const float mxl = mx * 1.4426950408889634f;
     float sum = 0.0f;
 #pragma unroll
     for (int k = 0; k < 1; k++)
         if (full || lane + k * g < nvec)
 #pragma unroll
             for (int e = 0; e < 8; e++) {
-                x[k][e] = __expf(x[k][e] - mx);
+                x[k][e] = ft_exp2_approx(fmaf(x[k][e], 1.4426950408889634f, -mxl));
                 sum += x[k][e];
             }
     sum = ft_group_sum(sum, g, 0xffffffffu);
@@ -1739,17 +1814,14 @@ static __device__ __forceinline__ void ft_softmax_row_bf16_w16_r1_g8_rg(const ft
             mw[k] = ft_softmax_shift_bf16_w16(mw[k], nx, d);
         }
     const int po = o;
-    float x[1][8]; /* first the mask terms, then the shifted values */
-    float t = -INFINITY;            /* this lane's largest mask term */
+    float x[1][8]; /* first the mask values (keep flags without a mask), then the shifted values */
+    float t = -INFINITY;            /* this lane's largest mask value, then its term */
 #pragma unroll
     for (int k = 0; k < 1; k++)
         if (full || lane + k * g < nvec) {
             /* a ragged row's word c holds positions c*8 - o ...; o = 0 otherwise */
             const int c = lane + k * g;
             ft_softmax_keep_vec_bf16_w16(mrow != NULL, mw[k], row_in, len + po, c, x[k]);
-#pragma unroll
-            for (int e = 0; e < 8; e++)
-                x[k][e] = (1.0f - x[k][e]) * -10000.0f;
             if (ragged && (c == 0 || c == nvec - 1)) /* positions outside the row weigh nothing */
 #pragma unroll
                 for (int e = 0; e < 8; e++) {
@@ -1761,6 +1833,11 @@ static __device__ __forceinline__ void ft_softmax_row_bf16_w16_r1_g8_rg(const ft
             for (int e = 0; e < 8; e++)
                 t = fmaxf(t, x[k][e]);
         }
+    /* the terms (1 - m)*-10000 are monotone in m: the largest term from the largest value,
+     * and each term less it as m*10000 - (10000 + t) in one rounding (an instruction a
+     * position instead of three) */
+    t = fmaf(t, 10000.0f, -10000.0f);
+    const float tb = -10000.0f - t;
     float mx = -INFINITY;
 #pragma unroll
     for (int k = 0; k < 1; k++)
@@ -1777,20 +1854,24 @@ static __device__ __forceinline__ void ft_softmax_row_bf16_w16_r1_g8_rg(const ft
                 }
 #pragma unroll
             for (int e = 0; e < 8; e++) {
-                x[k][e] = sc[e] * a.scale + (x[k][e] - t);
+                x[k][e] = fmaf(sc[e], a.scale, fmaf(x[k][e], 10000.0f, tb));
                 mx = fmaxf(mx, x[k][e]);
             }
         }
     float top = t;
     ft_group_max_shifted(top, mx, g, 0xffffffffu);
     mx -= t - top; /* the row maximum relative to this lane's shift */
+    /* exp(x - mx) as 2^(x*log2(e) - mx*log2(e)): one FFMA and the approximate unit, weights
+     * below 2^-126 of the row's largest flushed to 0 (an absolute error under 2^-126);
+     * __expf's non-flushing form took four more instructions a position */
+    const float mxl = mx * 1.4426950408889634f;
     float sum = 0.0f;
 #pragma unroll
     for (int k = 0; k < 1; k++)
         if (full || lane + k * g < nvec)
 #pragma unroll
             for (int e = 0; e < 8; e++) {
-                x[k][e] = __expf(x[k][e] - mx);
+                x[k][e] = ft_exp2_approx(fmaf(x[k][e], 1.4426950408889634f, -mxl));
                 sum += x[k][e];
             }
     sum = ft_group_sum(sum, g, 0xffffffffu);
@@ -1933,17 +2014,14 @@ static __device__ __forceinline__ void ft_softmax_row_bf16_w16_r1_g16_rg(const f
             mw[k] = ft_softmax_shift_bf16_w16(mw[k], nx, d);
         }
     const int po = o;
-    float x[1][8]; /* first the mask terms, then the shifted values */
-    float t = -INFINITY;            /* this lane's largest mask term */
+    float x[1][8]; /* first the mask values (keep flags without a mask), then the shifted values */
+    float t = -INFINITY;            /* this lane's largest mask value, then its term */
 #pragma unroll
     for (int k = 0; k < 1; k++)
         if (full || lane + k * g < nvec) {
             /* a ragged row's word c holds positions c*8 - o ...; o = 0 otherwise */
             const int c = lane + k * g;
             ft_softmax_keep_vec_bf16_w16(mrow != NULL, mw[k], row_in, len + po, c, x[k]);
-#pragma unroll
-            for (int e = 0; e < 8; e++)
-                x[k][e] = (1.0f - x[k][e]) * -10000.0f;
             if (ragged && (c == 0 || c == nvec - 1)) /* positions outside the row weigh nothing */
 #pragma unroll
                 for (int e = 0; e < 8; e++) {
@@ -1955,6 +2033,11 @@ static __device__ __forceinline__ void ft_softmax_row_bf16_w16_r1_g16_rg(const f
             for (int e = 0; e < 8; e++)
                 t = fmaxf(t, x[k][e]);
         }
+    /* the terms (1 - m)*-10000 are monotone in m: the largest term from the largest value,
+     * and each term less it as m*10000 - (10000 + t) in one rounding (an instruction a
+     * position instead of three) */
+    t = fmaf(t, 10000.0f, -10000.0f);
+    const float tb = -10000.0f - t;
     float mx = -INFINITY;
 #pragma unroll
     for (int k = 0; k < 1; k++)
@@ -1971,20 +2054,24 @@ static __device__ __forceinline__ void ft_softmax_row_bf16_w16_r1_g16_rg(const f
                 }
 #pragma unroll
             for (int e = 0; e < 8; e++) {
-                x[k][e] = sc[e] * a.scale + (x[k][e] - t);
+                x[k][e] = fmaf(sc[e], a.scale, fmaf(x[k][e], 10000.0f, tb));
                 mx = fmaxf(mx, x[k][e]);
             }
         }
     float top = t;
     ft_group_max_shifted(top, mx, g, 0xffffffffu);
     mx -= t - top; /* the row maximum relative to this lane's shift */
+    /* exp(x - mx) as 2^(x*log2(e) - mx*log2(e)): one FFMA and the approximate unit, weights
+     * below 2^-126 of the row's largest flushed to 0 (an absolute error under 2^-126);
+     * __expf's non-flushing form took four more instructions a position */
+    const float mxl = mx * 1.4426950408889634f;
     float sum = 0.0f;
 #pragma unroll
     for (int k = 0; k < 1; k++)
         if (full || lane + k * g < nvec)
 #pragma unroll
             for (int e = 0; e < 8; e++) {
-                x[k][e] = __expf(x[k][e] - mx);
+                x[k][e] = ft_exp2_approx(fmaf(x[k][e], 1.4426950408889634f, -mxl));
                 sum += x[k][e];
             }
     sum = ft_group_sum(sum, g, 0xffffffffu);
@@ -2127,17 +2214,14 @@ static __device__ __forceinline__ void ft_softmax_row_bf16_w16_r4_g32_rg(const f
             mw[k] = ft_softmax_shift_bf16_w16(mw[k], nx, d);
         }
     const int po = o;
-    float x[4][8]; /* first the mask terms, then the shifted values */
-    float t = -INFINITY;            /* this lane's largest mask term */
+    float x[4][8]; /* first the mask values (keep flags without a mask), then the shifted values */
+    float t = -INFINITY;            /* this lane's largest mask value, then its term */
 #pragma unroll
     for (int k = 0; k < 4; k++)
         if (full || lane + k * g < nvec) {
             /* a ragged row's word c holds positions c*8 - o ...; o = 0 otherwise */
             const int c = lane + k * g;
             ft_softmax_keep_vec_bf16_w16(mrow != NULL, mw[k], row_in, len + po, c, x[k]);
-#pragma unroll
-            for (int e = 0; e < 8; e++)
-                x[k][e] = (1.0f - x[k][e]) * -10000.0f;
             if (ragged && (c == 0 || c == nvec - 1)) /* positions outside the row weigh nothing */
 #pragma unroll
                 for (int e = 0; e < 8; e++) {
@@ -2149,6 +2233,11 @@ static __device__ __forceinline__ void ft_softmax_row_bf16_w16_r4_g32_rg(const f
             for (int e = 0; e < 8; e++)
                 t = fmaxf(t, x[k][e]);
         }
+    /* the terms (1 - m)*-10000 are monotone in m: the largest term from the largest value,
+     * and each term less it as m*10000 - (10000 + t) in one rounding (an instruction a
+     * position instead of three) */
+    t = fmaf(t, 10000.0f, -10000.0f);
+    const float tb = -10000.0f - t;
     float mx = -INFINITY;
 #pragma unroll
     for (int k = 0; k < 4; k++)
@@ -2165,20 +2254,24 @@ static __device__ __forceinline__ void ft_softmax_row_bf16_w16_r4_g32_rg(const f
                 }
 #pragma unroll
             for (int e = 0; e < 8; e++) {
-                x[k][e] = sc[e] * a.scale + (x[k][e] - t);
+                x[k][e] = fmaf(sc[e], a.scale, fmaf(x[k][e], 10000.0f, tb));
                 mx = fmaxf(mx, x[k][e]);
             }
         }
     float top = t;
     ft_group_max_shifted(top, mx, g, 0xffffffffu);
     mx -= t - top; /* the row maximum relative to this lane's shift */
+    /* exp(x - mx) as 2^(x*log2(e) - mx*log2(e)): one FFMA and the approximate unit, weights
+     * below 2^-126 of the row's largest flushed to 0 (an absolute error under 2^-126);
+     * __expf's non-flushing form took four more instructions a position */
+    const float mxl = mx * 1.4426950408889634f;
     float sum = 0.0f;
 #pragma unroll
     for (int k = 0; k < 4; k++)
         if (full || lane + k * g < nvec)
 #pragma unroll
             for (int e = 0; e < 8; e++) {
-                x[k][e] = __expf(x[k][e] - mx);
+                x[k][e] = ft_exp2_approx(fmaf(x[k][e], 1.4426950408889634f, -mxl));
                 sum += x[k][e];
             }
     sum = ft_group_sum(sum, g, 0xffffffffu);
@@ -2321,17 +2414,14 @@ static __device__ __forceinline__ void ft_softmax_row_bf16_w16_r1_g1_sh(const ft
     }
     nvec = (a.S + 7) / 8; /* row words from here on */
     const int po = 0;
-    float x[1][8]; /* first the mask terms, then the shifted values */
-    float t = -INFINITY;            /* this lane's largest mask term */
+    float x[1][8]; /* first the mask values (keep flags without a mask), then the shifted values */
+    float t = -INFINITY;            /* this lane's largest mask value, then its term */
 #pragma unroll
     for (int k = 0; k < 1; k++)
         if (full || lane + k * g < nvec) {
             /* a ragged row's word c holds positions c*8 - o ...; o = 0 otherwise */
             const int c = lane + k * g;
             ft_softmax_keep_vec_bf16_w16(mrow != NULL, mw[k], row_in, len + po, c, x[k]);
-#pragma unroll
-            for (int e = 0; e < 8; e++)
-                x[k][e] = (1.0f - x[k][e]) * -10000.0f;
             if (ragged && (c == 0 || c == nvec - 1)) /* positions outside the row weigh nothing */
 #pragma unroll
                 for (int e = 0; e < 8; e++) {
@@ -2343,6 +2433,11 @@ static __device__ __forceinline__ void ft_softmax_row_bf16_w16_r1_g1_sh(const ft
             for (int e = 0; e < 8; e++)
                 t = fmaxf(t, x[k][e]);
         }
+    /* the terms (1 - m)*-10000 are monotone in m: the largest term from the largest value,
+     * and each term less it as m*10000 - (10000 + t) in one rounding (an instruction a
+     * position instead of three) */
+    t = fmaf(t, 10000.0f, -10000.0f);
+    const float tb = -10000.0f - t;
     float mx = -INFINITY;
 #pragma unroll
     for (int k = 0; k < 1; k++)
@@ -2359,20 +2454,24 @@ static __device__ __forceinline__ void ft_softmax_row_bf16_w16_r1_g1_sh(const ft
                 }
 #pragma unroll
             for (int e = 0; e < 8; e++) {
-                x[k][e] = sc[e] * a.scale + (x[k][e] - t);
+                x[k][e] = fmaf(sc[e], a.scale, fmaf(x[k][e], 10000.0f, tb));
                 mx = fmaxf(mx, x[k][e]);
             }
         }
     float top = t;
     ft_group_max_shifted(top, mx, g, 0xffffffffu);
     mx -= t - top; /* the row maximum relative to this lane's shift */
+    /* exp(x - mx) as 2^(x*log2(e) - mx*log2(e)): one FFMA and the approximate unit, weights
+     * below 2^-126 of the row's largest flushed to 0 (an absolute error under 2^-126);
+     * __expf's non-flushing form took four more instructions a position */
+    const float mxl = mx * 1.4426950408889634f;
     float sum = 0.0f;
 #pragma unroll
     for (int k = 0; k < 1; k++)
         if (full || lane + k * g < nvec)
 #pragma unroll
             for (int e = 0; e < 8; e++) {
-                x[k][e] = __expf(x[k][e] - mx);
+                x[k][e] = ft_exp2_approx(fmaf(x[k][e], 1.4426950408889634f, -mxl));
                 sum += x[k][e];
             }
     sum = ft_group_sum(sum, g, 0xffffffffu);
@@ -2539,17 +2638,14 @@ static __device__ __forceinline__ void ft_softmax_row_bf16_w16_r1_g2_sh(const ft
     }
     nvec = (a.S + 7) / 8; /* row words from here on */
     const int po = 0;
-    float x[1][8]; /* first the mask terms, then the shifted values */
-    float t = -INFINITY;            /* this lane's largest mask term */
+    float x[1][8]; /* first the mask values (keep flags without a mask), then the shifted values */
+    float t = -INFINITY;            /* this lane's largest mask value, then its term */
 #pragma unroll
     for (int k = 0; k < 1; k++)
         if (full || lane + k * g < nvec) {
             /* a ragged row's word c holds positions c*8 - o ...; o = 0 otherwise */
             const int c = lane + k * g;
             ft_softmax_keep_vec_bf16_w16(mrow != NULL, mw[k], row_in, len + po, c, x[k]);
-#pragma unroll
-            for (int e = 0; e < 8; e++)
-                x[k][e] = (1.0f - x[k][e]) * -10000.0f;
             if (ragged && (c == 0 || c == nvec - 1)) /* positions outside the row weigh nothing */
 #pragma unroll
                 for (int e = 0; e < 8; e++) {
@@ -2561,6 +2657,11 @@ static __device__ __forceinline__ void ft_softmax_row_bf16_w16_r1_g2_sh(const ft
             for (int e = 0; e < 8; e++)
                 t = fmaxf(t, x[k][e]);
         }
+    /* the terms (1 - m)*-10000 are monotone in m: the largest term from the largest value,
+     * and each term less it as m*10000 - (10000 + t) in one rounding (an instruction a
+     * position instead of three) */
+    t = fmaf(t, 10000.0f, -10000.0f);
+    const float tb = -10000.0f - t;
     float mx = -INFINITY;
 #pragma unroll
     for (int k = 0; k < 1; k++)
@@ -2577,20 +2678,24 @@ static __device__ __forceinline__ void ft_softmax_row_bf16_w16_r1_g2_sh(const ft
                 }
 #pragma unroll
             for (int e = 0; e < 8; e++) {
-                x[k][e] = sc[e] * a.scale + (x[k][e] - t);
+                x[k][e] = fmaf(sc[e], a.scale, fmaf(x[k][e], 10000.0f, tb));
                 mx = fmaxf(mx, x[k][e]);
             }
         }
     float top = t;
     ft_group_max_shifted(top, mx, g, 0xffffffffu);
     mx -= t - top; /* the row maximum relative to this lane's shift */
+    /* exp(x - mx) as 2^(x*log2(e) - mx*log2(e)): one FFMA and the approximate unit, weights
+     * below 2^-126 of the row's largest flushed to 0 (an absolute error under 2^-126);
+     * __expf's non-flushing form took four more instructions a position */
+    const float mxl = mx * 1.4426950408889634f;
     float sum = 0.0f;
 #pragma unroll
     for (int k = 0; k < 1; k++)
         if (full || lane + k * g < nvec)
 #pragma unroll
             for (int e = 0; e < 8; e++) {
-                x[k][e] = __expf(x[k][e] - mx);
+                x[k][e] = ft_exp2_approx(fmaf(x[k][e], 1.4426950408889634f, -mxl));
                 sum += x[k][e];
             }
     sum = ft_group_sum(sum, g, 0xffffffffu);
@@ -2757,17 +2862,14 @@ static __device__ __forceinline__ void ft_softmax_row_bf16_w16_r1_g4_sh(const ft
     }
     nvec = (a.S + 7) / 8; /* row words from here on */
     const int po = 0;
-    float x[1][8]; /* first the mask terms, then the shifted values */
-    float t = -INFINITY;            /* this lane's largest mask term */
+    float x[1][8]; /* first the mask values (keep flags without a mask), then the shifted values */
+    float t = -INFINITY;            /* this lane's largest mask value, then its term */
 #pragma unroll
     for (int k = 0; k < 1; k++)
         if (full || lane + k * g < nvec) {
             /* a ragged row's word c holds positions c*8 - o ...; o = 0 otherwise */
             const int c = lane + k * g;
             ft_softmax_keep_vec_bf16_w16(mrow != NULL, mw[k], row_in, len + po, c, x[k]);
-#pragma unroll
-            for (int e = 0; e < 8; e++)
-                x[k][e] = (1.0f - x[k][e]) * -10000.0f;
             if (ragged && (c == 0 || c == nvec - 1)) /* positions outside the row weigh nothing */
 #pragma unroll
                 for (int e = 0; e < 8; e++) {
@@ -2779,6 +2881,11 @@ static __device__ __forceinline__ void ft_softmax_row_bf16_w16_r1_g4_sh(const ft
             for (int e = 0; e < 8; e++)
                 t = fmaxf(t, x[k][e]);
         }
+    /* the terms (1 - m)*-10000 are monotone in m: the largest term from the largest value,
+     * and each term less it as m*10000 - (10000 + t) in one rounding (an instruction a
+     * position instead of three) */
+    t = fmaf(t, 10000.0f, -10000.0f);
+    const float tb = -10000.0f - t;
     float mx = -INFINITY;
 #pragma unroll
     for (int k = 0; k < 1; k++)
@@ -2795,20 +2902,24 @@ static __device__ __forceinline__ void ft_softmax_row_bf16_w16_r1_g4_sh(const ft
                 }
 #pragma unroll
             for (int e = 0; e < 8; e++) {
-                x[k][e] = sc[e] * a.scale + (x[k][e] - t);
+                x[k][e] = fmaf(sc[e], a.scale, fmaf(x[k][e], 10000.0f, tb));
                 mx = fmaxf(mx, x[k][e]);
             }
         }
     float top = t;
     ft_group_max_shifted(top, mx, g, 0xffffffffu);
     mx -= t - top; /* the row maximum relative to this lane's shift */
+    /* exp(x - mx) as 2^(x*log2(e) - mx*log2(e)): one FFMA and the approximate unit, weights
+     * below 2^-126 of the row's largest flushed to 0 (an absolute error under 2^-126);
+     * __expf's non-flushing form took four more instructions a position */
+    const float mxl = mx * 1.4426950408889634f;
     float sum = 0.0f;
 #pragma unroll
     for (int k = 0; k < 1; k++)
         if (full || lane + k * g < nvec)
 #pragma unroll
             for (int e = 0; e < 8; e++) {
-                x[k][e] = __expf(x[k][e] - mx);
+                x[k][e] = ft_exp2_approx(fmaf(x[k][e], 1.4426950408889634f, -mxl));
                 sum += x[k][e];
             }
     sum = ft_group_sum(sum, g, 0xffffffffu);
@@ -2975,17 +3086,14 @@ static __device__ __forceinline__ void ft_softmax_row_bf16_w16_r1_g8_sh(const ft
     }
     nvec = (a.S + 7) / 8; /* row words from here on */
     const int po = 0;
-    float x[1][8]; /* first the mask terms, then the shifted values */
-    float t = -INFINITY;            /* this lane's largest mask term */
+    float x[1][8]; /* first the mask values (keep flags without a mask), then the shifted values */
+    float t = -INFINITY;            /* this lane's largest mask value, then its term */
 #pragma unroll
     for (int k = 0; k < 1; k++)
         if (full || lane + k * g < nvec) {
             /* a ragged row's word c holds positions c*8 - o ...; o = 0 otherwise */
             const int c = lane + k * g;
             ft_softmax_keep_vec_bf16_w16(mrow != NULL, mw[k], row_in, len + po, c, x[k]);
-#pragma unroll
-            for (int e = 0; e < 8; e++)
-                x[k][e] = (1.0f - x[k][e]) * -10000.0f;
             if (ragged && (c == 0 || c == nvec - 1)) /* positions outside the row weigh nothing */
 #pragma unroll
                 for (int e = 0; e < 8; e++) {
@@ -2997,6 +3105,11 @@ static __device__ __forceinline__ void ft_softmax_row_bf16_w16_r1_g8_sh(const ft
             for (int e = 0; e < 8; e++)
                 t = fmaxf(t, x[k][e]);
         }
+    /* the terms (1 - m)*-10000 are monotone in m: the largest term from the largest value,
+     * and each term less it as m*10000 - (10000 + t) in one rounding (an instruction a
+     * position instead of three) */
+    t = fmaf(t, 10000.0f, -10000.0f);
+    const float tb = -10000.0f - t;
     float mx = -INFINITY;
 #pragma unroll
     for (int k = 0; k < 1; k++)
@@ -3013,20 +3126,24 @@ static __device__ __forceinline__ void ft_softmax_row_bf16_w16_r1_g8_sh(const ft
                 }
 #pragma unroll
             for (int e = 0; e < 8; e++) {
-                x[k][e] = sc[e] * a.scale + (x[k][e] - t);
+                x[k][e] = fmaf(sc[e], a.scale, fmaf(x[k][e], 10000.0f, tb));
                 mx = fmaxf(mx, x[k][e]);
             }
         }
     float top = t;
     ft_group_max_shifted(top, mx, g, 0xffffffffu);
     mx -= t - top; /* the row maximum relative to this lane's shift */
+    /* exp(x - mx) as 2^(x*log2(e) - mx*log2(e)): one FFMA and the approximate unit, weights
+     * below 2^-126 of the row's largest flushed to 0 (an absolute error under 2^-126);
+     * __expf's non-flushing form took four more instructions a position */
+    const float mxl = mx * 1.4426950408889634f;
     float sum = 0.0f;
 #pragma unroll
     for (int k = 0; k < 1; k++)
         if (full || lane + k * g < nvec)
 #pragma unroll
             for (int e = 0; e < 8; e++) {
-                x[k][e] = __expf(x[k][e] - mx);
+                x[k][e] = ft_exp2_approx(fmaf(x[k][e], 1.4426950408889634f, -mxl));
                 sum += x[k][e];
             }
     sum = ft_group_sum(sum, g, 0xffffffffu);
@@ -3193,17 +3310,14 @@ static __device__ __forceinline__ void ft_softmax_row_bf16_w16_r4_g32_sh(const f
     }
     nvec = (a.S + 7) / 8; /* row words from here on */
     const int po = 0;
-    float x[4][8]; /* first the mask terms, then the shifted values */
-    float t = -INFINITY;            /* this lane's largest mask term */
+    float x[4][8]; /* first the mask values (keep flags without a mask), then the shifted values */
+    float t = -INFINITY;            /* this lane's largest mask value, then its term */
 #pragma unroll
     for (int k = 0; k < 4; k++)
         if (full || lane + k * g < nvec) {
             /* a ragged row's word c holds positions c*8 - o ...; o = 0 otherwise */
             const int c = lane + k * g;
             ft_softmax_keep_vec_bf16_w16(mrow != NULL, mw[k], row_in, len + po, c, x[k]);
-#pragma unroll
-            for (int e = 0; e < 8; e++)
-                x[k][e] = (1.0f - x[k][e]) * -10000.0f;
             if (ragged && (c == 0 || c == nvec - 1)) /* positions outside the row weigh nothing */
 #pragma unroll
                 for (int e = 0; e < 8; e++) {
@@ -3215,6 +3329,11 @@ static __device__ __forceinline__ void ft_softmax_row_bf16_w16_r4_g32_sh(const f
             for (int e = 0; e < 8; e++)
                 t = fmaxf(t, x[k][e]);
         }
+    /* the terms (1 - m)*-10000 are monotone in m: the largest term from the largest value,
+     * and each term less it as m*10000 - (10000 + t) in one rounding (an instruction a
+     * position instead of three) */
+    t = fmaf(t, 10000.0f, -10000.0f);
+    const float tb = -10000.0f - t;
     float mx = -INFINITY;
 #pragma unroll
     for (int k = 0; k < 4; k++)
@@ -3231,20 +3350,24 @@ static __device__ __forceinline__ void ft_softmax_row_bf16_w16_r4_g32_sh(const f
                 }
 #pragma unroll
             for (int e = 0; e < 8; e++) {
-                x[k][e] = sc[e] * a.scale + (x[k][e] - t);
+                x[k][e] = fmaf(sc[e], a.scale, fmaf(x[k][e], 10000.0f, tb));
                 mx = fmaxf(mx, x[k][e]);
             }
         }
     float top = t;
     ft_group_max_shifted(top, mx, g, 0xffffffffu);
     mx -= t - top; /* the row maximum relative to this lane's shift */
+    /* exp(x - mx) as 2^(x*log2(e) - mx*log2(e)): one FFMA and the approximate unit, weights
+     * below 2^-126 of the row's largest flushed to 0 (an absolute error under 2^-126);
+     * __expf's non-flushing form took four more instructions a position */
+    const float mxl = mx * 1.4426950408889634f;
     float sum = 0.0f;
 #pragma unroll
     for (int k = 0; k < 4; k++)
         if (full || lane + k * g < nvec)
 #pragma unroll
             for (int e = 0; e < 8; e++) {
-                x[k][e] = __expf(x[k][e] - mx);
+                x[k][e] = ft_exp2_approx(fmaf(x[k][e], 1.4426950408889634f, -mxl));
                 sum += x[k][e];
             }
     sum = ft_group_sum(sum, g, 0xffffffffu);
@@ -3410,17 +3533,14 @@ static __device__ __forceinline__ void ft_softmax_row_bf16_w16_b4(const ft_softm
             mw[k] = ft_softmax_shift_bf16_w16(mw[k], nx, d);
         }
     const int po = o;
-    float x[4][8]; /* first the mask terms, then the shifted values */
-    float t = -INFINITY;            /* this thread's largest mask term */
+    float x[4][8]; /* first the mask values (keep flags without a mask), then the shifted values */
+    float t = -INFINITY;            /* this thread's largest mask value, then its term */
 #pragma unroll
     for (int k = 0; k < 4; k++)
         if (full || lane + k * g < nvec) {
             /* a ragged row's word c holds positions c*8 - o ...; o = 0 otherwise */
             const int c = lane + k * g;
             ft_softmax_keep_vec_bf16_w16(mrow != NULL, mw[k], row_in, len + po, c, x[k]);
-#pragma unroll
-            for (int e = 0; e < 8; e++)
-                x[k][e] = (1.0f - x[k][e]) * -10000.0f;
             if (ragged && (c == 0 || c == nvec - 1)) /* positions outside the row weigh nothing */
 #pragma unroll
                 for (int e = 0; e < 8; e++) {
@@ -3432,6 +3552,11 @@ static __device__ __forceinline__ void ft_softmax_row_bf16_w16_b4(const ft_softm
             for (int e = 0; e < 8; e++)
                 t = fmaxf(t, x[k][e]);
         }
+    /* the terms (1 - m)*-10000 are monotone in m: the largest term from the largest value,
+     * and each term less it as m*10000 - (10000 + t) in one rounding (an instruction a
+     * position instead of three) */
+    t = fmaf(t, 10000.0f, -10000.0f);
+    const float tb = -10000.0f - t;
     float mx = -INFINITY;
 #pragma unroll
     for (int k = 0; k < 4; k++)
@@ -3448,20 +3573,24 @@ static __device__ __forceinline__ void ft_softmax_row_bf16_w16_b4(const ft_softm
                 }
 #pragma unroll
             for (int e = 0; e < 8; e++) {
-                x[k][e] = sc[e] * a.scale + (x[k][e] - t);
+                x[k][e] = fmaf(sc[e], a.scale, fmaf(x[k][e], 10000.0f, tb));
                 mx = fmaxf(mx, x[k][e]);
             }
         }
     float top = t;
     ft_block_max_shifted(top, mx, scratch);
     mx -= t - top; /* the row maximum relative to this thread's shift */
+    /* exp(x - mx) as 2^(x*log2(e) - mx*log2(e)): one FFMA and the approximate unit, weights
+     * below 2^-126 of the row's largest flushed to 0 (an absolute error under 2^-126);
+     * __expf's non-flushing form took four more instructions a position */
+    const float mxl = mx * 1.4426950408889634f;
     float sum = 0.0f;
 #pragma unroll
     for (int k = 0; k < 4; k++)
         if (full || lane + k * g < nvec)
 #pragma unroll
             for (int e = 0; e < 8; e++) {
-                x[k][e] = __expf(x[k][e] - mx);
+                x[k][e] = ft_exp2_approx(fmaf(x[k][e], 1.4426950408889634f, -mxl));
                 sum += x[k][e];
             }
     sum = ft_block_sum(sum, scratch + 64);
@@ -3549,18 +3678,21 @@ static __device__ __forceinline__ void ft_softmax_row_bf16_w16_b8(const ft_softm
                 mw[k] = *(const ft_word_bf16x8 *)(mrow + c * 8);
         }
     }
-    float x[8][8]; /* first the mask terms, then the shifted values */
-    float t = -INFINITY;            /* this thread's largest mask term */
+    float x[8][8]; /* first the mask values (keep flags without a mask), then the shifted values */
+    float t = -INFINITY;            /* this thread's largest mask value, then its term */
 #pragma unroll
     for (int k = 0; k < 8; k++)
         if (full || lane + k * g < nvec) {
             ft_softmax_keep_vec_bf16_w16(mrow != NULL, mw[k], row_in, len, lane + k * g, x[k]);
 #pragma unroll
-            for (int e = 0; e < 8; e++) {
-                x[k][e] = (1.0f - x[k][e]) * -10000.0f;
+            for (int e = 0; e < 8; e++)
                 t = fmaxf(t, x[k][e]);
-            }
         }
+    /* the terms (1 - m)*-10000 are monotone in m: the largest term from the largest value,
+     * and each term less it as m*10000 - (10000 + t) in one rounding (an instruction a
+     * position instead of three) */
+    t = fmaf(t, 10000.0f, -10000.0f);
+    const float tb = -10000.0f - t;
     float mx = -INFINITY;
 #pragma unroll
     for (int k = 0; k < 8; k++)
@@ -3569,20 +3701,24 @@ static __device__ __forceinline__ void ft_softmax_row_bf16_w16_b8(const ft_softm
             ft_unpack_bf16x8(sw[k], sc);
 #pragma unroll
             for (int e = 0; e < 8; e++) {
-                x[k][e] = sc[e] * a.scale + (x[k][e] - t);
+                x[k][e] = fmaf(sc[e], a.scale, fmaf(x[k][e], 10000.0f, tb));
                 mx = fmaxf(mx, x[k][e]);
             }
         }
     float top = t;
     ft_block_max_shifted(top, mx, scratch);
     mx -= t - top; /* the row maximum relative to this thread's shift */
+    /* exp(x - mx) as 2^(x*log2(e) - mx*log2(e)): one FFMA and the approximate unit, weights
+     * below 2^-126 of the row's largest flushed to 0 (an absolute error under 2^-126);
+     * __expf's non-flushing form took four more instructions a position */
+    const float mxl = mx * 1.4426950408889634f;
     float sum = 0.0f;
 #pragma unroll
     for (int k = 0; k < 8; k++)
         if (full || lane + k * g < nvec)
 #pragma unroll
             for (int e = 0; e < 8; e++) {
-                x[k][e] = __expf(x[k][e] - mx);
+                x[k][e] = ft_exp2_approx(fmaf(x[k][e], 1.4426950408889634f, -mxl));
                 sum += x[k][e];
             }
     sum = ft_block_sum(sum, scratch + 64);
@@ -3837,18 +3973,21 @@ static __device__ __forceinline__ void ft_softmax_row_bf16_w2_r1_g1(const ft_sof
                 mw[k] = *(const ft_word_bf16x1 *)(mrow + c * 1);
         }
     }
-    float x[1][1]; /* first the mask terms, then the shifted values */
-    float t = -INFINITY;            /* this lane's largest mask term */
+    float x[1][1]; /* first the mask values (keep flags without a mask), then the shifted values */
+    float t = -INFINITY;            /* this lane's largest mask value, then its term */
 #pragma unroll
     for (int k = 0; k < 1; k++)
         if (full || lane + k * g < nvec) {
             ft_softmax_keep_vec_bf16_w2(mrow != NULL, mw[k], row_in, len, lane + k * g, x[k]);
 #pragma unroll
-            for (int e = 0; e < 1; e++) {
-                x[k][e] = (1.0f - x[k][e]) * -10000.0f;
+            for (int e = 0; e < 1; e++)
                 t = fmaxf(t, x[k][e]);
-            }
         }
+    /* the terms (1 - m)*-10000 are monotone in m: the largest term from the largest value,
+     * and each term less it as m*10000 - (10000 + t) in one rounding (an instruction a
+     * position instead of three) */
+    t = fmaf(t, 10000.0f, -10000.0f);
+    const float tb = -10000.0f - t;
     float mx = -INFINITY;
 #pragma unroll
     for (int k = 0; k < 1; k++)
@@ -3857,20 +3996,24 @@ static __device__ __forceinline__ void ft_softmax_row_bf16_w2_r1_g1(const ft_sof
             ft_unpack_bf16x1(sw[k], sc);
 #pragma unroll
             for (int e = 0; e < 1; e++) {
-                x[k][e] = sc[e] * a.scale + (x[k][e] - t);
+                x[k][e] = fmaf(sc[e], a.scale, fmaf(x[k][e], 10000.0f, tb));
                 mx = fmaxf(mx, x[k][e]);
             }
         }
     float top = t;
     ft_group_max_shifted(top, mx, g, 0xffffffffu);
     mx -= t - top; /* the row maximum relative to this lane's shift */
+    /* exp(x - mx) as 2^(x*log2(e) - mx*log2(e)): one FFMA and the approximate unit, weights
+     * below 2^-126 of the row's largest flushed to 0 (an absolute error under 2^-126);
+     * __expf's non-flushing form took four more instructions a position */
+    const float mxl = mx * 1.4426950408889634f;
     float sum = 0.0f;
 #pragma unroll
     for (int k = 0; k < 1; k++)
         if (full || lane + k * g < nvec)
 #pragma unroll
             for (int e = 0; e < 1; e++) {
-                x[k][e] = __expf(x[k][e] - mx);
+                x[k][e] = ft_exp2_approx(fmaf(x[k][e], 1.4426950408889634f, -mxl));
                 sum += x[k][e];
             }
     sum = ft_group_sum(sum, g, 0xffffffffu);
@@ -3951,18 +4094,21 @@ static __device__ __forceinline__ void ft_softmax_row_bf16_w2_r1_g2(const ft_sof
                 mw[k] = *(const ft_word_bf16x1 *)(mrow + c * 1);
         }
     }
-    float x[1][1]; /* first the mask terms, then the shifted values */
-    float t = -INFINITY;            /* this lane's largest mask term */
+    float x[1][1]; /* first the mask values (keep flags without a mask), then the shifted values */
+    float t = -INFINITY;            /* this lane's largest mask value, then its term */
 #pragma unroll
     for (int k = 0; k < 1; k++)
         if (full || lane + k * g < nvec) {
             ft_softmax_keep_vec_bf16_w2(mrow != NULL, mw[k], row_in, len, lane + k * g, x[k]);
 #pragma unroll
-            for (int e = 0; e < 1; e++) {
-                x[k][e] = (1.0f - x[k][e]) * -10000.0f;
+            for (int e = 0; e < 1; e++)
                 t = fmaxf(t, x[k][e]);
-            }
         }
+    /* the terms (1 - m)*-10000 are monotone in m: the largest term from the largest value,
+     * and each term less it as m*10000 - (10000 + t) in one rounding (an instruction a
+     * position instead of three) */
+    t = fmaf(t, 10000.0f, -10000.0f);
+    const float tb = -10000.0f - t;
     float mx = -INFINITY;
 #pragma unroll
     for (int k = 0; k < 1; k++)
@@ -3971,20 +4117,24 @@ static __device__ __forceinline__ void ft_softmax_row_bf16_w2_r1_g2(const ft_sof
             ft_unpack_bf16x1(sw[k], sc);
 #pragma unroll
             for (int e = 0; e < 1; e++) {
-                x[k][e] = sc[e] * a.scale + (x[k][e] - t);
+                x[k][e] = fmaf(sc[e], a.scale, fmaf(x[k][e], 10000.0f, tb));
                 mx = fmaxf(mx, x[k][e]);
             }
         }
     float top = t;
     ft_group_max_shifted(top, mx, g, 0xffffffffu);
     mx -= t - top; /* the row maximum relative to this lane's shift */
+    /* exp(x - mx) as 2^(x*log2(e) - mx*log2(e)): one FFMA and the approximate unit, weights
+     * below 2^-126 of the row's largest flushed to 0 (an absolute error under 2^-126);
+     * __expf's non-flushing form took four more instructions a position */
+    const float mxl = mx * 1.4426950408889634f;
     float sum = 0.0f;
 #pragma unroll
     for (int k = 0; k < 1; k++)
         if (full || lane + k * g < nvec)
 #pragma unroll
             for (int e = 0; e < 1; e++) {
-                x[k][e] = __expf(x[k][e] - mx);
+                x[k][e] = ft_exp2_approx(fmaf(x[k][e], 1.4426950408889634f, -mxl));
                 sum += x[k][e];
             }
     sum = ft_group_sum(sum, g, 0xffffffffu);
@@ -4065,18 +4215,21 @@ static __device__ __forceinline__ void ft_softmax_row_bf16_w2_r1_g4(const ft_sof
                 mw[k] = *(const ft_word_bf16x1 *)(mrow + c * 1);
         }
     }
-    float x[1][1]; /* first the mask terms, then the shifted values */
-    float t = -INFINITY;            /* this lane's largest mask term */
+    float x[1][1]; /* first the mask values (keep flags without a mask), then the shifted values */
+    float t = -INFINITY;            /* this lane's largest mask value, then its term */
 #pragma unroll
     for (int k = 0; k < 1; k++)
         if (full || lane + k * g < nvec) {
             ft_softmax_keep_vec_bf16_w2(mrow != NULL, mw[k], row_in, len, lane + k * g, x[k]);
 #pragma unroll
-            for (int e = 0; e < 1; e++) {
-                x[k][e] = (1.0f - x[k][e]) * -10000.0f;
+            for (int e = 0; e < 1; e++)
                 t = fmaxf(t, x[k][e]);
-            }
         }
+    /* the terms (1 - m)*-10000 are monotone in m: the largest term from the largest value,
+     * and each term less it as m*10000 - (10000 + t) in one rounding (an instruction a
+     * position instead of three) */
+    t = fmaf(t, 10000.0f, -10000.0f);
+    const float tb = -10000.0f - t;
     float mx = -INFINITY;
 #pragma unroll
     for (int k = 0; k < 1; k++)
@@ -4085,20 +4238,24 @@ static __device__ __forceinline__ void ft_softmax_row_bf16_w2_r1_g4(const ft_sof
             ft_unpack_bf16x1(sw[k], sc);
 #pragma unroll
             for (int e = 0; e < 1; e++) {
-                x[k][e] = sc[e] * a.scale + (x[k][e] - t);
+                x[k][e] = fmaf(sc[e], a.scale, fmaf(x[k][e], 10000.0f, tb));
                 mx = fmaxf(mx, x[k][e]);
             }
         }
     float top = t;
     ft_group_max_shifted(top, mx, g, 0xffffffffu);
     mx -= t - top; /* the row maximum relative to this lane's shift */
+    /* exp(x - mx) as 2^(x*log2(e) - mx*log2(e)): one FFMA and the approximate unit, weights
+     * below 2^-126 of the row's largest flushed to 0 (an absolute error under 2^-126);
+     * __expf's non-flushing form took four more instructions a position */
+    const float mxl = mx * 1.4426950408889634f;
     float sum = 0.0f;
 #pragma unroll
     for (int k = 0; k < 1; k++)
         if (full || lane + k * g < nvec)
 #pragma unroll
             for (int e = 0; e < 1; e++) {
-                x[k][e] = __expf(x[k][e] - mx);
+                x[k][e] = ft_exp2_approx(fmaf(x[k][e], 1.4426950408889634f, -mxl));
                 sum += x[k][e];
             }
     sum = ft_group_sum(sum, g, 0xffffffffu);
@@ -4179,18 +4336,21 @@ static __device__ __forceinline__ void ft_softmax_row_bf16_w2_r1_g8(const ft_sof
                 mw[k] = *(const ft_word_bf16x1 *)(mrow + c * 1);
         }
     }
-    float x[1][1]; /* first the mask terms, then the shifted values */
-    float t = -INFINITY;            /* this lane's largest mask term */
+    float x[1][1]; /* first the mask values (keep flags without a mask), then the shifted values */
+    float t = -INFINITY;            /* this lane's largest mask value, then its term */
 #pragma unroll
     for (int k = 0; k < 1; k++)
         if (full || lane + k * g < nvec) {
             ft_softmax_keep_vec_bf16_w2(mrow != NULL, mw[k], row_in, len, lane + k * g, x[k]);
 #pragma unroll
-            for (int e = 0; e < 1; e++) {
-                x[k][e] = (1.0f - x[k][e]) * -10000.0f;
+            for (int e = 0; e < 1; e++)
                 t = fmaxf(t, x[k][e]);
-            }
         }
+    /* the terms (1 - m)*-10000 are monotone in m: the largest term from the largest value,
+     * and each term less it as m*10000 - (10000 + t) in one rounding (an instruction a
+     * position instead of three) */
+    t = fmaf(t, 10000.0f, -10000.0f);
+    const float tb = -10000.0f - t;
     float mx = -INFINITY;
 #pragma unroll
     for (int k = 0; k < 1; k++)
@@ -4199,20 +4359,24 @@ static __device__ __forceinline__ void ft_softmax_row_bf16_w2_r1_g8(const ft_sof
             ft_unpack_bf16x1(sw[k], sc);
 #pragma unroll
             for (int e = 0; e < 1; e++) {
-                x[k][e] = sc[e] * a.scale + (x[k][e] - t);
+                x[k][e] = fmaf(sc[e], a.scale, fmaf(x[k][e], 10000.0f, tb));
                 mx = fmaxf(mx, x[k][e]);
             }
         }
     float top = t;
     ft_group_max_shifted(top, mx, g, 0xffffffffu);
     mx -= t - top; /* the row maximum relative to this lane's shift */
+    /* exp(x - mx) as 2^(x*log2(e) - mx*log2(e)): one FFMA and the approximate unit, weights
+     * below 2^-126 of the row's largest flushed to 0 (an absolute error under 2^-126);
+     * __expf's non-flushing form took four more instructions a position */
+    const float mxl = mx * 1.4426950408889634f;
     float sum = 0.0f;
 #pragma unroll
     for (int k = 0; k < 1; k++)
         if (full || lane + k * g < nvec)
 #pragma unroll
             for (int e = 0; e < 1; e++) {
-                x[k][e] = __expf(x[k][e] - mx);
+                x[k][e] = ft_exp2_approx(fmaf(x[k][e], 1.4426950408889634f, -mxl));
                 sum += x[k][e];
             }
     sum = ft_group_sum(sum, g, 0xffffffffu);
@@ -4293,18 +4457,21 @@ static __device__ __forceinline__ void ft_softmax_row_bf16_w2_r1_g16(const ft_so
                 mw[k] = *(const ft_word_bf16x1 *)(mrow + c * 1);
         }
     }
-    float x[1][1]; /* first the mask terms, then the shifted values */
-    float t = -INFINITY;            /* this lane's largest mask term */
+    float x[1][1]; /* first the mask values (keep flags without a mask), then the shifted values */
+    float t = -INFINITY;            /* this lane's largest mask value, then its term */
 #pragma unroll
     for (int k = 0; k < 1; k++)
         if (full || lane + k * g < nvec) {
             ft_softmax_keep_vec_bf16_w2(mrow != NULL, mw[k], row_in, len, lane + k * g, x[k]);
 #pragma unroll
-            for (int e = 0; e < 1; e++) {
-                x[k][e] = (1.0f - x[k][e]) * -10000.0f;
+            for (int e = 0; e < 1; e++)
                 t = fmaxf(t, x[k][e]);
-            }
         }
+    /* the terms (1 - m)*-10000 are monotone in m: the largest term from the largest value,
+     * and each term less it as m*10000 - (10000 + t) in one rounding (an instruction a
+     * position instead of three) */
+    t = fmaf(t, 10000.0f, -10000.0f);
+    const float tb = -10000.0f - t;
     float mx = -INFINITY;
 #pragma unroll
     for (int k = 0; k < 1; k++)
@@ -4313,20 +4480,24 @@ static __device__ __forceinline__ void ft_softmax_row_bf16_w2_r1_g16(const ft_so
             ft_unpack_bf16x1(sw[k], sc);
 #pragma unroll
             for (int e = 0; e < 1; e++) {
-                x[k][e] = sc[e] * a.scale + (x[k][e] - t);
+                x[k][e] = fmaf(sc[e], a.scale, fmaf(x[k][e], 10000.0f, tb));
                 mx = fmaxf(mx, x[k][e]);
             }
         }
     float top = t;
     ft_group_max_shifted(top, mx, g, 0xffffffffu);
     mx -= t - top; /* the row maximum relative to this lane's shift */
+    /* exp(x - mx) as 2^(x*log2(e) - mx*log2(e)): one FFMA and the approximate unit, weights
+     * below 2^-126 of the row's largest flushed to 0 (an absolute error under 2^-126);
+     * __expf's non-flushing form took four more instructions a position */
+    const float mxl = mx * 1.4426950408889634f;
     float sum = 0.0f;
 #pragma unroll
     for (int k = 0; k < 1; k++)
         if (full || lane + k * g < nvec)
 #pragma unroll
             for (int e = 0; e < 1; e++) {
-                x[k][e] = __expf(x[k][e] - mx);
+                x[k][e] = ft_exp2_approx(fmaf(x[k][e], 1.4426950408889634f, -mxl));
                 sum += x[k][e];
             }
     sum = ft_group_sum(sum, g, 0xffffffffu);
@@ -4407,18 +4578,21 @@ static __device__ __forceinline__ void ft_softmax_row_bf16_w2_r1_g32(const ft_so
                 mw[k] = *(const ft_word_bf16x1 *)(mrow + c * 1);
         }
     }
-    float x[1][1]; /* first the mask terms, then the shifted values */
-    float t = -INFINITY;            /* this lane's largest mask term */
+    float x[1][1]; /* first the mask values (keep flags without a mask), then the shifted values */
+    float t = -INFINITY;            /* this lane's largest mask value, then its term */
 #pragma unroll
     for (int k = 0; k < 1; k++)
         if (full || lane + k * g < nvec) {
             ft_softmax_keep_vec_bf16_w2(mrow != NULL, mw[k], row_in, len, lane + k * g, x[k]);
 #pragma unroll
-            for (int e = 0; e < 1; e++) {
-                x[k][e] = (1.0f - x[k][e]) * -10000.0f;
+            for (int e = 0; e < 1; e++)
                 t = fmaxf(t, x[k][e]);
-            }
         }
+    /* the terms (1 - m)*-10000 are monotone in m: the largest term from the largest value,
+     * and each term less it as m*10000 - (10000 + t) in one rounding (an instruction a
+     * position instead of three) */
+    t = fmaf(t, 10000.0f, -10000.0f);
+    const float tb = -10000.0f - t;
     float mx = -INFINITY;
 #pragma unroll
     for (int k = 0; k < 1; k++)
@@ -4427,20 +4601,24 @@ static __device__ __forceinline__ void ft_softmax_row_bf16_w2_r1_g32(const ft_so
             ft_unpack_bf16x1(sw[k], sc);
 #pragma unroll
             for (int e = 0; e < 1; e++) {
-                x[k][e] = sc[e] * a.scale + (x[k][e] - t);
+                x[k][e] = fmaf(sc[e], a.scale, fmaf(x[k][e], 10000.0f, tb));
                 mx = fmaxf(mx, x[k][e]);
             }
         }
     float top = t;
     ft_group_max_shifted(top, mx, g, 0xffffffffu);
     mx -= t - top; /* the row maximum relative to this lane's shift */
+    /* exp(x - mx) as 2^(x*log2(e) - mx*log2(e)): one FFMA and the approximate unit, weights
+     * below 2^-126 of the row's largest flushed to 0 (an absolute error under 2^-126);
+     * __expf's non-flushing form took four more instructions a position */
+    const float mxl = mx * 1.4426950408889634f;
     float sum = 0.0f;
 #pragma unroll
     for (int k = 0; k < 1; k++)
         if (full || lane + k * g < nvec)
 #pragma unroll
             for (int e = 0; e < 1; e++) {
-                x[k][e] = __expf(x[k][e] - mx);
+                x[k][e] = ft_exp2_approx(fmaf(x[k][e], 1.4426950408889634f, -mxl));
                 sum += x[k][e];
             }
     sum = ft_group_sum(sum, g, 0xffffffffu);
@@ -4521,18 +4699,21 @@ static __device__ __forceinline__ void ft_softmax_row_bf16_w2_r2_g32(const ft_so
                 mw[k] = *(const ft_word_bf16x1 *)(mrow + c * 1);
         }
     }
-    float x[2][1]; /* first the mask terms, then the shifted values */
-    float t = -INFINITY;            /* this lane's largest mask term */
+    float x[2][1]; /* first the mask values (keep flags without a mask), then the shifted values */
+    float t = -INFINITY;            /* this lane's largest mask value, then its term */
 #pragma unroll
     for (int k = 0; k < 2; k++)
         if (full || lane + k * g < nvec) {
             ft_softmax_keep_vec_bf16_w2(mrow != NULL, mw[k], row_in, len, lane + k * g, x[k]);
 #pragma unroll
-            for (int e = 0; e < 1; e++) {
-                x[k][e] = (1.0f - x[k][e]) * -10000.0f;
+            for (int e = 0; e < 1; e++)
                 t = fmaxf(t, x[k][e]);
-            }
         }
+    /* the terms (1 - m)*-10000 are monotone in m: the largest term from the largest value,
+     * and each term less it as m*10000 - (10000 + t) in one rounding (an instruction a
+     * position instead of three) */
+    t = fmaf(t, 10000.0f, -10000.0f);
+    const float tb = -10000.0f - t;
     float mx = -INFINITY;
 #pragma unroll
     for (int k = 0; k < 2; k++)
@@ -4541,20 +4722,24 @@ static __device__ __forceinline__ void ft_softmax_row_bf16_w2_r2_g32(const ft_so
             ft_unpack_bf16x1(sw[k], sc);
 #pragma unroll
             for (int e = 0; e < 1; e++) {
-                x[k][e] = sc[e] * a.scale + (x[k][e] - t);
+                x[k][e] = fmaf(sc[e], a.scale, fmaf(x[k][e], 10000.0f, tb));
                 mx = fmaxf(mx, x[k][e]);
             }
         }
     float top = t;
     ft_group_max_shifted(top, mx, g, 0xffffffffu);
     mx -= t - top; /* the row maximum relative to this lane's shift */
+    /* exp(x - mx) as 2^(x*log2(e) - mx*log2(e)): one FFMA and the approximate unit, weights
+     * below 2^-126 of the row's largest flushed to 0 (an absolute error under 2^-126);
+     * __expf's non-flushing form took four more instructions a position */
+    const float mxl = mx * 1.4426950408889634f;
     float sum = 0.0f;
 #pragma unroll
     for (int k = 0; k < 2; k++)
         if (full || lane + k * g < nvec)
 #pragma unroll
             for (int e = 0; e < 1; e++) {
-                x[k][e] = __expf(x[k][e] - mx);
+                x[k][e] = ft_exp2_approx(fmaf(x[k][e], 1.4426950408889634f, -mxl));
                 sum += x[k][e];
             }
     sum = ft_group_sum(sum, g, 0xffffffffu);
@@ -4635,18 +4820,21 @@ static __device__ __forceinline__ void ft_softmax_row_bf16_w2_r4_g32(const ft_so
                 mw[k] = *(const ft_word_bf16x1 *)(mrow + c * 1);
         }
     }
-    float x[4][1]; /* first the mask terms, then the shifted values */
-    float t = -INFINITY;            /* this lane's largest mask term */
+    float x[4][1]; /* first the mask values (keep flags without a mask), then the shifted values */
+    float t = -INFINITY;            /* this lane's largest mask value, then its term */
 #pragma unroll
     for (int k = 0; k < 4; k++)
         if (full || lane + k * g < nvec) {
             ft_softmax_keep_vec_bf16_w2(mrow != NULL, mw[k], row_in, len, lane + k * g, x[k]);
 #pragma unroll
-            for (int e = 0; e < 1; e++) {
-                x[k][e] = (1.0f - x[k][e]) * -10000.0f;
+            for (int e = 0; e < 1; e++)
                 t = fmaxf(t, x[k][e]);
-            }
         }
+    /* the terms (1 - m)*-10000 are monotone in m: the largest term from the largest value,
+     * and each term less it as m*10000 - (10000 + t) in one rounding (an instruction a
+     * position instead of three) */
+    t = fmaf(t, 10000.0f, -10000.0f);
+    const float tb = -10000.0f - t;
     float mx = -INFINITY;
 #pragma unroll
     for (int k = 0; k < 4; k++)
@@ -4655,20 +4843,24 @@ static __device__ __forceinline__ void ft_softmax_row_bf16_w2_r4_g32(const ft_so
             ft_unpack_bf16x1(sw[k], sc);
 #pragma unroll
             for (int e = 0; e < 1; e++) {
-                x[k][e] = sc[e] * a.scale + (x[k][e] - t);
+                x[k][e] = fmaf(sc[e], a.scale, fmaf(x[k][e], 10000.0f, tb));
                 mx = fmaxf(mx, x[k][e]);
             }
         }
     float top = t;
     ft_group_max_shifted(top, mx, g, 0xffffffffu);
     mx -= t - top; /* the row maximum relative to this lane's shift */
+    /* exp(x - mx) as 2^(x*log2(e) - mx*log2(e)): one FFMA and the approximate unit, weights
+     * below 2^-126 of the row's largest flushed to 0 (an absolute error under 2^-126);
+     * __expf's non-flushing form took four more instructions a position */
+    const float mxl = mx * 1.4426950408889634f;
     float sum = 0.0f;
 #pragma unroll
     for (int k = 0; k < 4; k++)
         if (full || lane + k * g < nvec)
 #pragma unroll
             for (int e = 0; e < 1; e++) {
-                x[k][e] = __expf(x[k][e] - mx);
+                x[k][e] = ft_exp2_approx(fmaf(x[k][e], 1.4426950408889634f, -mxl));
                 sum += x[k][e];
             }
     sum = ft_group_sum(sum, g, 0xffffffffu);
@@ -4749,18 +4941,21 @@ static __device__ __forceinline__ void ft_softmax_row_bf16_w2_r8_g32(const ft_so
                 mw[k] = *(const ft_word_bf16x1 *)(mrow + c * 1);
         }
     }
-    float x[8][1]; /* first the mask terms, then the shifted values */
-    float t = -INFINITY;            /* this lane's largest mask term */
+    float x[8][1]; /* first the mask values (keep flags without a mask), then the shifted values */
+    float t = -INFINITY;            /* this lane's largest mask value, then its term */
 #pragma unroll
     for (int k = 0; k < 8; k++)
         if (full || lane + k * g < nvec) {
             ft_softmax_keep_vec_bf16_w2(mrow != NULL, mw[k], row_in, len, lane + k * g, x[k]);
 #pragma unroll
-            for (int e = 0; e < 1; e++) {
-                x[k][e] = (1.0f - x[k][e]) * -10000.0f;
+            for (int e = 0; e < 1; e++)
                 t = fmaxf(t, x[k][e]);
-            }
         }
+    /* the terms (1 - m)*-10000 are monotone in m: the largest term from the largest value,
+     * and each term less it as m*10000 - (10000 + t) in one rounding (an instruction a
+     * position instead of three) */
+    t = fmaf(t, 10000.0f, -10000.0f);
+    const float tb = -10000.0f - t;
     float mx = -INFINITY;
 #pragma unroll
     for (int k = 0; k < 8; k++)
@@ -4769,20 +4964,24 @@ static __device__ __forceinline__ void ft_softmax_row_bf16_w2_r8_g32(const ft_so
             ft_unpack_bf16x1(sw[k], sc);
 #pragma unroll
             for (int e = 0; e < 1; e++) {
-                x[k][e] = sc[e] * a.scale + (x[k][e] - t);
+                x[k][e] = fmaf(sc[e], a.scale, fmaf(x[k][e], 10000.0f, tb));
                 mx = fmaxf(mx, x[k][e]);
             }
         }
     float top = t;
     ft_group_max_shifted(top, mx, g, 0xffffffffu);
     mx -= t - top; /* the row maximum relative to this lane's shift */
+    /* exp(x - mx) as 2^(x*log2(e) - mx*log2(e)): one FFMA and the approximate unit, weights
+     * below 2^-126 of the row's largest flushed to 0 (an absolute error under 2^-126);
+     * __expf's non-flushing form took four more instructions a position */
+    const float mxl = mx * 1.4426950408889634f;
     float sum = 0.0f;
 #pragma unroll
     for (int k = 0; k < 8; k++)
         if (full || lane + k * g < nvec)
 #pragma unroll
             for (int e = 0; e < 1; e++) {
-                x[k][e] = __expf(x[k][e] - mx);
+                x[k][e] = ft_exp2_approx(fmaf(x[k][e], 1.4426950408889634f, -mxl));
                 sum += x[k][e];
             }
     sum = ft_group_sum(sum, g, 0xffffffffu);
@@ -4863,18 +5062,21 @@ static __device__ __forceinline__ void ft_softmax_row_bf16_w2_r16_g32(const ft_s
                 mw[k] = *(const ft_word_bf16x1 *)(mrow + c * 1);
         }
     }
-    float x[16][1]; /* first the mask terms, then the shifted values */
-    float t = -INFINITY;            /* this lane's largest mask term */
+    float x[16][1]; /* first the mask values (keep flags without a mask), then the shifted values */
+    float t = -INFINITY;            /* this lane's largest mask value, then its term */
 #pragma unroll
     for (int k = 0; k < 16; k++)
         if (full || lane + k * g < nvec) {
             ft_softmax_keep_vec_bf16_w2(mrow != NULL, mw[k], row_in, len, lane + k * g, x[k]);
 #pragma unroll
-            for (int e = 0; e < 1; e++) {
-                x[k][e] = (1.0f - x[k][e]) * -10000.0f;
+            for (int e = 0; e < 1; e++)
                 t = fmaxf(t, x[k][e]);
-            }
         }
+    /* the terms (1 - m)*-10000 are monotone in m: the largest term from the largest value,
+     * and each term less it as m*10000 - (10000 + t) in one rounding (an instruction a
+     * position instead of three) */
+    t = fmaf(t, 10000.0f, -10000.0f);
+    const float tb = -10000.0f - t;
     float mx = -INFINITY;
 #pragma unroll
     for (int k = 0; k < 16; k++)
@@ -4883,20 +5085,24 @@ static __device__ __forceinline__ void ft_softmax_row_bf16_w2_r16_g32(const ft_s
             ft_unpack_bf16x1(sw[k], sc);
 #pragma unroll
             for (int e = 0; e < 1; e++) {
-                x[k][e] = sc[e] * a.scale + (x[k][e] - t);
+                x[k][e] = fmaf(sc[e], a.scale, fmaf(x[k][e], 10000.0f, tb));
                 mx = fmaxf(mx, x[k][e]);
             }
         }
     float top = t;
     ft_group_max_shifted(top, mx, g, 0xffffffffu);
     mx -= t - top; /* the row maximum relative to this lane's shift */
+    /* exp(x - mx) as 2^(x*log2(e) - mx*log2(e)): one FFMA and the approximate unit, weights
+     * below 2^-126 of the row's largest flushed to 0 (an absolute error under 2^-126);
+     * __expf's non-flushing form took four more instructions a position */
+    const float mxl = mx * 1.4426950408889634f;
     float sum = 0.0f;
 #pragma unroll
     for (int k = 0; k < 16; k++)
         if (full || lane + k * g < nvec)
 #pragma unroll
             for (int e = 0; e < 1; e++) {
-                x[k][e] = __expf(x[k][e] - mx);
+                x[k][e] = ft_exp2_approx(fmaf(x[k][e], 1.4426950408889634f, -mxl));
                 sum += x[k][e];
             }
     sum = ft_group_sum(sum, g, 0xffffffffu);
@@ -4977,18 +5183,21 @@ static __device__ __forceinline__ void ft_softmax_row_bf16_w2_r32_g32(const ft_s
                 mw[k] = *(const ft_word_bf16x1 *)(mrow + c * 1);
         }
     }
-    float x[32][1]; /* first the mask terms, then the shifted values */
-    float t = -INFINITY;            /* this lane's largest mask term */
+    float x[32][1]; /* first the mask values (keep flags without a mask), then the shifted values */
+    float t = -INFINITY;            /* this lane's largest mask value, then its term */
 #pragma unroll
     for (int k = 0; k < 32; k++)
         if (full || lane + k * g < nvec) {
             ft_softmax_keep_vec_bf16_w2(mrow != NULL, mw[k], row_in, len, lane + k * g, x[k]);
 #pragma unroll
-            for (int e = 0; e < 1; e++) {
-                x[k][e] = (1.0f - x[k][e]) * -10000.0f;
+            for (int e = 0; e < 1; e++)
                 t = fmaxf(t, x[k][e]);
-            }
         }
+    /* the terms (1 - m)*-10000 are monotone in m: the largest term from the largest value,
+     * and each term less it as m*10000 - (10000 + t) in one rounding (an instruction a
+     * position instead of three) */
+    t = fmaf(t, 10000.0f, -10000.0f);
+    const float tb = -10000.0f - t;
     float mx = -INFINITY;
 #pragma unroll
     for (int k = 0; k < 32; k++)
@@ -4997,20 +5206,24 @@ static __device__ __forceinline__ void ft_softmax_row_bf16_w2_r32_g32(const ft_s
             ft_unpack_bf16x1(sw[k], sc);
 #pragma unroll
             for (int e = 0; e < 1; e++) {
-                x[k][e] = sc[e] * a.scale + (x[k][e] - t);
+                x[k][e] = fmaf(sc[e], a.scale, fmaf(x[k][e], 10000.0f, tb));
                 mx = fmaxf(mx, x[k][e]);
             }
         }
     float top = t;
     ft_group_max_shifted(top, mx, g, 0xffffffffu);
     mx -= t - top; /* the row maximum relative to this lane's shift */
+    /* exp(x - mx) as 2^(x*log2(e) - mx*log2(e)): one FFMA and the approximate unit, weights
+     * below 2^-126 of the row's largest flushed to 0 (an absolute error under 2^-126);
+     * __expf's non-flushing form took four more instructions a position */
+    const float mxl = mx * 1.4426950408889634f;
     float sum = 0.0f;
 #pragma unroll
     for (int k = 0; k < 32; k++)
         if (full || lane + k * g < nvec)
 #pragma unroll
             for (int e = 0; e < 1; e++) {
-                x[k][e] = __expf(x[k][e] - mx);
+                x[k][e] = ft_exp2_approx(fmaf(x[k][e], 1.4426950408889634f, -mxl));
                 sum += x[k][e];
             }
     sum = ft_group_sum(sum, g, 0xffffffffu);

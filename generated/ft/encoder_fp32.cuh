@@ -255,18 +255,21 @@ static __device__ __forceinline__ void ft_softmax_row_fp32_w16_r1_g1(const ft_so
                 mw[k] = *(const ft_word_fp32x4 *)(mrow + c * 4);
         }
     }
-    float x[1][4]; /* first the mask terms, then the shifted values */
-    float t = -INFINITY;            /* this lane's largest mask term */
+    float x[1][4]; /* first the mask values (keep flags without a mask), then the shifted values */
+    float t = -INFINITY;            /* this lane's largest mask value, then its term */
 #pragma unroll
     for (int k = 0; k < 1; k++)
         if (full || lane + k * g < nvec) {
             ft_softmax_keep_vec_fp32_w16(mrow != NULL, mw[k], row_in, len, lane + k * g, x[k]);
 #pragma unroll
-            for (int e = 0; e < 4; e++) {
-                x[k][e] = (1.0f - x[k][e]) * -10000.0f;
+            for (int e = 0; e < 4; e++)
                 t = fmaxf(t, x[k][e]);
-            }
         }
+    /* the terms (1 - m)*-10000 are monotone in m: the largest term from the largest value,
+     * and each term less it as m*10000 - (10000 + t) in one rounding (an instruction a
+     * position instead of three) */
+    t = fmaf(t, 10000.0f, -10000.0f);
+    const float tb = -10000.0f - t;
     float mx = -INFINITY;
 #pragma unroll
     for (int k = 0; k < 1; k++)
@@ -275,20 +278,24 @@ static __device__ __forceinline__ void ft_softmax_row_fp32_w16_r1_g1(const ft_so
             ft_unpack_fp32x4(sw[k], sc);
 #pragma unroll
             for (int e = 0; e < 4; e++) {
-                x[k][e] = sc[e] * a.scale + (x[k][e] - t);
+                x[k][e] = fmaf(sc[e], a.scale, fmaf(x[k][e], 10000.0f, tb));
                 mx = fmaxf(mx, x[k][e]);
             }
         }
     float top = t;
     ft_group_max_shifted(top, mx, g, 0xffffffffu);
     mx -= t - top; /* the row maximum relative to this lane's shift */
+    /* exp(x - mx) as 2^(x*log2(e) - mx*log2(e)): one FFMA and the approximate unit, weights
+     * below 2^-126 of the row's largest flushed to 0 (an absolute error under 2^-126);
+     * __expf's non-flushing form took four more instructions a position */
+    const float mxl = mx * 1.4426950408889634f;
     float sum = 0.0f;
 #pragma unroll
     for (int k = 0; k < 1; k++)
         if (full || lane + k * g < nvec)
 #pragma unroll
             for (int e = 0; e < 4; e++) {
-                x[k][e] = __expf(x[k][e] - mx);
+                x[k][e] = ft_exp2_approx(fmaf(x[k][e], 1.4426950408889634f, -mxl));
                 sum += x[k][e];
             }
     sum = ft_group_sum(sum, g, 0xffffffffu);
@@ -367,18 +374,21 @@ static __device__ __forceinline__ void ft_softmax_row_fp32_w16_r1_g2(const ft_so
                 mw[k] = *(const ft_word_fp32x4 *)(mrow + c * 4);
         }
     }
-    float x[1][4]; /* first the mask terms, then the shifted values */
-    float t = -INFINITY;            /* this lane's largest mask term */
+    float x[1][4]; /* first the mask values (keep flags without a mask), then the shifted values */
+    float t = -INFINITY;            /* this lane's largest mask value, then its term */
 #pragma unroll
     for (int k = 0; k < 1; k++)
         if (full || lane + k * g < nvec) {
             ft_softmax_keep_vec_fp32_w16(mrow != NULL, mw[k], row_in, len, lane + k * g, x[k]);
 #pragma unroll
-            for (int e = 0; e < 4; e++) {
-                x[k][e] = (1.0f - x[k][e]) * -10000.0f;
+            for (int e = 0; e < 4; e++)
                 t = fmaxf(t, x[k][e]);
-            }
         }
+    /* the terms (1 - m)*-10000 are monotone in m: the largest term from the largest value,
+     * and each term less it as m*10000 - (10000 + t) in one rounding (an instruction a
+     * position instead of three) */
+    t = fmaf(t, 10000.0f, -10000.0f);
+    const float tb = -10000.0f - t;
     float mx = -INFINITY;
 #pragma unroll
     for (int k = 0; k < 1; k++)
@@ -387,20 +397,24 @@ static __device__ __forceinline__ void ft_softmax_row_fp32_w16_r1_g2(const ft_so
             ft_unpack_fp32x4(sw[k], sc);
 #pragma unroll
             for (int e = 0; e < 4; e++) {
-                x[k][e] = sc[e] * a.scale + (x[k][e] - t);
+                x[k][e] = fmaf(sc[e], a.scale, fmaf(x[k][e], 10000.0f, tb));
                 mx = fmaxf(mx, x[k][e]);
             }
         }
     float top = t;
     ft_group_max_shifted(top, mx, g, 0xffffffffu);
     mx -= t - top; /* the row maximum relative to this lane's shift */
+    /* exp(x - mx) as 2^(x*log2(e) - mx*log2(e)): one FFMA and the approximate unit, weights
+     * below 2^-126 of the row's largest flushed to 0 (an absolute error under 2^-126);
+     * __expf's non-flushing form took four more instructions a position */
+    const float mxl = mx * 1.4426950408889634f;
     float sum = 0.0f;
 #pragma unroll
     for (int k = 0; k < 1; k++)
         if (full || lane + k * g < nvec)
 #pragma unroll
             for (int e = 0; e < 4; e++) {
-                x[k][e] = __expf(x[k][e] - mx);
+                x[k][e] = ft_exp2_approx(fmaf(x[k][e], 1.4426950408889634f, -mxl));
                 sum += x[k][e];
             }
     sum = ft_group_sum(sum, g, 0xffffffffu);
@@ -479,18 +493,21 @@ static __device__ __forceinline__ void ft_softmax_row_fp32_w16_r1_g4(const ft_so
                 mw[k] = *(const ft_word_fp32x4 *)(mrow + c * 4);
         }
     }
-    float x[1][4]; /* first the mask terms, then the shifted values */
-    float t = -INFINITY;            /* this lane's largest mask term */
+    float x[1][4]; /* first the mask values (keep flags without a mask), then the shifted values */
+    float t = -INFINITY;            /* this lane's largest mask value, then its term */
 #pragma unroll
     for (int k = 0; k < 1; k++)
         if (full || lane + k * g < nvec) {
             ft_softmax_keep_vec_fp32_w16(mrow != NULL, mw[k], row_in, len, lane + k * g, x[k]);
 #pragma unroll
-            for (int e = 0; e < 4; e++) {
-                x[k][e] = (1.0f - x[k][e]) * -10000.0f;
+            for (int e = 0; e < 4; e++)
                 t = fmaxf(t, x[k][e]);
-            }
         }
+    /* the terms (1 - m)*-10000 are monotone in m: the largest term from the largest value,
+     * and each term less it as m*10000 - (10000 + t) in one rounding (an instruction a
+     * position instead of three) */
+    t = fmaf(t, 10000.0f, -10000.0f);
+    const float tb = -10000.0f - t;
     float mx = -INFINITY;
 #pragma unroll
     for (int k = 0; k < 1; k++)
@@ -499,20 +516,24 @@ static __device__ __forceinline__ void ft_softmax_row_fp32_w16_r1_g4(const ft_so
             ft_unpack_fp32x4(sw[k], sc);
 #pragma unroll
             for (int e = 0; e < 4; e++) {
-                x[k][e] = sc[e] * a.scale + (x[k][e] - t);
+                x[k][e] = fmaf(sc[e], a.scale, fmaf(x[k][e], 10000.0f, tb));
                 mx = fmaxf(mx, x[k][e]);
             }
         }
     float top = t;
     ft_group_max_shifted(top, mx, g, 0xffffffffu);
     mx -= t - top; /* the row maximum relative to this lane's shift */
+    /* exp(x - mx) as 2^(x*log2(e) - mx*log2(e)): one FFMA and the approximate unit, weights
+     * below 2^-126 of the row's largest flushed to 0 (an absolute error under 2^-126);
+     * __expf's non-flushing form took four more instructions a position */
+    const float mxl = mx * 1.4426950408889634f;
     float sum = 0.0f;
 #pragma unroll
     for (int k = 0; k < 1; k++)
         if (full || lane + k * g < nvec)
 #pragma unroll
             for (int e = 0; e < 4; e++) {
-                x[k][e] = __expf(x[k][e] - mx);
+                x[k][e] = ft_exp2_approx(fmaf(x[k][e], 1.4426950408889634f, -mxl));
                 sum += x[k][e];
             }
     sum = ft_group_sum(sum, g, 0xffffffffu);
@@ -591,18 +612,21 @@ static __device__ __forceinline__ void ft_softmax_row_fp32_w16_r1_g8(const ft_so
                 mw[k] = *(const ft_word_fp32x4 *)(mrow + c * 4);
         }
     }
-    float x[1][4]; /* first the mask terms, then the shifted values */
-    float t = -INFINITY;            /* this lane's largest mask term */
+    float x[1][4]; /* first the mask values (keep flags without a mask), then the shifted values */
+    float t = -INFINITY;            /* this lane's largest mask value, then its term */
 #pragma unroll
     for (int k = 0; k < 1; k++)
         if (full || lane + k * g < nvec) {
             ft_softmax_keep_vec_fp32_w16(mrow != NULL, mw[k], row_in, len, lane + k * g, x[k]);
 #pragma unroll
-            for (int e = 0; e < 4; e++) {
-                x[k][e] = (1.0f - x[k][e]) * -10000.0f;
+            for (int e = 0; e < 4; e++)
                 t = fmaxf(t, x[k][e]);
-            }
         }
+    /* the terms (1 - m)*-10000 are monotone in m: the largest term from the largest value,
+     * and each term less it as m*10000 - (10000 + t) in one rounding (an instruction a
+     * position instead of three) */
+    t = fmaf(t, 10000.0f, -10000.0f);
+    const float tb = -10000.0f - t;
     float mx = -INFINITY;
 #pragma unroll
     for (int k = 0; k < 1; k++)
@@ -611,20 +635,24 @@ static __device__ __forceinline__ void ft_softmax_row_fp32_w16_r1_g8(const ft_so
             ft_unpack_fp32x4(sw[k], sc);
 #pragma unroll
             for (int e = 0; e < 4; e++) {
-                x[k][e] = sc[e] * a.scale + (x[k][e] - t);
+                x[k][e] = fmaf(sc[e], a.scale, fmaf(x[k][e], 10000.0f, tb));
                 mx = fmaxf(mx, x[k][e]);
             }
         }
     float top = t;
     ft_group_max_shifted(top, mx, g, 0xffffffffu);
     mx -= t - top; /* the row maximum relative to this lane's shift */
+    /* exp(x - mx) as 2^(x*log2(e) - mx*log2(e)): one FFMA and the approximate unit, weights
+     * below 2^-126 of the row's largest flushed to 0 (an absolute error under 2^-126);
+     * __expf's non-flushing form took four more instructions a position */
+    const float mxl = mx * 1.4426950408889634f;
     float sum = 0.0f;
 #pragma unroll
     for (int k = 0; k < 1; k++)
         if (full || lane + k * g < nvec)
 #pragma unroll
             for (int e = 0; e < 4; e++) {
-                x[k][e] = __expf(x[k][e] - mx);
+                x[k][e] = ft_exp2_approx(fmaf(x[k][e], 1.4426950408889634f, -mxl));
                 sum += x[k][e];
             }
     sum = ft_group_sum(sum, g, 0xffffffffu);
@@ -703,18 +731,21 @@ static __device__ __forceinline__ void ft_softmax_row_fp32_w16_r1_g16(const ft_s
                 mw[k] = *(const ft_word_fp32x4 *)(mrow + c * 4);
         }
     }
-    float x[1][4]; /* first the mask terms, then the shifted values */
-    float t = -INFINITY;            /* this lane's largest mask term */
+    float x[1][4]; /* first the mask values (keep flags without a mask), then the shifted values */
+    float t = -INFINITY;            /* this lane's largest mask value, then its term */
 #pragma unroll
     for (int k = 0; k < 1; k++)
         if (full || lane + k * g < nvec) {
             ft_softmax_keep_vec_fp32_w16(mrow != NULL, mw[k], row_in, len, lane + k * g, x[k]);
 #pragma unroll
-            for (int e = 0; e < 4; e++) {
-                x[k][e] = (1.0f - x[k][e]) * -10000.0f;
+            for (int e = 0; e < 4; e++)
                 t = fmaxf(t, x[k][e]);
-            }
         }
+    /* the terms (1 - m)*-10000 are monotone in m: the largest term from the largest value,
+     * and each term less it as m*10000 - (10000 + t) in one rounding (an instruction a
+     * position instead of three) */
+    t = fmaf(t, 10000.0f, -10000.0f);
+    const float tb = -10000.0f - t;
     float mx = -INFINITY;
 #pragma unroll
     for (int k = 0; k < 1; k++)
@@ -723,20 +754,24 @@ static __device__ __forceinline__ void ft_softmax_row_fp32_w16_r1_g16(const ft_s
             ft_unpack_fp32x4(sw[k], sc);
 #pragma unroll
             for (int e = 0; e < 4; e++) {
-                x[k][e] = sc[e] * a.scale + (x[k][e] - t);
+                x[k][e] = fmaf(sc[e], a.scale, fmaf(x[k][e], 10000.0f, tb));
                 mx = fmaxf(mx, x[k][e]);
             }
         }
     float top = t;
     ft_group_max_shifted(top, mx, g, 0xffffffffu);
     mx -= t - top; /* the row maximum relative to this lane's shift */
+    /* exp(x - mx) as 2^(x*log2(e) - mx*log2(e)): one FFMA and the approximate unit, weights
+     * below 2^-126 of the row's largest flushed to 0 (an absolute error under 2^-126);
+     * __expf's non-flushing form took four more instructions a position */
+    const float mxl = mx * 1.4426950408889634f;
     float sum = 0.0f;
 #pragma unroll
     for (int k = 0; k < 1; k++)
         if (full || lane + k * g < nvec)
 #pragma unroll
             for (int e = 0; e < 4; e++) {
-                x[k][e] = __expf(x[k][e] - mx);
+                x[k][e] = ft_exp2_approx(fmaf(x[k][e], 1.4426950408889634f, -mxl));
                 sum += x[k][e];
             }
     sum = ft_group_sum(sum, g, 0xffffffffu);
@@ -815,18 +850,21 @@ static __device__ __forceinline__ void ft_softmax_row_fp32_w16_r1_g32(const ft_s
                 mw[k] = *(const ft_word_fp32x4 *)(mrow + c * 4);
         }
     }
-    float x[1][4]; /* first the mask terms, then the shifted values */
-    float t = -INFINITY;            /* this lane's largest mask term */
+    float x[1][4]; /* first the mask values (keep flags without a mask), then the shifted values */
+    float t = -INFINITY;            /* this lane's largest mask value, then its term */
 #pragma unroll
     for (int k = 0; k < 1; k++)
         if (full || lane + k * g < nvec) {
             ft_softmax_keep_vec_fp32_w16(mrow != NULL, mw[k], row_in, len, lane + k * g, x[k]);
 #pragma unroll
-            for (int e = 0; e < 4; e++) {
-                x[k][e] = (1.0f - x[k][e]) * -10000.0f;
+            for (int e = 0; e < 4; e++)
                 t = fmaxf(t, x[k][e]);
-            }
         }
+    /* the terms (1 - m)*-10000 are monotone in m: the largest term from the largest value,
+     * and each term less it as m*10000 - (10000 + t) in one rounding (an instruction a
+     * position instead of three) */
+    t = fmaf(t, 10000.0f, -10000.0f);
+    const float tb = -10000.0f - t;
     float mx = -INFINITY;
 #pragma unroll
     for (int k = 0; k < 1; k++)
@@ -835,20 +873,24 @@ static __device__ __forceinline__ void ft_softmax_row_fp32_w16_r1_g32(const ft_s
             ft_unpack_fp32x4(sw[k], sc);
 #pragma unroll
             for (int e = 0; e < 4; e++) {
-                x[k][e] = sc[e] * a.scale + (x[k][e] - t);
+                x[k][e] = fmaf(sc[e], a.scale, fmaf(x[k][e], 10000.0f, tb));
                 mx = fmaxf(mx, x[k][e]);
             }
         }
     float top = t;
     ft_group_max_shifted(top, mx, g, 0xffffffffu);
     mx -= t - top; /* the row maximum relative to this lane's shift */
+    /* exp(x - mx) as 2^(x*log2(e) - mx*log2(e)): one FFMA and the approximate unit, weights
+     * below 2^-126 of the row's largest flushed to 0 (an absolute error under 2^-126);
+     * __expf's non-flushing form took four more instructions a position */
+    const float mxl = mx * 1.4426950408889634f;
     float sum = 0.0f;
 #pragma unroll
     for (int k = 0; k < 1; k++)
         if (full || lane + k * g < nvec)
 #pragma unroll
             for (int e = 0; e < 4; e++) {
-                x[k][e] = __expf(x[k][e] - mx);
+                x[k][e] = ft_exp2_approx(fmaf(x[k][e], 1.4426950408889634f, -mxl));
                 sum += x[k][e];
             }
     sum = ft_group_sum(sum, g, 0xffffffffu);
@@ -927,18 +969,21 @@ static __device__ __forceinline__ void ft_softmax_row_fp32_w16_r2_g32(const ft_s
                 mw[k] = *(const ft_word_fp32x4 *)(mrow + c * 4);
         }
     }
-    float x[2][4]; /* first the mask terms, then the shifted values */
-    float t = -INFINITY;            /* this lane's largest mask term */
+    float x[2][4]; /* first the mask values (keep flags without a mask), then the shifted values */
+    float t = -INFINITY;            /* this lane's largest mask value, then its term */
 #pragma unroll
     for (int k = 0; k < 2; k++)
         if (full || lane + k * g < nvec) {
             ft_softmax_keep_vec_fp32_w16(mrow != NULL, mw[k], row_in, len, lane + k * g, x[k]);
 #pragma unroll
-            for (int e = 0; e < 4; e++) {
-                x[k][e] = (1.0f - x[k][e]) * -10000.0f;
+            for (int e = 0; e < 4; e++)
                 t = fmaxf(t, x[k][e]);
-            }
         }
+    /* the terms (1 - m)*-10000 are monotone in m: the largest term from the largest value,
+     * and each term less it as m*10000 - (10000 + t) in one rounding (an instruction a
+     * position instead of three) */
+    t = fmaf(t, 10000.0f, -10000.0f);
+    const float tb = -10000.0f - t;
     float mx = -INFINITY;
 #pragma unroll
     for (int k = 0; k < 2; k++)
@@ -947,20 +992,24 @@ static __device__ __forceinline__ void ft_softmax_row_fp32_w16_r2_g32(const ft_s
             ft_unpack_fp32x4(sw[k], sc);
 #pragma unroll
             for (int e = 0; e < 4; e++) {
-                x[k][e] = sc[e] * a.scale + (x[k][e] - t);
+                x[k][e] = fmaf(sc[e], a.scale, fmaf(x[k][e], 10000.0f, tb));
                 mx = fmaxf(mx, x[k][e]);
             }
         }
     float top = t;
     ft_group_max_shifted(top, mx, g, 0xffffffffu);
     mx -= t - top; /* the row maximum relative to this lane's shift */
+    /* exp(x - mx) as 2^(x*log2(e) - mx*log2(e)): one FFMA and the approximate unit, weights
+     * below 2^-126 of the row's largest flushed to 0 (an absolute error under 2^-126);
+     * __expf's non-flushing form took four more instructions a position */
+    const float mxl = mx * 1.4426950408889634f;
     float sum = 0.0f;
 #pragma unroll
     for (int k = 0; k < 2; k++)
         if (full || lane + k * g < nvec)
 #pragma unroll
             for (int e = 0; e < 4; e++) {
-                x[k][e] = __expf(x[k][e] - mx);
+                x[k][e] = ft_exp2_approx(fmaf(x[k][e], 1.4426950408889634f, -mxl));
                 sum += x[k][e];
             }
     sum = ft_group_sum(sum, g, 0xffffffffu);
@@ -1039,18 +1088,21 @@ static __device__ __forceinline__ void ft_softmax_row_fp32_w16_r4_g32(const ft_s
                 mw[k] = *(const ft_word_fp32x4 *)(mrow + c * 4);
         }
     }
-    float x[4][4]; /* first the mask terms, then the shifted values */
-    float t = -INFINITY;            /* this lane's largest mask term */
+    float x[4][4]; /* first the mask values (keep flags without a mask), then the shifted values */
+    float t = -INFINITY;            /* this lane's largest mask value, then its term */
 #pragma unroll
     for (int k = 0; k < 4; k++)
         if (full || lane + k * g < nvec) {
             ft_softmax_keep_vec_fp32_w16(mrow != NULL, mw[k], row_in, len, lane + k * g, x[k]);
 #pragma unroll
-            for (int e = 0; e < 4; e++) {
-                x[k][e] = (1.0f - x[k][e]) * -10000.0f;
+            for (int e = 0; e < 4; e++)
                 t = fmaxf(t, x[k][e]);
-            }
         }
+    /* the terms (1 - m)*-10000 are monotone in m: the largest term from the largest value,
+     * and each term less it as m*10000 - (10000 + t) in one rounding (an instruction a
+     * position instead of three) */
+    t = fmaf(t, 10000.0f, -10000.0f);
+    const float tb = -10000.0f - t;
     float mx = -INFINITY;
 #pragma unroll
     for (int k = 0; k < 4; k++)
@@ -1059,20 +1111,24 @@ static __device__ __forceinline__ void ft_softmax_row_fp32_w16_r4_g32(const ft_s
             ft_unpack_fp32x4(sw[k], sc);
 #pragma unroll
             for (int e = 0; e < 4; e++) {
-                x[k][e] = sc[e] * a.scale + (x[k][e] - t);
+                x[k][e] = fmaf(sc[e], a.scale, fmaf(x[k][e], 10000.0f, tb));
                 mx = fmaxf(mx, x[k][e]);
             }
         }
     float top = t;
     ft_group_max_shifted(top, mx, g, 0xffffffffu);
     mx -= t - top; /* the row maximum relative to this lane's shift */
+    /* exp(x - mx) as 2^(x*log2(e) - mx*log2(e)): one FFMA and the approximate unit, weights
+     * below 2^-126 of the row's largest flushed to 0 (an absolute error under 2^-126);
+     * __expf's non-flushing form took four more instructions a position */
+    const float mxl = mx * 1.4426950408889634f;
     float sum = 0.0f;
 #pragma unroll
     for (int k = 0; k < 4; k++)
         if (full || lane + k * g < nvec)
 #pragma unroll
             for (int e = 0; e < 4; e++) {
-                x[k][e] = __expf(x[k][e] - mx);
+                x[k][e] = ft_exp2_approx(fmaf(x[k][e], 1.4426950408889634f, -mxl));
                 sum += x[k][e];
             }
     sum = ft_group_sum(sum, g, 0xffffffffu);
@@ -1151,18 +1207,21 @@ static __device__ __forceinline__ void ft_softmax_row_fp32_w16_r8_g32(const ft_s
                 mw[k] = *(const ft_word_fp32x4 *)(mrow + c * 4);
         }
     }
-    float x[8][4]; /* first the mask terms, then the shifted values */
-    float t = -INFINITY;            /* this lane's largest mask term */
+    float x[8][4]; /* first the mask values (keep flags without a mask), then the shifted values */
+    float t = -INFINITY;            /* this lane's largest mask value, then its term */
 #pragma unroll
     for (int k = 0; k < 8; k++)
         if (full || lane + k * g < nvec) {
             ft_softmax_keep_vec_fp32_w16(mrow != NULL, mw[k], row_in, len, lane + k * g, x[k]);
 #pragma unroll
-            for (int e = 0; e < 4; e++) {
-                x[k][e] = (1.0f - x[k][e]) * -10000.0f;
+            for (int e = 0; e < 4; e++)
                 t = fmaxf(t, x[k][e]);
-            }
         }
+    /* the terms (1 - m)*-10000 are monotone in m: the largest term from the largest value,
+     * and each term less it as m*10000 - (10000 + t) in one rounding (an instruction a
+     * position instead of three) */
+    t = fmaf(t, 10000.0f, -10000.0f);
+    const float tb = -10000.0f - t;
     float mx = -INFINITY;
 #pragma unroll
     for (int k = 0; k < 8; k++)
@@ -1171,20 +1230,24 @@ static __device__ __forceinline__ void ft_softmax_row_fp32_w16_r8_g32(const ft_s
             ft_unpack_fp32x4(sw[k], sc);
 #pragma unroll
             for (int e = 0; e < 4; e++) {
-                x[k][e] = sc[e] * a.scale + (x[k][e] - t);
+                x[k][e] = fmaf(sc[e], a.scale, fmaf(x[k][e], 10000.0f, tb));
                 mx = fmaxf(mx, x[k][e]);
             }
         }
     float top = t;
     ft_group_max_shifted(top, mx, g, 0xffffffffu);
     mx -= t - top; /* the row maximum relative to this lane's shift */
+    /* exp(x - mx) as 2^(x*log2(e) - mx*log2(e)): one FFMA and the approximate unit, weights
+     * below 2^-126 of the row's largest flushed to 0 (an absolute error under 2^-126);
+     * __expf's non-flushing form took four more instructions a position */
+    const float mxl = mx * 1.4426950408889634f;
     float sum = 0.0f;
 #pragma unroll
     for (int k = 0; k < 8; k++)
         if (full || lane + k * g < nvec)
 #pragma unroll
             for (int e = 0; e < 4; e++) {
-                x[k][e] = __expf(x[k][e] - mx);
+                x[k][e] = ft_exp2_approx(fmaf(x[k][e], 1.4426950408889634f, -mxl));
                 sum += x[k][e];
             }
     sum = ft_group_sum(sum, g, 0xffffffffu);
@@ -1263,18 +1326,21 @@ static __device__ __forceinline__ void ft_softmax_row_fp32_w16_r16_g32(const ft_
                 mw[k] = *(const ft_word_fp32x4 *)(mrow + c * 4);
         }
     }
-    float x[16][4]; /* first the mask terms, then the shifted values */
-    float t = -INFINITY;            /* this lane's largest mask term */
+    float x[16][4]; /* first the mask values (keep flags without a mask), then the shifted values */
+    float t = -INFINITY;            /* this lane's largest mask value, then its term */
 #pragma unroll
     for (int k = 0; k < 16; k++)
         if (full || lane + k * g < nvec) {
             ft_softmax_keep_vec_fp32_w16(mrow != NULL, mw[k], row_in, len, lane + k * g, x[k]);
 #pragma unroll
-            for (int e = 0; e < 4; e++) {
-                x[k][e] = (1.0f - x[k][e]) * -10000.0f;
+            for (int e = 0; e < 4; e++)
                 t = fmaxf(t, x[k][e]);
-            }
         }
+    /* the terms (1 - m)*-10000 are monotone in m: the largest term from the largest value,
+     * and each term less it as m*10000 - (10000 + t) in one rounding (an instruction a
+     * position instead of three) */
+    t = fmaf(t, 10000.0f, -10000.0f);
+    const float tb = -10000.0f - t;
     float mx = -INFINITY;
 #pragma unroll
     for (int k = 0; k < 16; k++)
@@ -1283,20 +1349,24 @@ static __device__ __forceinline__ void ft_softmax_row_fp32_w16_r16_g32(const ft_
             ft_unpack_fp32x4(sw[k], sc);
 #pragma unroll
             for (int e = 0; e < 4; e++) {
-                x[k][e] = sc[e] * a.scale + (x[k][e] - t);
+                x[k][e] = fmaf(sc[e], a.scale, fmaf(x[k][e], 10000.0f, tb));
                 mx = fmaxf(mx, x[k][e]);
             }
         }
     float top = t;
     ft_group_max_shifted(top, mx, g, 0xffffffffu);
     mx -= t - top; /* the row maximum relative to this lane's shift */
+    /* exp(x - mx) as 2^(x*log2(e) - mx*log2(e)): one FFMA and the approximate unit, weights
+     * below 2^-126 of the row's largest flushed to 0 (an absolute error under 2^-126);
+     * __expf's non-flushing form took four more instructions a position */
+    const float mxl = mx * 1.4426950408889634f;
     float sum = 0.0f;
 #pragma unroll
     for (int k = 0; k < 16; k++)
         if (full || lane + k * g < nvec)
 #pragma unroll
             for (int e = 0; e < 4; e++) {
-                x[k][e] = __expf(x[k][e] - mx);
+                x[k][e] = ft_exp2_approx(fmaf(x[k][e], 1.4426950408889634f, -mxl));
                 sum += x[k][e];
             }
     sum = ft_group_sum(sum, g, 0xffffffffu);
@@ -1428,17 +1498,14 @@ static __device__ __forceinline__ void ft_softmax_row_fp32_w16_b4(const ft_softm
             mw[k] = ft_softmax_shift_fp32_w16(mw[k], nx, d);
         }
     const int po = o;
-    float x[4][4]; /* first the mask terms, then the shifted values */
-    float t = -INFINITY;            /* this thread's largest mask term */
+    float x[4][4]; /* first the mask values (keep flags without a mask), then the shifted values */
+    float t = -INFINITY;            /* this thread's largest mask value, then its term */
 #pragma unroll
     for (int k = 0; k < 4; k++)
         if (full || lane + k * g < nvec) {
             /* a ragged row's word c holds positions c*4 - o ...; o = 0 otherwise */
             const int c = lane + k * g;
             ft_softmax_keep_vec_fp32_w16(mrow != NULL, mw[k], row_in, len + po, c, x[k]);
-#pragma unroll
-            for (int e = 0; e < 4; e++)
-                x[k][e] = (1.0f - x[k][e]) * -10000.0f;
             if (ragged && (c == 0 || c == nvec - 1)) /* positions outside the row weigh nothing */
 #pragma unroll
                 for (int e = 0; e < 4; e++) {
@@ -1450,6 +1517,11 @@ static __device__ __forceinline__ void ft_softmax_row_fp32_w16_b4(const ft_softm
             for (int e = 0; e < 4; e++)
                 t = fmaxf(t, x[k][e]);
         }
+    /* the terms (1 - m)*-10000 are monotone in m: the largest term from the largest value,
+     * and each term less it as m*10000 - (10000 + t) in one rounding (an instruction a
+     * position instead of three) */
+    t = fmaf(t, 10000.0f, -10000.0f);
+    const float tb = -10000.0f - t;
     float mx = -INFINITY;
 #pragma unroll
     for (int k = 0; k < 4; k++)
@@ -1466,20 +1538,24 @@ static __device__ __forceinline__ void ft_softmax_row_fp32_w16_b4(const ft_softm
                 }
 #pragma unroll
             for (int e = 0; e < 4; e++) {
-                x[k][e] = sc[e] * a.scale + (x[k][e] - t);
+                x[k][e] = fmaf(sc[e], a.scale, fmaf(x[k][e], 10000.0f, tb));
                 mx = fmaxf(mx, x[k][e]);
             }
         }
     float top = t;
     ft_block_max_shifted(top, mx, scratch);
     mx -= t - top; /* the row maximum relative to this thread's shift */
+    /* exp(x - mx) as 2^(x*log2(e) - mx*log2(e)): one FFMA and the approximate unit, weights
+     * below 2^-126 of the row's largest flushed to 0 (an absolute error under 2^-126);
+     * __expf's non-flushing form took four more instructions a position */
+    const float mxl = mx * 1.4426950408889634f;
     float sum = 0.0f;
 #pragma unroll
     for (int k = 0; k < 4; k++)
         if (full || lane + k * g < nvec)
 #pragma unroll
             for (int e = 0; e < 4; e++) {
-                x[k][e] = __expf(x[k][e] - mx);
+                x[k][e] = ft_exp2_approx(fmaf(x[k][e], 1.4426950408889634f, -mxl));
                 sum += x[k][e];
             }
     sum = ft_block_sum(sum, scratch + 64);
@@ -1567,18 +1643,21 @@ static __device__ __forceinline__ void ft_softmax_row_fp32_w16_b8(const ft_softm
                 mw[k] = *(const ft_word_fp32x4 *)(mrow + c * 4);
         }
     }
-    float x[8][4]; /* first the mask terms, then the shifted values */
-    float t = -INFINITY;            /* this thread's largest mask term */
+    float x[8][4]; /* first the mask values (keep flags without a mask), then the shifted values */
+    float t = -INFINITY;            /* this thread's largest mask value, then its term */
 #pragma unroll
     for (int k = 0; k < 8; k++)
         if (full || lane + k * g < nvec) {
             ft_softmax_keep_vec_fp32_w16(mrow != NULL, mw[k], row_in, len, lane + k * g, x[k]);
 #pragma unroll
-            for (int e = 0; e < 4; e++) {
-                x[k][e] = (1.0f - x[k][e]) * -10000.0f;
+            for (int e = 0; e < 4; e++)
                 t = fmaxf(t, x[k][e]);
-            }
         }
+    /* the terms (1 - m)*-10000 are monotone in m: the largest term from the largest value,
+     * and each term less it as m*10000 - (10000 + t) in one rounding (an instruction a
+     * position instead of three) */
+    t = fmaf(t, 10000.0f, -10000.0f);
+    const float tb = -10000.0f - t;
     float mx = -INFINITY;
 #pragma unroll
     for (int k = 0; k < 8; k++)
@@ -1587,20 +1666,24 @@ static __device__ __forceinline__ void ft_softmax_row_fp32_w16_b8(const ft_softm
             ft_unpack_fp32x4(sw[k], sc);
 #pragma unroll
             for (int e = 0; e < 4; e++) {
-                x[k][e] = sc[e] * a.scale + (x[k][e] - t);
+                x[k][e] = fmaf(sc[e], a.scale, fmaf(x[k][e], 10000.0f, tb));
                 mx = fmaxf(mx, x[k][e]);
             }
         }
     float top = t;
     ft_block_max_shifted(top, mx, scratch);
     mx -= t - top; /* the row maximum relative to this thread's shift */
+    /* exp(x - mx) as 2^(x*log2(e) - mx*log2(e)): one FFMA and the approximate unit, weights
+     * below 2^-126 of the row's largest flushed to 0 (an absolute error under 2^-126);
+     * __expf's non-flushing form took four more instructions a position */
+    const float mxl = mx * 1.4426950408889634f;
     float sum = 0.0f;
 #pragma unroll
     for (int k = 0; k < 8; k++)
         if (full || lane + k * g < nvec)
 #pragma unroll
             for (int e = 0; e < 4; e++) {
-                x[k][e] = __expf(x[k][e] - mx);
+                x[k][e] = ft_exp2_approx(fmaf(x[k][e], 1.4426950408889634f, -mxl));
                 sum += x[k][e];
             }
     sum = ft_block_sum(sum, scratch + 64);
@@ -1855,18 +1938,21 @@ static __device__ __forceinline__ void ft_softmax_row_fp32_w4_r1_g1(const ft_sof
                 mw[k] = *(const ft_word_fp32x1 *)(mrow + c * 1);
         }
     }
-    float x[1][1]; /* first the mask terms, then the shifted values */
-    float t = -INFINITY;            /* this lane's largest mask term */
+    float x[1][1]; /* first the mask values (keep flags without a mask), then the shifted values */
+    float t = -INFINITY;            /* this lane's largest mask value, then its term */
 #pragma unroll
     for (int k = 0; k < 1; k++)
         if (full || lane + k * g < nvec) {
             ft_softmax_keep_vec_fp32_w4(mrow != NULL, mw[k], row_in, len, lane + k * g, x[k]);
 #pragma unroll
-            for (int e = 0; e < 1; e++) {
-                x[k][e] = (1.0f - x[k][e]) * -10000.0f;
+            for (int e = 0; e < 1; e++)
                 t = fmaxf(t, x[k][e]);
-            }
         }
+    /* the terms (1 - m)*-10000 are monotone in m: the largest term from the largest value,
+     * and each term less it as m*10000 - (10000 + t) in one rounding (an instruction a
+     * position instead of three) */
+    t = fmaf(t, 10000.0f, -10000.0f);
+    const float tb = -10000.0f - t;
     float mx = -INFINITY;
 #pragma unroll
     for (int k = 0; k < 1; k++)
@@ -1875,20 +1961,24 @@ static __device__ __forceinline__ void ft_softmax_row_fp32_w4_r1_g1(const ft_sof
             ft_unpack_fp32x1(sw[k], sc);
 #pragma unroll
             for (int e = 0; e < 1; e++) {
-                x[k][e] = sc[e] * a.scale + (x[k][e] - t);
+                x[k][e] = fmaf(sc[e], a.scale, fmaf(x[k][e], 10000.0f, tb));
                 mx = fmaxf(mx, x[k][e]);
             }
         }
     float top = t;
     ft_group_max_shifted(top, mx, g, 0xffffffffu);
     mx -= t - top; /* the row maximum relative to this lane's shift */
+    /* exp(x - mx) as 2^(x*log2(e) - mx*log2(e)): one FFMA and the approximate unit, weights
+     * below 2^-126 of the row's largest flushed to 0 (an absolute error under 2^-126);
+     * __expf's non-flushing form took four more instructions a position */
+    const float mxl = mx * 1.4426950408889634f;
     float sum = 0.0f;
 #pragma unroll
     for (int k = 0; k < 1; k++)
         if (full || lane + k * g < nvec)
 #pragma unroll
             for (int e = 0; e < 1; e++) {
-                x[k][e] = __expf(x[k][e] - mx);
+                x[k][e] = ft_exp2_approx(fmaf(x[k][e], 1.4426950408889634f, -mxl));
                 sum += x[k][e];
             }
     sum = ft_group_sum(sum, g, 0xffffffffu);
@@ -1969,18 +2059,21 @@ static __device__ __forceinline__ void ft_softmax_row_fp32_w4_r1_g2(const ft_sof
                 mw[k] = *(const ft_word_fp32x1 *)(mrow + c * 1);
         }
     }
-    float x[1][1]; /* first the mask terms, then the shifted values */
-    float t = -INFINITY;            /* this lane's largest mask term */
+    float x[1][1]; /* first the mask values (keep flags without a mask), then the shifted values */
+    float t = -INFINITY;            /* this lane's largest mask value, then its term */
 #pragma unroll
     for (int k = 0; k < 1; k++)
         if (full || lane + k * g < nvec) {
             ft_softmax_keep_vec_fp32_w4(mrow != NULL, mw[k], row_in, len, lane + k * g, x[k]);
 #pragma unroll
-            for (int e = 0; e < 1; e++) {
-                x[k][e] = (1.0f - x[k][e]) * -10000.0f;
+            for (int e = 0; e < 1; e++)
                 t = fmaxf(t, x[k][e]);
-            }
         }
+    /* the terms (1 - m)*-10000 are monotone in m: the largest term from the largest value,
+     * and each term less it as m*10000 - (10000 + t) in one rounding (an instruction a
+     * position instead of three) */
+    t = fmaf(t, 10000.0f, -10000.0f);
+    const float tb = -10000.0f - t;
     float mx = -INFINITY;
 #pragma unroll
     for (int k = 0; k < 1; k++)
@@ -1989,20 +2082,24 @@ static __device__ __forceinline__ void ft_softmax_row_fp32_w4_r1_g2(const ft_sof
             ft_unpack_fp32x1(sw[k], sc);
 #pragma unroll
             for (int e = 0; e < 1; e++) {
-                x[k][e] = sc[e] * a.scale + (x[k][e] - t);
+                x[k][e] = fmaf(sc[e], a.scale, fmaf(x[k][e], 10000.0f, tb));
                 mx = fmaxf(mx, x[k][e]);
             }
         }
     float top = t;
     ft_group_max_shifted(top, mx, g, 0xffffffffu);
     mx -= t - top; /* the row maximum relative to this lane's shift */
+    /* exp(x - mx) as 2^(x*log2(e) - mx*log2(e)): one FFMA and the approximate unit, weights
+     * below 2^-126 of the row's largest flushed to 0 (an absolute error under 2^-126);
+     * __expf's non-flushing form took four more instructions a position */
+    const float mxl = mx * 1.4426950408889634f;
     float sum = 0.0f;
 #pragma unroll
     for (int k = 0; k < 1; k++)
         if (full || lane + k * g < nvec)
 #pragma unroll
             for (int e = 0; e < 1; e++) {
-                x[k][e] = __expf(x[k][e] - mx);
+                x[k][e] = ft_exp2_approx(fmaf(x[k][e], 1.4426950408889634f, -mxl));
                 sum += x[k][e];
             }
     sum = ft_group_sum(sum, g, 0xffffffffu);
@@ -2083,18 +2180,21 @@ static __device__ __forceinline__ void ft_softmax_row_fp32_w4_r1_g4(const ft_sof
                 mw[k] = *(const ft_word_fp32x1 *)(mrow + c * 1);
         }
     }
-    float x[1][1]; /* first the mask terms, then the shifted values */
-    float t = -INFINITY;            /* this lane's largest mask term */
+    float x[1][1]; /* first the mask values (keep flags without a mask), then the shifted values */
+    float t = -INFINITY;            /* this lane's largest mask value, then its term */
 #pragma unroll
     for (int k = 0; k < 1; k++)
         if (full || lane + k * g < nvec) {
             ft_softmax_keep_vec_fp32_w4(mrow != NULL, mw[k], row_in, len, lane + k * g, x[k]);
 #pragma unroll
-            for (int e = 0; e < 1; e++) {
-                x[k][e] = (1.0f - x[k][e]) * -10000.0f;
+            for (int e = 0; e < 1; e++)
                 t = fmaxf(t, x[k][e]);
-            }
         }
+    /* the terms (1 - m)*-10000 are monotone in m: the largest term from the largest value,
+     * and each term less it as m*10000 - (10000 + t) in one rounding (an instruction a
+     * position instead of three) */
+    t = fmaf(t, 10000.0f, -10000.0f);
+    const float tb = -10000.0f - t;
     float mx = -INFINITY;
 #pragma unroll
     for (int k = 0; k < 1; k++)
@@ -2103,20 +2203,24 @@ static __device__ __forceinline__ void ft_softmax_row_fp32_w4_r1_g4(const ft_sof
             ft_unpack_fp32x1(sw[k], sc);
 #pragma unroll
             for (int e = 0; e < 1; e++) {
-                x[k][e] = sc[e] * a.scale + (x[k][e] - t);
+                x[k][e] = fmaf(sc[e], a.scale, fmaf(x[k][e], 10000.0f, tb));
                 mx = fmaxf(mx, x[k][e]);
             }
         }
     float top = t;
     ft_group_max_shifted(top, mx, g, 0xffffffffu);
     mx -= t - top; /* the row maximum relative to this lane's shift */
+    /* exp(x - mx) as 2^(x*log2(e) - mx*log2(e)): one FFMA and the approximate unit, weights
+     * below 2^-126 of the row's largest flushed to 0 (an absolute error under 2^-126);
+     * __expf's non-flushing form took four more instructions a position */
+    const float mxl = mx * 1.4426950408889634f;
     float sum = 0.0f;
 #pragma unroll
     for (int k = 0; k < 1; k++)
         if (full || lane + k * g < nvec)
 #pragma unroll
             for (int e = 0; e < 1; e++) {
-                x[k][e] = __expf(x[k][e] - mx);
+                x[k][e] = ft_exp2_approx(fmaf(x[k][e], 1.4426950408889634f, -mxl));
                 sum += x[k][e];
             }
     sum = ft_group_sum(sum, g, 0xffffffffu);
@@ -2197,18 +2301,21 @@ static __device__ __forceinline__ void ft_softmax_row_fp32_w4_r1_g8(const ft_sof
                 mw[k] = *(const ft_word_fp32x1 *)(mrow + c * 1);
         }
     }
-    float x[1][1]; /* first the mask terms, then the shifted values */
-    float t = -INFINITY;            /* this lane's largest mask term */
+    float x[1][1]; /* first the mask values (keep flags without a mask), then the shifted values */
+    float t = -INFINITY;            /* this lane's largest mask value, then its term */
 #pragma unroll
     for (int k = 0; k < 1; k++)
         if (full || lane + k * g < nvec) {
             ft_softmax_keep_vec_fp32_w4(mrow != NULL, mw[k], row_in, len, lane + k * g, x[k]);
 #pragma unroll
-            for (int e = 0; e < 1; e++) {
-                x[k][e] = (1.0f - x[k][e]) * -10000.0f;
+            for (int e = 0; e < 1; e++)
                 t = fmaxf(t, x[k][e]);
-            }
         }
+    /* the terms (1 - m)*-10000 are monotone in m: the largest term from the largest value,
+     * and each term less it as m*10000 - (10000 + t) in one rounding (an instruction a
+     * position instead of three) */
+    t = fmaf(t, 10000.0f, -10000.0f);
+    const float tb = -10000.0f - t;
     float mx = -INFINITY;
 #pragma unroll
     for (int k = 0; k < 1; k++)
@@ -2217,20 +2324,24 @@ static __device__ __forceinline__ void ft_softmax_row_fp32_w4_r1_g8(const ft_sof
             ft_unpack_fp32x1(sw[k], sc);
 #pragma unroll
             for (int e = 0; e < 1; e++) {
-                x[k][e] = sc[e] * a.scale + (x[k][e] - t);
+                x[k][e] = fmaf(sc[e], a.scale, fmaf(x[k][e], 10000.0f, tb));
                 mx = fmaxf(mx, x[k][e]);
             }
         }
     float top = t;
     ft_group_max_shifted(top, mx, g, 0xffffffffu);
     mx -= t - top; /* the row maximum relative to this lane's shift */
+    /* exp(x - mx) as 2^(x*log2(e) - mx*log2(e)): one FFMA and the approximate unit, weights
+     * below 2^-126 of the row's largest flushed to 0 (an absolute error under 2^-126);
+     * __expf's non-flushing form took four more instructions a position */
+    const float mxl = mx * 1.4426950408889634f;
     float sum = 0.0f;
 #pragma unroll
     for (int k = 0; k < 1; k++)
         if (full || lane + k * g < nvec)
 #pragma unroll
             for (int e = 0; e < 1; e++) {
-                x[k][e] = __expf(x[k][e] - mx);
+                x[k][e] = ft_exp2_approx(fmaf(x[k][e], 1.4426950408889634f, -mxl));
                 sum += x[k][e];
             }
     sum = ft_group_sum(sum, g, 0xffffffffu);
@@ -2311,18 +2422,21 @@ static __device__ __forceinline__ void ft_softmax_row_fp32_w4_r1_g16(const ft_so
                 mw[k] = *(const ft_word_fp32x1 *)(mrow + c * 1);
         }
     }
-    float x[1][1]; /* first the mask terms, then the shifted values */
-    float t = -INFINITY;            /* this lane's largest mask term */
+    float x[1][1]; /* first the mask values (keep flags without a mask), then the shifted values */
+    float t = -INFINITY;            /* this lane's largest mask value, then its term */
 #pragma unroll
     for (int k = 0; k < 1; k++)
         if (full || lane + k * g < nvec) {
             ft_softmax_keep_vec_fp32_w4(mrow != NULL, mw[k], row_in, len, lane + k * g, x[k]);
 #pragma unroll
-            for (int e = 0; e < 1; e++) {
-                x[k][e] = (1.0f - x[k][e]) * -10000.0f;
+            for (int e = 0; e < 1; e++)
                 t = fmaxf(t, x[k][e]);
-            }
         }
+    /* the terms (1 - m)*-10000 are monotone in m: the largest term from the largest value,
+     * and each term less it as m*10000 - (10000 + t) in one rounding (an instruction a
+     * position instead of three) */
+    t = fmaf(t, 10000.0f, -10000.0f);
+    const float tb = -10000.0f - t;
     float mx = -INFINITY;
 #pragma unroll
     for (int k = 0; k < 1; k++)
@@ -2331,20 +2445,24 @@ static __device__ __forceinline__ void ft_softmax_row_fp32_w4_r1_g16(const ft_so
             ft_unpack_fp32x1(sw[k], sc);
 #pragma unroll
             for (int e = 0; e < 1; e++) {
-                x[k][e] = sc[e] * a.scale + (x[k][e] - t);
+                x[k][e] = fmaf(sc[e], a.scale, fmaf(x[k][e], 10000.0f, tb));
                 mx = fmaxf(mx, x[k][e]);
             }
         }
     float top = t;
     ft_group_max_shifted(top, mx, g, 0xffffffffu);
     mx -= t - top; /* the row maximum relative to this lane's shift */
+    /* exp(x - mx) as 2^(x*log2(e) - mx*log2(e)): one FFMA and the approximate unit, weights
+     * below 2^-126 of the row's largest flushed to 0 (an absolute error under 2^-126);
+     * __expf's non-flushing form took four more instructions a position */
+    const float mxl = mx * 1.4426950408889634f;
     float sum = 0.0f;
 #pragma unroll
     for (int k = 0; k < 1; k++)
         if (full || lane + k * g < nvec)
 #pragma unroll
             for (int e = 0; e < 1; e++) {
-                x[k][e] = __expf(x[k][e] - mx);
+                x[k][e] = ft_exp2_approx(fmaf(x[k][e], 1.4426950408889634f, -mxl));
                 sum += x[k][e];
             }
     sum = ft_group_sum(sum, g, 0xffffffffu);
@@ -2425,18 +2543,21 @@ static __device__ __forceinline__ void ft_softmax_row_fp32_w4_r1_g32(const ft_so
                 mw[k] = *(const ft_word_fp32x1 *)(mrow + c * 1);
         }
     }
-    float x[1][1]; /* first the mask terms, then the shifted values */
-    float t = -INFINITY;            /* this lane's largest mask term */
+    float x[1][1]; /* first the mask values (keep flags without a mask), then the shifted values */
+    float t = -INFINITY;            /* this lane's largest mask value, then its term */
 #pragma unroll
     for (int k = 0; k < 1; k++)
         if (full || lane + k * g < nvec) {
             ft_softmax_keep_vec_fp32_w4(mrow != NULL, mw[k], row_in, len, lane + k * g, x[k]);
 #pragma unroll
-            for (int e = 0; e < 1; e++) {
-                x[k][e] = (1.0f - x[k][e]) * -10000.0f;
+            for (int e = 0; e < 1; e++)
                 t = fmaxf(t, x[k][e]);
-            }
         }
+    /* the terms (1 - m)*-10000 are monotone in m: the largest term from the largest value,
+     * and each term less it as m*10000 - (10000 + t) in one rounding (an instruction a
+     * position instead of three) */
+    t = fmaf(t, 10000.0f, -10000.0f);
+    const float tb = -10000.0f - t;
     float mx = -INFINITY;
 #pragma unroll
     for (int k = 0; k < 1; k++)
@@ -2445,20 +2566,24 @@ static __device__ __forceinline__ void ft_softmax_row_fp32_w4_r1_g32(const ft_so
             ft_unpack_fp32x1(sw[k], sc);
 #pragma unroll
             for (int e = 0; e < 1; e++) {
-                x[k][e] = sc[e] * a.scale + (x[k][e] - t);
+                x[k][e] = fmaf(sc[e], a.scale, fmaf(x[k][e], 10000.0f, tb));
                 mx = fmaxf(mx, x[k][e]);
             }
         }
     float top = t;
     ft_group_max_shifted(top, mx, g, 0xffffffffu);
     mx -= t - top; /* the row maximum relative to this lane's shift */
+    /* exp(x - mx) as 2^(x*log2(e) - mx*log2(e)): one FFMA and the approximate unit, weights
+     * below 2^-126 of the row's largest flushed to 0 (an absolute error under 2^-126);
+     * __expf's non-flushing form took four more instructions a position */
+    const float mxl = mx * 1.4426950408889634f;
     float sum = 0.0f;
 #pragma unroll
     for (int k = 0; k < 1; k++)
         if (full || lane + k * g < nvec)
 #pragma unroll
             for (int e = 0; e < 1; e++) {
-                x[k][e] = __expf(x[k][e] - mx);
+                x[k][e] = ft_exp2_approx(fmaf(x[k][e], 1.4426950408889634f, -mxl));
                 sum += x[k][e];
             }
     sum = ft_group_sum(sum, g, 0xffffffffu);
@@ -2539,18 +2664,21 @@ static __device__ __forceinline__ void ft_softmax_row_fp32_w4_r2_g32(const ft_so
                 mw[k] = *(const ft_word_fp32x1 *)(mrow + c * 1);
         }
     }
-    float x[2][1]; /* first the mask terms, then the shifted values */
-    float t = -INFINITY;            /* this lane's largest mask term */
+    float x[2][1]; /* first the mask values (keep flags without a mask), then the shifted values */
+    float t = -INFINITY;            /* this lane's largest mask value, then its term */
 #pragma unroll
     for (int k = 0; k < 2; k++)
         if (full || lane + k * g < nvec) {
             ft_softmax_keep_vec_fp32_w4(mrow != NULL, mw[k], row_in, len, lane + k * g, x[k]);
 #pragma unroll
-            for (int e = 0; e < 1; e++) {
-                x[k][e] = (1.0f - x[k][e]) * -10000.0f;
+            for (int e = 0; e < 1; e++)
                 t = fmaxf(t, x[k][e]);
-            }
         }
+    /* the terms (1 - m)*-10000 are monotone in m: the largest term from the largest value,
+     * and each term less it as m*10000 - (10000 + t) in one rounding (an instruction a
+     * position instead of three) */
+    t = fmaf(t, 10000.0f, -10000.0f);
+    const float tb = -10000.0f - t;
     float mx = -INFINITY;
 #pragma unroll
     for (int k = 0; k < 2; k++)
@@ -2559,20 +2687,24 @@ static __device__ __forceinline__ void ft_softmax_row_fp32_w4_r2_g32(const ft_so
             ft_unpack_fp32x1(sw[k], sc);
 #pragma unroll
             for (int e = 0; e < 1; e++) {
-                x[k][e] = sc[e] * a.scale + (x[k][e] - t);
+                x[k][e] = fmaf(sc[e], a.scale, fmaf(x[k][e], 10000.0f, tb));
                 mx = fmaxf(mx, x[k][e]);
             }
         }
     float top = t;
     ft_group_max_shifted(top, mx, g, 0xffffffffu);
     mx -= t - top; /* the row maximum relative to this lane's shift */
+    /* exp(x - mx) as 2^(x*log2(e) - mx*log2(e)): one FFMA and the approximate unit, weights
+     * below 2^-126 of the row's largest flushed to 0 (an absolute error under 2^-126);
+     * __expf's non-flushing form took four more instructions a position */
+    const float mxl = mx * 1.4426950408889634f;
     float sum = 0.0f;
 #pragma unroll
     for (int k = 0; k < 2; k++)
         if (full || lane + k * g < nvec)
 #pragma unroll
             for (int e = 0; e < 1; e++) {
-                x[k][e] = __expf(x[k][e] - mx);
+                x[k][e] = ft_exp2_approx(fmaf(x[k][e], 1.4426950408889634f, -mxl));
                 sum += x[k][e];
             }
     sum = ft_group_sum(sum, g, 0xffffffffu);
@@ -2653,18 +2785,21 @@ static __device__ __forceinline__ void ft_softmax_row_fp32_w4_r4_g32(const ft_so
                 mw[k] = *(const ft_word_fp32x1 *)(mrow + c * 1);
         }
     }
-    float x[4][1]; /* first the mask terms, then the shifted values */
-    float t = -INFINITY;            /* this lane's largest mask term */
+    float x[4][1]; /* first the mask values (keep flags without a mask), then the shifted values */
+    float t = -INFINITY;            /* this lane's largest mask value, then its term */
 #pragma unroll
     for (int k = 0; k < 4; k++)
         if (full || lane + k * g < nvec) {
             ft_softmax_keep_vec_fp32_w4(mrow != NULL, mw[k], row_in, len, lane + k * g, x[k]);
 #pragma unroll
-            for (int e = 0; e < 1; e++) {
-                x[k][e] = (1.0f - x[k][e]) * -10000.0f;
+            for (int e = 0; e < 1; e++)
                 t = fmaxf(t, x[k][e]);
-            }
         }
+    /* the terms (1 - m)*-10000 are monotone in m: the largest term from the largest value,
+     * and each term less it as m*10000 - (10000 + t) in one rounding (an instruction a
+     * position instead of three) */
+    t = fmaf(t, 10000.0f, -10000.0f);
+    const float tb = -10000.0f - t;
     float mx = -INFINITY;
 #pragma unroll
     for (int k = 0; k < 4; k++)
@@ -2673,20 +2808,24 @@ static __device__ __forceinline__ void ft_softmax_row_fp32_w4_r4_g32(const ft_so
             ft_unpack_fp32x1(sw[k], sc);
 #pragma unroll
             for (int e = 0; e < 1; e++) {
-                x[k][e] = sc[e] * a.scale + (x[k][e] - t);
+                x[k][e] = fmaf(sc[e], a.scale, fmaf(x[k][e], 10000.0f, tb));
                 mx = fmaxf(mx, x[k][e]);
             }
         }
     float top = t;
     ft_group_max_shifted(top, mx, g, 0xffffffffu);
     mx -= t - top; /* the row maximum relative to this lane's shift */
+    /* exp(x - mx) as 2^(x*log2(e) - mx*log2(e)): one FFMA and the approximate unit, weights
+     * below 2^-126 of the row's largest flushed to 0 (an absolute error under 2^-126);
+     * __expf's non-flushing form took four more instructions a position */
+    const float mxl = mx * 1.4426950408889634f;
     float sum = 0.0f;
 #pragma unroll
     for (int k = 0; k < 4; k++)
         if (full || lane + k * g < nvec)
 #pragma unroll
             for (int e = 0; e < 1; e++) {
-                x[k][e] = __expf(x[k][e] - mx);
+                x[k][e] = ft_exp2_approx(fmaf(x[k][e], 1.4426950408889634f, -mxl));
                 sum += x[k][e];
             }
     sum = ft_group_sum(sum, g, 0xffffffffu);
@@ -2767,18 +2906,21 @@ static __device__ __forceinline__ void ft_softmax_row_fp32_w4_r8_g32(const ft_so
                 mw[k] = *(const ft_word_fp32x1 *)(mrow + c * 1);
         }
     }
-    float x[8][1]; /* first the mask terms, then the shifted values */
-    float t = -INFINITY;            /* this lane's largest mask term */
+    float x[8][1]; /* first the mask values (keep flags without a mask), then the shifted values */
+    float t = -INFINITY;            /* this lane's largest mask value, then its term */
 #pragma unroll
     for (int k = 0; k < 8; k++)
         if (full || lane + k * g < nvec) {
             ft_softmax_keep_vec_fp32_w4(mrow != NULL, mw[k], row_in, len, lane + k * g, x[k]);
 #pragma unroll
-            for (int e = 0; e < 1; e++) {
-                x[k][e] = (1.0f - x[k][e]) * -10000.0f;
+            for (int e = 0; e < 1; e++)
                 t = fmaxf(t, x[k][e]);
-            }
         }
+    /* the terms (1 - m)*-10000 are monotone in m: the largest term from the largest value,
+     * and each term less it as m*10000 - (10000 + t) in one rounding (an instruction a
+     * position instead of three) */
+    t = fmaf(t, 10000.0f, -10000.0f);
+    const float tb = -10000.0f - t;
     float mx = -INFINITY;
 #pragma unroll
     for (int k = 0; k < 8; k++)
@@ -2787,20 +2929,24 @@ static __device__ __forceinline__ void ft_softmax_row_fp32_w4_r8_g32(const ft_so
             ft_unpack_fp32x1(sw[k], sc);
 #pragma unroll
             for (int e = 0; e < 1; e++) {
-                x[k][e] = sc[e] * a.scale + (x[k][e] - t);
+                x[k][e] = fmaf(sc[e], a.scale, fmaf(x[k][e], 10000.0f, tb));
                 mx = fmaxf(mx, x[k][e]);
             }
         }
     float top = t;
     ft_group_max_shifted(top, mx, g, 0xffffffffu);
     mx -= t - top; /* the row maximum relative to this lane's shift */
+    /* exp(x - mx) as 2^(x*log2(e) - mx*log2(e)): one FFMA and the approximate unit, weights
+     * below 2^-126 of the row's largest flushed to 0 (an absolute error under 2^-126);
+     * __expf's non-flushing form took four more instructions a position */
+    const float mxl = mx * 1.4426950408889634f;
     float sum = 0.0f;
 #pragma unroll
     for (int k = 0; k < 8; k++)
         if (full || lane + k * g < nvec)
 #pragma unroll
             for (int e = 0; e < 1; e++) {
-                x[k][e] = __expf(x[k][e] - mx);
+                x[k][e] = ft_exp2_approx(fmaf(x[k][e], 1.4426950408889634f, -mxl));
                 sum += x[k][e];
             }
     sum = ft_group_sum(sum, g, 0xffffffffu);
@@ -2881,18 +3027,21 @@ static __device__ __forceinline__ void ft_softmax_row_fp32_w4_r16_g32(const ft_s
                 mw[k] = *(const ft_word_fp32x1 *)(mrow + c * 1);
         }
     }
-    float x[16][1]; /* first the mask terms, then the shifted values */
-    float t = -INFINITY;            /* this lane's largest mask term */
+    float x[16][1]; /* first the mask values (keep flags without a mask), then the shifted values */
+    float t = -INFINITY;            /* this lane's largest mask value, then its term */
 #pragma unroll
     for (int k = 0; k < 16; k++)
         if (full || lane + k * g < nvec) {
             ft_softmax_keep_vec_fp32_w4(mrow != NULL, mw[k], row_in, len, lane + k * g, x[k]);
 #pragma unroll
-            for (int e = 0; e < 1; e++) {
-                x[k][e] = (1.0f - x[k][e]) * -10000.0f;
+            for (int e = 0; e < 1; e++)
                 t = fmaxf(t, x[k][e]);
-            }
         }
+    /* the terms (1 - m)*-10000 are monotone in m: the largest term from the largest value,
+     * and each term less it as m*10000 - (10000 + t) in one rounding (an instruction a
+     * position instead of three) */
+    t = fmaf(t, 10000.0f, -10000.0f);
+    const float tb = -10000.0f - t;
     float mx = -INFINITY;
 #pragma unroll
     for (int k = 0; k < 16; k++)
@@ -2901,20 +3050,24 @@ static __device__ __forceinline__ void ft_softmax_row_fp32_w4_r16_g32(const ft_s
             ft_unpack_fp32x1(sw[k], sc);
 #pragma unroll
             for (int e = 0; e < 1; e++) {
-                x[k][e] = sc[e] * a.scale + (x[k][e] - t);
+                x[k][e] = fmaf(sc[e], a.scale, fmaf(x[k][e], 10000.0f, tb));
                 mx = fmaxf(mx, x[k][e]);
             }
         }
     float top = t;
     ft_group_max_shifted(top, mx, g, 0xffffffffu);
     mx -= t - top; /* the row maximum relative to this lane's shift */
+    /* exp(x - mx) as 2^(x*log2(e) - mx*log2(e)): one FFMA and the approximate unit, weights
+     * below 2^-126 of the row's largest flushed to 0 (an absolute error under 2^-126);
+     * __expf's non-flushing form took four more instructions a position */
+    const float mxl = mx * 1.4426950408889634f;
     float sum = 0.0f;
 #pragma unroll
     for (int k = 0; k < 16; k++)
         if (full || lane + k * g < nvec)
 #pragma unroll
             for (int e = 0; e < 1; e++) {
-                x[k][e] = __expf(x[k][e] - mx);
+                x[k][e] = ft_exp2_approx(fmaf(x[k][e], 1.4426950408889634f, -mxl));
                 sum += x[k][e];
             }
     sum = ft_group_sum(sum, g, 0xffffffffu);
@@ -2995,18 +3148,21 @@ static __device__ __forceinline__ void ft_softmax_row_fp32_w4_r32_g32(const ft_s
                 mw[k] = *(const ft_word_fp32x1 *)(mrow + c * 1);
         }
     }
-    float x[32][1]; /* first the mask terms, then the shifted values */
-    float t = -INFINITY;            /* this lane's largest mask term */
+    float x[32][1]; /* first the mask values (keep flags without a mask), then the shifted values */
+    float t = -INFINITY;            /* this lane's largest mask value, then its term */
 #pragma unroll
     for (int k = 0; k < 32; k++)
         if (full || lane + k * g < nvec) {
             ft_softmax_keep_vec_fp32_w4(mrow != NULL, mw[k], row_in, len, lane + k * g, x[k]);
 #pragma unroll
-            for (int e = 0; e < 1; e++) {
-                x[k][e] = (1.0f - x[k][e]) * -10000.0f;
+            for (int e = 0; e < 1; e++)
                 t = fmaxf(t, x[k][e]);
-            }
         }
+    /* the terms (1 - m)*-10000 are monotone in m: the largest term from the largest value,
+     * and each term less it as m*10000 - (10000 + t) in one rounding (an instruction a
+     * position instead of three) */
+    t = fmaf(t, 10000.0f, -10000.0f);
+    const float tb = -10000.0f - t;
     float mx = -INFINITY;
 #pragma unroll
     for (int k = 0; k < 32; k++)
@@ -3015,20 +3171,24 @@ static __device__ __forceinline__ void ft_softmax_row_fp32_w4_r32_g32(const ft_s
             ft_unpack_fp32x1(sw[k], sc);
 #pragma unroll
             for (int e = 0; e < 1; e++) {
-                x[k][e] = sc[e] * a.scale + (x[k][e] - t);
+                x[k][e] = fmaf(sc[e], a.scale, fmaf(x[k][e], 10000.0f, tb));
                 mx = fmaxf(mx, x[k][e]);
             }
         }
     float top = t;
     ft_group_max_shifted(top, mx, g, 0xffffffffu);
     mx -= t - top; /* the row maximum relative to this lane's shift */
+    /* exp(x - mx) as 2^(x*log2(e) - mx*log2(e)): one FFMA and the approximate unit, weights
+     * below 2^-126 of the row's largest flushed to 0 (an absolute error under 2^-126);
+     * __expf's non-flushing form took four more instructions a position */
+    const float mxl = mx * 1.4426950408889634f;
     float sum = 0.0f;
 #pragma unroll
     for (int k = 0; k < 32; k++)
         if (full || lane + k * g < nvec)
 #pragma unroll
             for (int e = 0; e < 1; e++) {
-                x[k][e] = __expf(x[k][e] - mx);
+                x[k][e] = ft_exp2_approx(fmaf(x[k][e], 1.4426950408889634f, -mxl));
                 sum += x[k][e];
             }
     sum = ft_group_sum(sum, g, 0xffffffffu);
