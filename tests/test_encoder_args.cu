@@ -62,6 +62,44 @@ FT_TEST(encoder_args_pointers)
     }
 }
 
+/* ft_fastdiv (the softmax's row indices): every dividend up to 70000 and the top of the
+ * range for divisors 1-2048, then random divisors up to 2^31 - 1 at multiples, their
+ * neighbours and random dividends; the host computes what the kernels compute. */
+static int fastdiv_check(ft_test *t, int d, int n)
+{
+    const int q = ft_fastdiv_q(ft_fastdiv_make(d), n);
+    FT_EXPECT(t, q == n / d, "ft_fastdiv: %d / %d gave %d, want %d", n, d, q, n / d);
+    return q == n / d;
+}
+
+FT_TEST(fastdiv)
+{
+    for (int d = 1; d <= 2048; d++) {
+        const ft_fastdiv f = ft_fastdiv_make(d);
+        int bad = 0;
+        for (int n = 0; n <= 70000 && !bad; n++)
+            bad = ft_fastdiv_q(f, n) != n / d;
+        for (int n = INT32_MAX; n > INT32_MAX - 70000 && !bad; n--)
+            bad = ft_fastdiv_q(f, n) != n / d;
+        FT_EXPECT(t, !bad, "ft_fastdiv: divisor %d fails", d);
+        if (bad)
+            return;
+    }
+    uint64_t x = 0x9e3779b97f4a7c15ull;
+    for (int k = 0; k < 200000; k++) {
+        x = x * 6364136223846793005ull + 1442695040888963407ull;
+        const int sh = (int)(x >> 59) + 1; /* divisors of 1 to 31 bits */
+        const int d = (int)((x >> 20) & ((1ull << sh) - 1) & INT32_MAX) | 1 << (sh - 1 < 30 ? sh - 1 : 30);
+        x = x * 6364136223846793005ull + 1442695040888963407ull;
+        const int64_t m = (int64_t)((x >> 33) % ((uint64_t)INT32_MAX / (uint64_t)d + 1)) * d;
+        const int ns[4] = {(int)(x >> 33), (int)(m > INT32_MAX ? INT32_MAX : m),
+                           (int)(m > 0 ? m - 1 : 0), (int)(m < INT32_MAX ? m + 1 : INT32_MAX)};
+        for (int j = 0; j < 4; j++)
+            if (!fastdiv_check(t, d, ns[j]))
+                return;
+    }
+}
+
 FT_TEST(encoder_args_sizes)
 {
     for (size_t v = 0; v < NVARIANTS; v++) {

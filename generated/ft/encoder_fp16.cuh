@@ -65,6 +65,7 @@ typedef struct ft_softmax_args_fp16 {
     int64_t rows;
     int B, H, S;
     float scale;
+    ft_fastdiv div_s, div_hs, div_h; /* by S, H*S and H (row indices without integer division) */
 } ft_softmax_args_fp16;
 
 /* Where padded row (b, s) of the [B*S, ...] side lives in the packed tensor, or -1 when
@@ -364,7 +365,7 @@ static __global__ void __launch_bounds__(128, 12) ft_softmax_fp16_w16_r1_g1(ft_s
     ft_pdl_trigger();
     const int row = live ? row0 : (int)a.rows - 1;
     const int S = a.S;
-    const int b = row / (a.H * S), i = row % S;
+    const int b = ft_fastdiv_q(a.div_hs, row), i = row - ft_fastdiv_q(a.div_s, row) * S;
     __half *p = a.scores + (int64_t)row * S;
     const __half *mrow = a.mask ? a.mask + ((int64_t)b * S + i) * S : NULL;
     const int len = a.lengths ? min(max(a.lengths[b], 0), S) : S;
@@ -483,7 +484,7 @@ static __global__ void __launch_bounds__(128, 12) ft_softmax_fp16_w16_r1_g2(ft_s
     ft_pdl_trigger();
     const int row = live ? row0 : (int)a.rows - 1;
     const int S = a.S;
-    const int b = row / (a.H * S), i = row % S;
+    const int b = ft_fastdiv_q(a.div_hs, row), i = row - ft_fastdiv_q(a.div_s, row) * S;
     __half *p = a.scores + (int64_t)row * S;
     const __half *mrow = a.mask ? a.mask + ((int64_t)b * S + i) * S : NULL;
     const int len = a.lengths ? min(max(a.lengths[b], 0), S) : S;
@@ -602,7 +603,7 @@ static __global__ void __launch_bounds__(128, 12) ft_softmax_fp16_w16_r1_g4(ft_s
     ft_pdl_trigger();
     const int row = live ? row0 : (int)a.rows - 1;
     const int S = a.S;
-    const int b = row / (a.H * S), i = row % S;
+    const int b = ft_fastdiv_q(a.div_hs, row), i = row - ft_fastdiv_q(a.div_s, row) * S;
     __half *p = a.scores + (int64_t)row * S;
     const __half *mrow = a.mask ? a.mask + ((int64_t)b * S + i) * S : NULL;
     const int len = a.lengths ? min(max(a.lengths[b], 0), S) : S;
@@ -721,7 +722,7 @@ static __global__ void __launch_bounds__(128, 12) ft_softmax_fp16_w16_r1_g8(ft_s
     ft_pdl_trigger();
     const int row = live ? row0 : (int)a.rows - 1;
     const int S = a.S;
-    const int b = row / (a.H * S), i = row % S;
+    const int b = ft_fastdiv_q(a.div_hs, row), i = row - ft_fastdiv_q(a.div_s, row) * S;
     __half *p = a.scores + (int64_t)row * S;
     const __half *mrow = a.mask ? a.mask + ((int64_t)b * S + i) * S : NULL;
     const int len = a.lengths ? min(max(a.lengths[b], 0), S) : S;
@@ -840,7 +841,7 @@ static __global__ void __launch_bounds__(128, 12) ft_softmax_fp16_w16_r1_g16(ft_
     ft_pdl_trigger();
     const int row = live ? row0 : (int)a.rows - 1;
     const int S = a.S;
-    const int b = row / (a.H * S), i = row % S;
+    const int b = ft_fastdiv_q(a.div_hs, row), i = row - ft_fastdiv_q(a.div_s, row) * S;
     __half *p = a.scores + (int64_t)row * S;
     const __half *mrow = a.mask ? a.mask + ((int64_t)b * S + i) * S : NULL;
     const int len = a.lengths ? min(max(a.lengths[b], 0), S) : S;
@@ -959,7 +960,7 @@ static __global__ void __launch_bounds__(128, 12) ft_softmax_fp16_w16_r1_g32(ft_
     ft_pdl_trigger();
     const int row = live ? row0 : (int)a.rows - 1;
     const int S = a.S;
-    const int b = row / (a.H * S), i = row % S;
+    const int b = ft_fastdiv_q(a.div_hs, row), i = row - ft_fastdiv_q(a.div_s, row) * S;
     __half *p = a.scores + (int64_t)row * S;
     const __half *mrow = a.mask ? a.mask + ((int64_t)b * S + i) * S : NULL;
     const int len = a.lengths ? min(max(a.lengths[b], 0), S) : S;
@@ -1078,7 +1079,7 @@ static __global__ void __launch_bounds__(128, 12) ft_softmax_fp16_w16_r2_g32(ft_
     ft_pdl_trigger();
     const int row = live ? row0 : (int)a.rows - 1;
     const int S = a.S;
-    const int b = row / (a.H * S), i = row % S;
+    const int b = ft_fastdiv_q(a.div_hs, row), i = row - ft_fastdiv_q(a.div_s, row) * S;
     __half *p = a.scores + (int64_t)row * S;
     const __half *mrow = a.mask ? a.mask + ((int64_t)b * S + i) * S : NULL;
     const int len = a.lengths ? min(max(a.lengths[b], 0), S) : S;
@@ -1197,7 +1198,7 @@ static __global__ void __launch_bounds__(128) ft_softmax_fp16_w16_r4_g32(ft_soft
     ft_pdl_trigger();
     const int row = live ? row0 : (int)a.rows - 1;
     const int S = a.S;
-    const int b = row / (a.H * S), i = row % S;
+    const int b = ft_fastdiv_q(a.div_hs, row), i = row - ft_fastdiv_q(a.div_s, row) * S;
     __half *p = a.scores + (int64_t)row * S;
     const __half *mrow = a.mask ? a.mask + ((int64_t)b * S + i) * S : NULL;
     const int len = a.lengths ? min(max(a.lengths[b], 0), S) : S;
@@ -1316,7 +1317,7 @@ static __global__ void __launch_bounds__(128) ft_softmax_fp16_w16_r8_g32(ft_soft
     ft_pdl_trigger();
     const int row = live ? row0 : (int)a.rows - 1;
     const int S = a.S;
-    const int b = row / (a.H * S), i = row % S;
+    const int b = ft_fastdiv_q(a.div_hs, row), i = row - ft_fastdiv_q(a.div_s, row) * S;
     __half *p = a.scores + (int64_t)row * S;
     const __half *mrow = a.mask ? a.mask + ((int64_t)b * S + i) * S : NULL;
     const int len = a.lengths ? min(max(a.lengths[b], 0), S) : S;
@@ -1518,7 +1519,7 @@ static __global__ void __launch_bounds__(128) ft_softmax_fp16_w16_r1_g2_ragged(f
     ft_pdl_trigger();
     const int row = live ? row0 : (int)a.rows - 1;
     const int S = a.S;
-    const int b = row / (a.H * S), i = row % S;
+    const int b = ft_fastdiv_q(a.div_hs, row), i = row - ft_fastdiv_q(a.div_s, row) * S;
     __half *p = a.scores + (int64_t)row * S;
     const __half *mrow = a.mask ? a.mask + ((int64_t)b * S + i) * S : NULL;
     const int len = a.lengths ? min(max(a.lengths[b], 0), S) : S;
@@ -1718,7 +1719,7 @@ static __global__ void __launch_bounds__(128) ft_softmax_fp16_w16_r1_g4_ragged(f
     ft_pdl_trigger();
     const int row = live ? row0 : (int)a.rows - 1;
     const int S = a.S;
-    const int b = row / (a.H * S), i = row % S;
+    const int b = ft_fastdiv_q(a.div_hs, row), i = row - ft_fastdiv_q(a.div_s, row) * S;
     __half *p = a.scores + (int64_t)row * S;
     const __half *mrow = a.mask ? a.mask + ((int64_t)b * S + i) * S : NULL;
     const int len = a.lengths ? min(max(a.lengths[b], 0), S) : S;
@@ -1918,7 +1919,7 @@ static __global__ void __launch_bounds__(128) ft_softmax_fp16_w16_r1_g8_ragged(f
     ft_pdl_trigger();
     const int row = live ? row0 : (int)a.rows - 1;
     const int S = a.S;
-    const int b = row / (a.H * S), i = row % S;
+    const int b = ft_fastdiv_q(a.div_hs, row), i = row - ft_fastdiv_q(a.div_s, row) * S;
     __half *p = a.scores + (int64_t)row * S;
     const __half *mrow = a.mask ? a.mask + ((int64_t)b * S + i) * S : NULL;
     const int len = a.lengths ? min(max(a.lengths[b], 0), S) : S;
@@ -2118,7 +2119,7 @@ static __global__ void __launch_bounds__(128) ft_softmax_fp16_w16_r1_g16_ragged(
     ft_pdl_trigger();
     const int row = live ? row0 : (int)a.rows - 1;
     const int S = a.S;
-    const int b = row / (a.H * S), i = row % S;
+    const int b = ft_fastdiv_q(a.div_hs, row), i = row - ft_fastdiv_q(a.div_s, row) * S;
     __half *p = a.scores + (int64_t)row * S;
     const __half *mrow = a.mask ? a.mask + ((int64_t)b * S + i) * S : NULL;
     const int len = a.lengths ? min(max(a.lengths[b], 0), S) : S;
@@ -2318,7 +2319,7 @@ static __global__ void __launch_bounds__(128) ft_softmax_fp16_w16_r4_g32_ragged(
     ft_pdl_trigger();
     const int row = live ? row0 : (int)a.rows - 1;
     const int S = a.S;
-    const int b = row / (a.H * S), i = row % S;
+    const int b = ft_fastdiv_q(a.div_hs, row), i = row - ft_fastdiv_q(a.div_s, row) * S;
     __half *p = a.scores + (int64_t)row * S;
     const __half *mrow = a.mask ? a.mask + ((int64_t)b * S + i) * S : NULL;
     const int len = a.lengths ? min(max(a.lengths[b], 0), S) : S;
@@ -2542,7 +2543,7 @@ static __global__ void __launch_bounds__(128) ft_softmax_fp16_w16_r1_g1_shifted(
     ft_pdl_trigger();
     const int row = live ? row0 : (int)a.rows - 1;
     const int S = a.S;
-    const int b = row / (a.H * S), i = row % S;
+    const int b = ft_fastdiv_q(a.div_hs, row), i = row - ft_fastdiv_q(a.div_s, row) * S;
     __half *p = a.scores + (int64_t)row * S;
     const __half *mrow = a.mask ? a.mask + ((int64_t)b * S + i) * S : NULL;
     const int len = a.lengths ? min(max(a.lengths[b], 0), S) : S;
@@ -2766,7 +2767,7 @@ static __global__ void __launch_bounds__(128) ft_softmax_fp16_w16_r1_g2_shifted(
     ft_pdl_trigger();
     const int row = live ? row0 : (int)a.rows - 1;
     const int S = a.S;
-    const int b = row / (a.H * S), i = row % S;
+    const int b = ft_fastdiv_q(a.div_hs, row), i = row - ft_fastdiv_q(a.div_s, row) * S;
     __half *p = a.scores + (int64_t)row * S;
     const __half *mrow = a.mask ? a.mask + ((int64_t)b * S + i) * S : NULL;
     const int len = a.lengths ? min(max(a.lengths[b], 0), S) : S;
@@ -2990,7 +2991,7 @@ static __global__ void __launch_bounds__(128) ft_softmax_fp16_w16_r1_g4_shifted(
     ft_pdl_trigger();
     const int row = live ? row0 : (int)a.rows - 1;
     const int S = a.S;
-    const int b = row / (a.H * S), i = row % S;
+    const int b = ft_fastdiv_q(a.div_hs, row), i = row - ft_fastdiv_q(a.div_s, row) * S;
     __half *p = a.scores + (int64_t)row * S;
     const __half *mrow = a.mask ? a.mask + ((int64_t)b * S + i) * S : NULL;
     const int len = a.lengths ? min(max(a.lengths[b], 0), S) : S;
@@ -3214,7 +3215,7 @@ static __global__ void __launch_bounds__(128) ft_softmax_fp16_w16_r1_g8_shifted(
     ft_pdl_trigger();
     const int row = live ? row0 : (int)a.rows - 1;
     const int S = a.S;
-    const int b = row / (a.H * S), i = row % S;
+    const int b = ft_fastdiv_q(a.div_hs, row), i = row - ft_fastdiv_q(a.div_s, row) * S;
     __half *p = a.scores + (int64_t)row * S;
     const __half *mrow = a.mask ? a.mask + ((int64_t)b * S + i) * S : NULL;
     const int len = a.lengths ? min(max(a.lengths[b], 0), S) : S;
@@ -3438,7 +3439,7 @@ static __global__ void __launch_bounds__(128) ft_softmax_fp16_w16_r4_g32_shifted
     ft_pdl_trigger();
     const int row = live ? row0 : (int)a.rows - 1;
     const int S = a.S;
-    const int b = row / (a.H * S), i = row % S;
+    const int b = ft_fastdiv_q(a.div_hs, row), i = row - ft_fastdiv_q(a.div_s, row) * S;
     __half *p = a.scores + (int64_t)row * S;
     const __half *mrow = a.mask ? a.mask + ((int64_t)b * S + i) * S : NULL;
     const int len = a.lengths ? min(max(a.lengths[b], 0), S) : S;
@@ -3629,12 +3630,12 @@ static __global__ void __launch_bounds__(256) ft_softmax_fp16_w16_b4(ft_softmax_
     const int S = a.S, H = a.H;
     int b, i, row;
     if (a.mask) {
-        const int bi = (int)blockIdx.x / H, h = (int)blockIdx.x - bi * H;
-        b = bi / S, i = bi - b * S;
+        const int bi = ft_fastdiv_q(a.div_h, (int)blockIdx.x), h = (int)blockIdx.x - bi * H;
+        b = ft_fastdiv_q(a.div_s, bi), i = bi - b * S;
         row = (b * H + h) * S + i;
     } else {
         row = (int)blockIdx.x;
-        b = row / (H * S), i = row % S;
+        b = ft_fastdiv_q(a.div_hs, row), i = row - ft_fastdiv_q(a.div_s, row) * S;
     }
     __half *p = a.scores + (int64_t)row * S;
     const __half *mrow = a.mask ? a.mask + ((int64_t)b * S + i) * S : NULL;
@@ -3748,12 +3749,12 @@ static __global__ void __launch_bounds__(128) ft_softmax_fp16_w16_b8(ft_softmax_
     const int S = a.S, H = a.H;
     int b, i, row;
     if (a.mask) {
-        const int bi = (int)blockIdx.x / H, h = (int)blockIdx.x - bi * H;
-        b = bi / S, i = bi - b * S;
+        const int bi = ft_fastdiv_q(a.div_h, (int)blockIdx.x), h = (int)blockIdx.x - bi * H;
+        b = ft_fastdiv_q(a.div_s, bi), i = bi - b * S;
         row = (b * H + h) * S + i;
     } else {
         row = (int)blockIdx.x;
-        b = row / (H * S), i = row % S;
+        b = ft_fastdiv_q(a.div_hs, row), i = row - ft_fastdiv_q(a.div_s, row) * S;
     }
     __half *p = a.scores + (int64_t)row * S;
     const __half *mrow = a.mask ? a.mask + ((int64_t)b * S + i) * S : NULL;
@@ -3780,12 +3781,12 @@ static __global__ void __launch_bounds__(256) ft_softmax_fp16_w16_b4_ragged(ft_s
     const int S = a.S, H = a.H;
     int b, i, row;
     if (a.mask) {
-        const int bi = (int)blockIdx.x / H, h = (int)blockIdx.x - bi * H;
-        b = bi / S, i = bi - b * S;
+        const int bi = ft_fastdiv_q(a.div_h, (int)blockIdx.x), h = (int)blockIdx.x - bi * H;
+        b = ft_fastdiv_q(a.div_s, bi), i = bi - b * S;
         row = (b * H + h) * S + i;
     } else {
         row = (int)blockIdx.x;
-        b = row / (H * S), i = row % S;
+        b = ft_fastdiv_q(a.div_hs, row), i = row - ft_fastdiv_q(a.div_s, row) * S;
     }
     __half *p = a.scores + (int64_t)row * S;
     const __half *mrow = a.mask ? a.mask + ((int64_t)b * S + i) * S : NULL;
@@ -4048,7 +4049,7 @@ static __global__ void __launch_bounds__(128, 12) ft_softmax_fp16_w2_r1_g1(ft_so
     ft_pdl_trigger();
     const int row = live ? row0 : (int)a.rows - 1;
     const int S = a.S;
-    const int b = row / (a.H * S), i = row % S;
+    const int b = ft_fastdiv_q(a.div_hs, row), i = row - ft_fastdiv_q(a.div_s, row) * S;
     __half *p = a.scores + (int64_t)row * S;
     const __half *mrow = a.mask ? a.mask + ((int64_t)b * S + i) * S : NULL;
     const int len = a.lengths ? min(max(a.lengths[b], 0), S) : S;
@@ -4169,7 +4170,7 @@ static __global__ void __launch_bounds__(128, 12) ft_softmax_fp16_w2_r1_g2(ft_so
     ft_pdl_trigger();
     const int row = live ? row0 : (int)a.rows - 1;
     const int S = a.S;
-    const int b = row / (a.H * S), i = row % S;
+    const int b = ft_fastdiv_q(a.div_hs, row), i = row - ft_fastdiv_q(a.div_s, row) * S;
     __half *p = a.scores + (int64_t)row * S;
     const __half *mrow = a.mask ? a.mask + ((int64_t)b * S + i) * S : NULL;
     const int len = a.lengths ? min(max(a.lengths[b], 0), S) : S;
@@ -4290,7 +4291,7 @@ static __global__ void __launch_bounds__(128, 12) ft_softmax_fp16_w2_r1_g4(ft_so
     ft_pdl_trigger();
     const int row = live ? row0 : (int)a.rows - 1;
     const int S = a.S;
-    const int b = row / (a.H * S), i = row % S;
+    const int b = ft_fastdiv_q(a.div_hs, row), i = row - ft_fastdiv_q(a.div_s, row) * S;
     __half *p = a.scores + (int64_t)row * S;
     const __half *mrow = a.mask ? a.mask + ((int64_t)b * S + i) * S : NULL;
     const int len = a.lengths ? min(max(a.lengths[b], 0), S) : S;
@@ -4411,7 +4412,7 @@ static __global__ void __launch_bounds__(128, 12) ft_softmax_fp16_w2_r1_g8(ft_so
     ft_pdl_trigger();
     const int row = live ? row0 : (int)a.rows - 1;
     const int S = a.S;
-    const int b = row / (a.H * S), i = row % S;
+    const int b = ft_fastdiv_q(a.div_hs, row), i = row - ft_fastdiv_q(a.div_s, row) * S;
     __half *p = a.scores + (int64_t)row * S;
     const __half *mrow = a.mask ? a.mask + ((int64_t)b * S + i) * S : NULL;
     const int len = a.lengths ? min(max(a.lengths[b], 0), S) : S;
@@ -4532,7 +4533,7 @@ static __global__ void __launch_bounds__(128, 12) ft_softmax_fp16_w2_r1_g16(ft_s
     ft_pdl_trigger();
     const int row = live ? row0 : (int)a.rows - 1;
     const int S = a.S;
-    const int b = row / (a.H * S), i = row % S;
+    const int b = ft_fastdiv_q(a.div_hs, row), i = row - ft_fastdiv_q(a.div_s, row) * S;
     __half *p = a.scores + (int64_t)row * S;
     const __half *mrow = a.mask ? a.mask + ((int64_t)b * S + i) * S : NULL;
     const int len = a.lengths ? min(max(a.lengths[b], 0), S) : S;
@@ -4653,7 +4654,7 @@ static __global__ void __launch_bounds__(128, 12) ft_softmax_fp16_w2_r1_g32(ft_s
     ft_pdl_trigger();
     const int row = live ? row0 : (int)a.rows - 1;
     const int S = a.S;
-    const int b = row / (a.H * S), i = row % S;
+    const int b = ft_fastdiv_q(a.div_hs, row), i = row - ft_fastdiv_q(a.div_s, row) * S;
     __half *p = a.scores + (int64_t)row * S;
     const __half *mrow = a.mask ? a.mask + ((int64_t)b * S + i) * S : NULL;
     const int len = a.lengths ? min(max(a.lengths[b], 0), S) : S;
@@ -4774,7 +4775,7 @@ static __global__ void __launch_bounds__(128, 12) ft_softmax_fp16_w2_r2_g32(ft_s
     ft_pdl_trigger();
     const int row = live ? row0 : (int)a.rows - 1;
     const int S = a.S;
-    const int b = row / (a.H * S), i = row % S;
+    const int b = ft_fastdiv_q(a.div_hs, row), i = row - ft_fastdiv_q(a.div_s, row) * S;
     __half *p = a.scores + (int64_t)row * S;
     const __half *mrow = a.mask ? a.mask + ((int64_t)b * S + i) * S : NULL;
     const int len = a.lengths ? min(max(a.lengths[b], 0), S) : S;
@@ -4895,7 +4896,7 @@ static __global__ void __launch_bounds__(128) ft_softmax_fp16_w2_r4_g32(ft_softm
     ft_pdl_trigger();
     const int row = live ? row0 : (int)a.rows - 1;
     const int S = a.S;
-    const int b = row / (a.H * S), i = row % S;
+    const int b = ft_fastdiv_q(a.div_hs, row), i = row - ft_fastdiv_q(a.div_s, row) * S;
     __half *p = a.scores + (int64_t)row * S;
     const __half *mrow = a.mask ? a.mask + ((int64_t)b * S + i) * S : NULL;
     const int len = a.lengths ? min(max(a.lengths[b], 0), S) : S;
@@ -5016,7 +5017,7 @@ static __global__ void __launch_bounds__(128) ft_softmax_fp16_w2_r8_g32(ft_softm
     ft_pdl_trigger();
     const int row = live ? row0 : (int)a.rows - 1;
     const int S = a.S;
-    const int b = row / (a.H * S), i = row % S;
+    const int b = ft_fastdiv_q(a.div_hs, row), i = row - ft_fastdiv_q(a.div_s, row) * S;
     __half *p = a.scores + (int64_t)row * S;
     const __half *mrow = a.mask ? a.mask + ((int64_t)b * S + i) * S : NULL;
     const int len = a.lengths ? min(max(a.lengths[b], 0), S) : S;
@@ -5137,7 +5138,7 @@ static __global__ void __launch_bounds__(128) ft_softmax_fp16_w2_r16_g32(ft_soft
     ft_pdl_trigger();
     const int row = live ? row0 : (int)a.rows - 1;
     const int S = a.S;
-    const int b = row / (a.H * S), i = row % S;
+    const int b = ft_fastdiv_q(a.div_hs, row), i = row - ft_fastdiv_q(a.div_s, row) * S;
     __half *p = a.scores + (int64_t)row * S;
     const __half *mrow = a.mask ? a.mask + ((int64_t)b * S + i) * S : NULL;
     const int len = a.lengths ? min(max(a.lengths[b], 0), S) : S;
@@ -5258,7 +5259,7 @@ static __global__ void __launch_bounds__(128) ft_softmax_fp16_w2_r32_g32(ft_soft
     ft_pdl_trigger();
     const int row = live ? row0 : (int)a.rows - 1;
     const int S = a.S;
-    const int b = row / (a.H * S), i = row % S;
+    const int b = ft_fastdiv_q(a.div_hs, row), i = row - ft_fastdiv_q(a.div_s, row) * S;
     __half *p = a.scores + (int64_t)row * S;
     const __half *mrow = a.mask ? a.mask + ((int64_t)b * S + i) * S : NULL;
     const int len = a.lengths ? min(max(a.lengths[b], 0), S) : S;
@@ -5596,6 +5597,7 @@ static inline ft_status ft_masked_softmax_fp16(__half *scores, const __half *mas
     ft_softmax_args_fp16 a;
     a.scores = scores, a.mask = mask, a.lengths = mask ? NULL : lengths;
     a.rows = rows, a.B = B, a.H = H, a.S = S, a.scale = scale;
+    a.div_s = ft_fastdiv_make(S), a.div_hs = ft_fastdiv_make(H * S), a.div_h = ft_fastdiv_make(H);
     const int aligned = S % 8 == 0 && ft_aligned(scores, 16) && ft_aligned(mask, 16);
     if (!aligned) {
         /* rows off the 16-byte grid in one warp, as 16-byte words from the grid point below

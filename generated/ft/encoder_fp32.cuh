@@ -62,6 +62,7 @@ typedef struct ft_softmax_args_fp32 {
     int64_t rows;
     int B, H, S;
     float scale;
+    ft_fastdiv div_s, div_hs, div_h; /* by S, H*S and H (row indices without integer division) */
 } ft_softmax_args_fp32;
 
 /* Where padded row (b, s) of the [B*S, ...] side lives in the packed tensor, or -1 when
@@ -330,7 +331,7 @@ static __global__ void __launch_bounds__(128, 12) ft_softmax_fp32_w16_r1_g1(ft_s
     ft_pdl_trigger();
     const int row = live ? row0 : (int)a.rows - 1;
     const int S = a.S;
-    const int b = row / (a.H * S), i = row % S;
+    const int b = ft_fastdiv_q(a.div_hs, row), i = row - ft_fastdiv_q(a.div_s, row) * S;
     float *p = a.scores + (int64_t)row * S;
     const float *mrow = a.mask ? a.mask + ((int64_t)b * S + i) * S : NULL;
     const int len = a.lengths ? min(max(a.lengths[b], 0), S) : S;
@@ -449,7 +450,7 @@ static __global__ void __launch_bounds__(128, 12) ft_softmax_fp32_w16_r1_g2(ft_s
     ft_pdl_trigger();
     const int row = live ? row0 : (int)a.rows - 1;
     const int S = a.S;
-    const int b = row / (a.H * S), i = row % S;
+    const int b = ft_fastdiv_q(a.div_hs, row), i = row - ft_fastdiv_q(a.div_s, row) * S;
     float *p = a.scores + (int64_t)row * S;
     const float *mrow = a.mask ? a.mask + ((int64_t)b * S + i) * S : NULL;
     const int len = a.lengths ? min(max(a.lengths[b], 0), S) : S;
@@ -568,7 +569,7 @@ static __global__ void __launch_bounds__(128, 12) ft_softmax_fp32_w16_r1_g4(ft_s
     ft_pdl_trigger();
     const int row = live ? row0 : (int)a.rows - 1;
     const int S = a.S;
-    const int b = row / (a.H * S), i = row % S;
+    const int b = ft_fastdiv_q(a.div_hs, row), i = row - ft_fastdiv_q(a.div_s, row) * S;
     float *p = a.scores + (int64_t)row * S;
     const float *mrow = a.mask ? a.mask + ((int64_t)b * S + i) * S : NULL;
     const int len = a.lengths ? min(max(a.lengths[b], 0), S) : S;
@@ -687,7 +688,7 @@ static __global__ void __launch_bounds__(128, 12) ft_softmax_fp32_w16_r1_g8(ft_s
     ft_pdl_trigger();
     const int row = live ? row0 : (int)a.rows - 1;
     const int S = a.S;
-    const int b = row / (a.H * S), i = row % S;
+    const int b = ft_fastdiv_q(a.div_hs, row), i = row - ft_fastdiv_q(a.div_s, row) * S;
     float *p = a.scores + (int64_t)row * S;
     const float *mrow = a.mask ? a.mask + ((int64_t)b * S + i) * S : NULL;
     const int len = a.lengths ? min(max(a.lengths[b], 0), S) : S;
@@ -806,7 +807,7 @@ static __global__ void __launch_bounds__(128, 12) ft_softmax_fp32_w16_r1_g16(ft_
     ft_pdl_trigger();
     const int row = live ? row0 : (int)a.rows - 1;
     const int S = a.S;
-    const int b = row / (a.H * S), i = row % S;
+    const int b = ft_fastdiv_q(a.div_hs, row), i = row - ft_fastdiv_q(a.div_s, row) * S;
     float *p = a.scores + (int64_t)row * S;
     const float *mrow = a.mask ? a.mask + ((int64_t)b * S + i) * S : NULL;
     const int len = a.lengths ? min(max(a.lengths[b], 0), S) : S;
@@ -925,7 +926,7 @@ static __global__ void __launch_bounds__(128, 12) ft_softmax_fp32_w16_r1_g32(ft_
     ft_pdl_trigger();
     const int row = live ? row0 : (int)a.rows - 1;
     const int S = a.S;
-    const int b = row / (a.H * S), i = row % S;
+    const int b = ft_fastdiv_q(a.div_hs, row), i = row - ft_fastdiv_q(a.div_s, row) * S;
     float *p = a.scores + (int64_t)row * S;
     const float *mrow = a.mask ? a.mask + ((int64_t)b * S + i) * S : NULL;
     const int len = a.lengths ? min(max(a.lengths[b], 0), S) : S;
@@ -1044,7 +1045,7 @@ static __global__ void __launch_bounds__(128, 12) ft_softmax_fp32_w16_r2_g32(ft_
     ft_pdl_trigger();
     const int row = live ? row0 : (int)a.rows - 1;
     const int S = a.S;
-    const int b = row / (a.H * S), i = row % S;
+    const int b = ft_fastdiv_q(a.div_hs, row), i = row - ft_fastdiv_q(a.div_s, row) * S;
     float *p = a.scores + (int64_t)row * S;
     const float *mrow = a.mask ? a.mask + ((int64_t)b * S + i) * S : NULL;
     const int len = a.lengths ? min(max(a.lengths[b], 0), S) : S;
@@ -1163,7 +1164,7 @@ static __global__ void __launch_bounds__(128) ft_softmax_fp32_w16_r4_g32(ft_soft
     ft_pdl_trigger();
     const int row = live ? row0 : (int)a.rows - 1;
     const int S = a.S;
-    const int b = row / (a.H * S), i = row % S;
+    const int b = ft_fastdiv_q(a.div_hs, row), i = row - ft_fastdiv_q(a.div_s, row) * S;
     float *p = a.scores + (int64_t)row * S;
     const float *mrow = a.mask ? a.mask + ((int64_t)b * S + i) * S : NULL;
     const int len = a.lengths ? min(max(a.lengths[b], 0), S) : S;
@@ -1282,7 +1283,7 @@ static __global__ void __launch_bounds__(128) ft_softmax_fp32_w16_r8_g32(ft_soft
     ft_pdl_trigger();
     const int row = live ? row0 : (int)a.rows - 1;
     const int S = a.S;
-    const int b = row / (a.H * S), i = row % S;
+    const int b = ft_fastdiv_q(a.div_hs, row), i = row - ft_fastdiv_q(a.div_s, row) * S;
     float *p = a.scores + (int64_t)row * S;
     const float *mrow = a.mask ? a.mask + ((int64_t)b * S + i) * S : NULL;
     const int len = a.lengths ? min(max(a.lengths[b], 0), S) : S;
@@ -1401,7 +1402,7 @@ static __global__ void __launch_bounds__(128) ft_softmax_fp32_w16_r16_g32(ft_sof
     ft_pdl_trigger();
     const int row = live ? row0 : (int)a.rows - 1;
     const int S = a.S;
-    const int b = row / (a.H * S), i = row % S;
+    const int b = ft_fastdiv_q(a.div_hs, row), i = row - ft_fastdiv_q(a.div_s, row) * S;
     float *p = a.scores + (int64_t)row * S;
     const float *mrow = a.mask ? a.mask + ((int64_t)b * S + i) * S : NULL;
     const int len = a.lengths ? min(max(a.lengths[b], 0), S) : S;
@@ -1594,12 +1595,12 @@ static __global__ void __launch_bounds__(512) ft_softmax_fp32_w16_b4(ft_softmax_
     const int S = a.S, H = a.H;
     int b, i, row;
     if (a.mask) {
-        const int bi = (int)blockIdx.x / H, h = (int)blockIdx.x - bi * H;
-        b = bi / S, i = bi - b * S;
+        const int bi = ft_fastdiv_q(a.div_h, (int)blockIdx.x), h = (int)blockIdx.x - bi * H;
+        b = ft_fastdiv_q(a.div_s, bi), i = bi - b * S;
         row = (b * H + h) * S + i;
     } else {
         row = (int)blockIdx.x;
-        b = row / (H * S), i = row % S;
+        b = ft_fastdiv_q(a.div_hs, row), i = row - ft_fastdiv_q(a.div_s, row) * S;
     }
     float *p = a.scores + (int64_t)row * S;
     const float *mrow = a.mask ? a.mask + ((int64_t)b * S + i) * S : NULL;
@@ -1713,12 +1714,12 @@ static __global__ void __launch_bounds__(256) ft_softmax_fp32_w16_b8(ft_softmax_
     const int S = a.S, H = a.H;
     int b, i, row;
     if (a.mask) {
-        const int bi = (int)blockIdx.x / H, h = (int)blockIdx.x - bi * H;
-        b = bi / S, i = bi - b * S;
+        const int bi = ft_fastdiv_q(a.div_h, (int)blockIdx.x), h = (int)blockIdx.x - bi * H;
+        b = ft_fastdiv_q(a.div_s, bi), i = bi - b * S;
         row = (b * H + h) * S + i;
     } else {
         row = (int)blockIdx.x;
-        b = row / (H * S), i = row % S;
+        b = ft_fastdiv_q(a.div_hs, row), i = row - ft_fastdiv_q(a.div_s, row) * S;
     }
     float *p = a.scores + (int64_t)row * S;
     const float *mrow = a.mask ? a.mask + ((int64_t)b * S + i) * S : NULL;
@@ -1745,12 +1746,12 @@ static __global__ void __launch_bounds__(512) ft_softmax_fp32_w16_b4_ragged(ft_s
     const int S = a.S, H = a.H;
     int b, i, row;
     if (a.mask) {
-        const int bi = (int)blockIdx.x / H, h = (int)blockIdx.x - bi * H;
-        b = bi / S, i = bi - b * S;
+        const int bi = ft_fastdiv_q(a.div_h, (int)blockIdx.x), h = (int)blockIdx.x - bi * H;
+        b = ft_fastdiv_q(a.div_s, bi), i = bi - b * S;
         row = (b * H + h) * S + i;
     } else {
         row = (int)blockIdx.x;
-        b = row / (H * S), i = row % S;
+        b = ft_fastdiv_q(a.div_hs, row), i = row - ft_fastdiv_q(a.div_s, row) * S;
     }
     float *p = a.scores + (int64_t)row * S;
     const float *mrow = a.mask ? a.mask + ((int64_t)b * S + i) * S : NULL;
@@ -2013,7 +2014,7 @@ static __global__ void __launch_bounds__(128, 12) ft_softmax_fp32_w4_r1_g1(ft_so
     ft_pdl_trigger();
     const int row = live ? row0 : (int)a.rows - 1;
     const int S = a.S;
-    const int b = row / (a.H * S), i = row % S;
+    const int b = ft_fastdiv_q(a.div_hs, row), i = row - ft_fastdiv_q(a.div_s, row) * S;
     float *p = a.scores + (int64_t)row * S;
     const float *mrow = a.mask ? a.mask + ((int64_t)b * S + i) * S : NULL;
     const int len = a.lengths ? min(max(a.lengths[b], 0), S) : S;
@@ -2134,7 +2135,7 @@ static __global__ void __launch_bounds__(128, 12) ft_softmax_fp32_w4_r1_g2(ft_so
     ft_pdl_trigger();
     const int row = live ? row0 : (int)a.rows - 1;
     const int S = a.S;
-    const int b = row / (a.H * S), i = row % S;
+    const int b = ft_fastdiv_q(a.div_hs, row), i = row - ft_fastdiv_q(a.div_s, row) * S;
     float *p = a.scores + (int64_t)row * S;
     const float *mrow = a.mask ? a.mask + ((int64_t)b * S + i) * S : NULL;
     const int len = a.lengths ? min(max(a.lengths[b], 0), S) : S;
@@ -2255,7 +2256,7 @@ static __global__ void __launch_bounds__(128, 12) ft_softmax_fp32_w4_r1_g4(ft_so
     ft_pdl_trigger();
     const int row = live ? row0 : (int)a.rows - 1;
     const int S = a.S;
-    const int b = row / (a.H * S), i = row % S;
+    const int b = ft_fastdiv_q(a.div_hs, row), i = row - ft_fastdiv_q(a.div_s, row) * S;
     float *p = a.scores + (int64_t)row * S;
     const float *mrow = a.mask ? a.mask + ((int64_t)b * S + i) * S : NULL;
     const int len = a.lengths ? min(max(a.lengths[b], 0), S) : S;
@@ -2376,7 +2377,7 @@ static __global__ void __launch_bounds__(128, 12) ft_softmax_fp32_w4_r1_g8(ft_so
     ft_pdl_trigger();
     const int row = live ? row0 : (int)a.rows - 1;
     const int S = a.S;
-    const int b = row / (a.H * S), i = row % S;
+    const int b = ft_fastdiv_q(a.div_hs, row), i = row - ft_fastdiv_q(a.div_s, row) * S;
     float *p = a.scores + (int64_t)row * S;
     const float *mrow = a.mask ? a.mask + ((int64_t)b * S + i) * S : NULL;
     const int len = a.lengths ? min(max(a.lengths[b], 0), S) : S;
@@ -2497,7 +2498,7 @@ static __global__ void __launch_bounds__(128, 12) ft_softmax_fp32_w4_r1_g16(ft_s
     ft_pdl_trigger();
     const int row = live ? row0 : (int)a.rows - 1;
     const int S = a.S;
-    const int b = row / (a.H * S), i = row % S;
+    const int b = ft_fastdiv_q(a.div_hs, row), i = row - ft_fastdiv_q(a.div_s, row) * S;
     float *p = a.scores + (int64_t)row * S;
     const float *mrow = a.mask ? a.mask + ((int64_t)b * S + i) * S : NULL;
     const int len = a.lengths ? min(max(a.lengths[b], 0), S) : S;
@@ -2618,7 +2619,7 @@ static __global__ void __launch_bounds__(128, 12) ft_softmax_fp32_w4_r1_g32(ft_s
     ft_pdl_trigger();
     const int row = live ? row0 : (int)a.rows - 1;
     const int S = a.S;
-    const int b = row / (a.H * S), i = row % S;
+    const int b = ft_fastdiv_q(a.div_hs, row), i = row - ft_fastdiv_q(a.div_s, row) * S;
     float *p = a.scores + (int64_t)row * S;
     const float *mrow = a.mask ? a.mask + ((int64_t)b * S + i) * S : NULL;
     const int len = a.lengths ? min(max(a.lengths[b], 0), S) : S;
@@ -2739,7 +2740,7 @@ static __global__ void __launch_bounds__(128, 12) ft_softmax_fp32_w4_r2_g32(ft_s
     ft_pdl_trigger();
     const int row = live ? row0 : (int)a.rows - 1;
     const int S = a.S;
-    const int b = row / (a.H * S), i = row % S;
+    const int b = ft_fastdiv_q(a.div_hs, row), i = row - ft_fastdiv_q(a.div_s, row) * S;
     float *p = a.scores + (int64_t)row * S;
     const float *mrow = a.mask ? a.mask + ((int64_t)b * S + i) * S : NULL;
     const int len = a.lengths ? min(max(a.lengths[b], 0), S) : S;
@@ -2860,7 +2861,7 @@ static __global__ void __launch_bounds__(128) ft_softmax_fp32_w4_r4_g32(ft_softm
     ft_pdl_trigger();
     const int row = live ? row0 : (int)a.rows - 1;
     const int S = a.S;
-    const int b = row / (a.H * S), i = row % S;
+    const int b = ft_fastdiv_q(a.div_hs, row), i = row - ft_fastdiv_q(a.div_s, row) * S;
     float *p = a.scores + (int64_t)row * S;
     const float *mrow = a.mask ? a.mask + ((int64_t)b * S + i) * S : NULL;
     const int len = a.lengths ? min(max(a.lengths[b], 0), S) : S;
@@ -2981,7 +2982,7 @@ static __global__ void __launch_bounds__(128) ft_softmax_fp32_w4_r8_g32(ft_softm
     ft_pdl_trigger();
     const int row = live ? row0 : (int)a.rows - 1;
     const int S = a.S;
-    const int b = row / (a.H * S), i = row % S;
+    const int b = ft_fastdiv_q(a.div_hs, row), i = row - ft_fastdiv_q(a.div_s, row) * S;
     float *p = a.scores + (int64_t)row * S;
     const float *mrow = a.mask ? a.mask + ((int64_t)b * S + i) * S : NULL;
     const int len = a.lengths ? min(max(a.lengths[b], 0), S) : S;
@@ -3102,7 +3103,7 @@ static __global__ void __launch_bounds__(128) ft_softmax_fp32_w4_r16_g32(ft_soft
     ft_pdl_trigger();
     const int row = live ? row0 : (int)a.rows - 1;
     const int S = a.S;
-    const int b = row / (a.H * S), i = row % S;
+    const int b = ft_fastdiv_q(a.div_hs, row), i = row - ft_fastdiv_q(a.div_s, row) * S;
     float *p = a.scores + (int64_t)row * S;
     const float *mrow = a.mask ? a.mask + ((int64_t)b * S + i) * S : NULL;
     const int len = a.lengths ? min(max(a.lengths[b], 0), S) : S;
@@ -3223,7 +3224,7 @@ static __global__ void __launch_bounds__(128) ft_softmax_fp32_w4_r32_g32(ft_soft
     ft_pdl_trigger();
     const int row = live ? row0 : (int)a.rows - 1;
     const int S = a.S;
-    const int b = row / (a.H * S), i = row % S;
+    const int b = ft_fastdiv_q(a.div_hs, row), i = row - ft_fastdiv_q(a.div_s, row) * S;
     float *p = a.scores + (int64_t)row * S;
     const float *mrow = a.mask ? a.mask + ((int64_t)b * S + i) * S : NULL;
     const int len = a.lengths ? min(max(a.lengths[b], 0), S) : S;
@@ -3561,6 +3562,7 @@ static inline ft_status ft_masked_softmax_fp32(float *scores, const float *mask,
     ft_softmax_args_fp32 a;
     a.scores = scores, a.mask = mask, a.lengths = mask ? NULL : lengths;
     a.rows = rows, a.B = B, a.H = H, a.S = S, a.scale = scale;
+    a.div_s = ft_fastdiv_make(S), a.div_hs = ft_fastdiv_make(H * S), a.div_h = ft_fastdiv_make(H);
     const int aligned = S % 4 == 0 && ft_aligned(scores, 16) && ft_aligned(mask, 16);
 if (aligned) {
         const int nvec = S / 4;

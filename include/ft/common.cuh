@@ -258,6 +258,33 @@ static inline ft_status ft_occupancy(const char *fn, const void *kernel, int blo
     return FT_OK;
 }
 
+/* Division by a divisor fixed for a launch, for dividends in [0, 2^31): the quotient as
+ * (umulhi(n, m) + n) >> s, two instructions where `/` by a value the compiler cannot see
+ * takes about twenty (the round-up method of Granlund and Montgomery, 1994: s =
+ * ceil(log2 d), m = floor(2^32 (2^s - d) / d) + 1; umulhi(n, m) <= n, so the sum fits 32
+ * bits). ft_fastdiv_make on the host, ft_fastdiv_q on either side. */
+typedef struct ft_fastdiv {
+    unsigned m, s;
+} ft_fastdiv;
+
+/* d >= 1 (launchers check their sizes first). */
+static inline ft_fastdiv ft_fastdiv_make(int d)
+{
+    ft_fastdiv f;
+    unsigned s = 0;
+    while ((1ull << s) < (unsigned long long)d)
+        s++;
+    f.s = s;
+    f.m = (unsigned)((((1ull << s) - (unsigned long long)d) << 32) / (unsigned long long)d + 1);
+    return f;
+}
+
+static __host__ __device__ __forceinline__ int ft_fastdiv_q(ft_fastdiv f, int n)
+{
+    const unsigned hi = (unsigned)(((unsigned long long)(unsigned)n * f.m) >> 32);
+    return (int)((hi + (unsigned)n) >> f.s);
+}
+
 /* The device's nanosecond clock (%globaltimer, shared by all SMs): for waits and time
  * stamps in tests, benchmarks and tuning builds. */
 static __device__ __forceinline__ unsigned long long ft_globaltimer(void)
