@@ -91,9 +91,9 @@ FT_TEST(fastdiv)
         const int sh = (int)(x >> 59) + 1; /* divisors of 1 to 31 bits */
         const int d = (int)((x >> 20) & ((1ull << sh) - 1) & INT32_MAX) | 1 << (sh - 1 < 30 ? sh - 1 : 30);
         x = x * 6364136223846793005ull + 1442695040888963407ull;
-        const int64_t m = (int64_t)((x >> 33) % ((uint64_t)INT32_MAX / (uint64_t)d + 1)) * d;
-        const int ns[4] = {(int)(x >> 33), (int)(m > INT32_MAX ? INT32_MAX : m),
-                           (int)(m > 0 ? m - 1 : 0), (int)(m < INT32_MAX ? m + 1 : INT32_MAX)};
+        /* a multiple of d, at most INT32_MAX */
+        const int m = (int)((x >> 33) % ((uint64_t)INT32_MAX / (uint64_t)d + 1)) * d;
+        const int ns[4] = {(int)(x >> 33), m, m > 0 ? m - 1 : 0, m < INT32_MAX ? m + 1 : INT32_MAX};
         for (int j = 0; j < 4; j++)
             if (!fastdiv_check(t, d, ns[j]))
                 return;
