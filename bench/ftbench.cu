@@ -1359,6 +1359,8 @@ static const char *suite[] = {
     "masked_softmax --dtype fp16 --batch 13 --heads 16 --seq 999 --head-size 64 --mask",
     "masked_softmax --dtype fp16 --batch 32 --heads 16 --seq 1023 --head-size 64 --mask",
     "masked_softmax --dtype fp16 --batch 8 --heads 16 --seq 2047 --head-size 64 --mask",
+    "masked_softmax --dtype fp16 --batch 1 --heads 8 --seq 16384 --head-size 64 --mask",
+    "masked_softmax --dtype fp16 --batch 1 --heads 8 --seq 16384 --head-size 64",
     "packed_attention --dtype fp16 --batch 32 --heads 12 --seq 128 --head-size 64 --avg-len 64",
     "packed_attention --dtype fp16 --batch 32 --heads 12 --seq 128 --head-size 64",
     "packed_attention --dtype fp16 --batch 8 --heads 16 --seq 512 --head-size 64",

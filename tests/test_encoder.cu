@@ -295,6 +295,11 @@ static const int softmax_ragged[][3] = {
     {511, 2, 0}, {515, 2, 0},  {700, 1, 0},  {1011, 2, 0}, {1017, 2, 1}, {1009, 1, 0}, {1018, 2, 1},
     {1023, 2, 0}};
 
+/* rows past the block kernels, streamed ({S, mask mode, misalign}; one row a head, one
+ * head): on the 16-byte grid as words with a mask and with lengths, off it element by
+ * element (the scores and mask, or the mask alone, off the grid) */
+static const int softmax_long[][3] = {{8200, 2, 0}, {8704, 1, 0}, {8999, 1, 1}, {9001, 2, 2}};
+
 static void enc_test(ft_test *t)
 {
     const enc_arg *a = (const enc_arg *)t->arg;
@@ -337,6 +342,9 @@ static void enc_test(ft_test *t)
             run_softmax(t, dt, &rng, S > 1000 ? 2 : 3, S > 1000 ? 2 : 3, S, softmax_ragged[i][1], softmax_ragged[i][2],
                         i % 3 == 1 ? 40.0 : 3.0);
         }
+        for (size_t i = 0; i < sizeof softmax_long / sizeof softmax_long[0] && !t->failures; i++)
+            run_softmax(t, dt, &rng, 1, 1, softmax_long[i][0], softmax_long[i][1], softmax_long[i][2],
+                        i % 2 ? 40.0 : 3.0);
         break;
     case OP_MASK:
         for (int S = 1; S <= 40; S += 13)
