@@ -1763,19 +1763,21 @@ static __global__ void __launch_bounds__(512) ft_softmax_fp32_w16_b4_ragged(ft_s
 }
 
 /* Words c0 and c0 + nt of a row for the streaming kernel (those below nvec): its scores in
- * x, its mask values in m (keep flags from the length without a mask row); all four loads
+ * x, its mask values in m (keep flags from the length without a mask); all four loads
  * issued before the first conversion. */
 static __device__ __forceinline__ void ft_softmax_stream_words_fp32_w16(const float *p, const float *mrow, int row_in,
                                                                              int len, int c0, int nt, int nvec,
-                                                                             float (*x)[4], float (*m)[4])
+                                                                             float (*x)[4], float (*m)[4],
+                                                                             const bool has_mask)
 {
     ft_word_fp32x4 sw[2], mw[2];
 #pragma unroll
     for (int u = 0; u < 2; u++) {
         const int c = c0 + u * nt;
+        memset(&mw[u], 0, sizeof mw[u]);
         if (c < nvec) {
             sw[u] = *(const ft_word_fp32x4 *)(p + c * 4);
-            if (mrow)
+            if (has_mask)
                 mw[u] = *(const ft_word_fp32x4 *)(mrow + c * 4);
         }
     }
@@ -1784,50 +1786,35 @@ static __device__ __forceinline__ void ft_softmax_stream_words_fp32_w16(const fl
         const int c = c0 + u * nt;
         if (c < nvec) {
             ft_unpack_fp32x4(sw[u], x[u]);
-            if (mrow)
-                ft_unpack_fp32x4(mw[u], m[u]);
-            else
-#pragma unroll
-                for (int e = 0; e < 4; e++)
-                    m[u][e] = ft_softmax_keep_fp32(NULL, row_in, len, c * 4 + e);
+            ft_softmax_keep_vec_fp32_w16(has_mask, mw[u], row_in, len, c, m[u]);
         }
     }
 }
 
-/* Softmax of rows of any length (past the block kernels' registers), one block per row:
- * pass 1 keeps a running maximum and the sum rescaled to it, word by word, pass 2 re-reads
- * the row (mostly from L2) and writes it. Scores and mask rows are read as 16-byte
- * words, two of each a thread in flight (H200, B1 H8 S16384 fp16 with a mask: 3413 us
- * against 6310 with the mask element by element and a rescale a position). */
-static __global__ void __launch_bounds__(512) ft_softmax_fp32_w16_stream(ft_softmax_args_fp32 a)
+/* The streaming kernel's row, for a mask row (has_mask, a constant in each copy) or keep
+ * flags from the length: pass 1 keeps a running maximum and the sum rescaled to it, word by
+ * word, pass 2 re-reads the row (mostly from L2) and writes it. */
+static __device__ __forceinline__ void ft_softmax_stream_row_fp32_w16(const ft_softmax_args_fp32 &a, float *p,
+                                                                           const float *mrow, int row_in, int len,
+                                                                           int nvec, float *scratch, const bool has_mask)
 {
-    __shared__ float scratch[96];
-    ft_pdl_wait(); /* launched dependent, as the register kernels */
-    ft_pdl_trigger();
-    const int64_t row = blockIdx.x;
-    const int S = a.S, nvec = S / 4;
-    const int b = ft_fastdiv_q(a.div_hs, (int)row), i = (int)row - ft_fastdiv_q(a.div_s, (int)row) * S;
-    float *p = a.scores + row * S;
-    const float *mrow = a.mask ? a.mask + ((int64_t)b * S + i) * S : NULL;
-    const int len = a.lengths ? min(max(a.lengths[b], 0), S) : S;
-    const int row_in = i < len;
     const int nt = (int)blockDim.x;
     const float L = 1.4426950408889634f; /* exp(x - mx) as 2^(x*L - mx*L), as in the register kernels */
     /* with a mask, each thread subtracts the largest mask term T of the words it has read so
      * far (see the register kernels), raised word by word: the positions, their maximum mx
      * and the sum relative to mx shift together, so only mx moves (a pass over the mask row
-     * for the row's term first took B1 H8 S16384 fp16 4155 us against 3413 on the H200) */
-    float t = -INFINITY, T = -INFINITY, tb = INFINITY; /* largest mask value, its term, -10000 - T */
-    if (!mrow) /* keep flags: the row's term is known (some position is kept where i < len) */
-        t = row_in ? 1.0f : 0.0f, T = fmaf(t, 10000.0f, -10000.0f), tb = -10000.0f - T;
+     * for the row's term first took B1 H8 S16384 fp16 4155 us against 3413 on the H200);
+     * with keep flags the row's term is known (some position is kept where i < len) */
+    float t = has_mask ? -INFINITY : row_in ? 1.0f : 0.0f; /* the largest mask value */
+    float T = has_mask ? -INFINITY : fmaf(t, 10000.0f, -10000.0f), tb = -10000.0f - T; /* its term; -10000 - T */
     float mx = -INFINITY, sum = 0.0f;
     for (int c0 = threadIdx.x; c0 < nvec; c0 += 2 * nt) {
         float x[2][4], m[2][4];
-        ft_softmax_stream_words_fp32_w16(p, mrow, row_in, len, c0, nt, nvec, x, m);
+        ft_softmax_stream_words_fp32_w16(p, mrow, row_in, len, c0, nt, nvec, x, m, has_mask);
 #pragma unroll
         for (int u = 0; u < 2; u++)
             if (c0 + u * nt < nvec) {
-                if (mrow) {
+                if (has_mask) {
                     float wt = m[u][0];
 #pragma unroll
                     for (int e = 1; e < 4; e++)
@@ -1861,7 +1848,7 @@ static __global__ void __launch_bounds__(512) ft_softmax_fp32_w16_stream(ft_soft
     const float inv = 1.0f / sum, bl = bmx * L, btb = -10000.0f - top;
     for (int c0 = threadIdx.x; c0 < nvec; c0 += 2 * nt) {
         float x[2][4], m[2][4];
-        ft_softmax_stream_words_fp32_w16(p, mrow, row_in, len, c0, nt, nvec, x, m);
+        ft_softmax_stream_words_fp32_w16(p, mrow, row_in, len, c0, nt, nvec, x, m, has_mask);
 #pragma unroll
         for (int u = 0; u < 2; u++)
             if (c0 + u * nt < nvec) {
@@ -1871,6 +1858,26 @@ static __global__ void __launch_bounds__(512) ft_softmax_fp32_w16_stream(ft_soft
                 ft_store_cs_fp32x4(p + (c0 + u * nt) * 4, x[u]);
             }
     }
+}
+
+/* Softmax of rows of any length (past the block kernels' registers), one block per row,
+ * the row read twice (ft_softmax_stream_row_fp32_w16). Scores and mask rows are read as
+ * 16-byte words, two of each a thread in flight (H200, B1 H8 S16384 fp16 with a mask:
+ * 3413 us against 6310 with the mask element by element and a rescale a position). */
+static __global__ void __launch_bounds__(512) ft_softmax_fp32_w16_stream(ft_softmax_args_fp32 a)
+{
+    __shared__ float scratch[96];
+    ft_pdl_wait(); /* launched dependent, as the register kernels */
+    ft_pdl_trigger();
+    const int64_t row = blockIdx.x;
+    const int S = a.S, nvec = S / 4;
+    const int b = ft_fastdiv_q(a.div_hs, (int)row), i = (int)row - ft_fastdiv_q(a.div_s, (int)row) * S;
+    float *p = a.scores + row * S;
+    const int len = a.lengths ? min(max(a.lengths[b], 0), S) : S;
+    if (a.mask)
+        ft_softmax_stream_row_fp32_w16(a, p, a.mask + ((int64_t)b * S + i) * S, 1, S, nvec, scratch, true);
+    else
+        ft_softmax_stream_row_fp32_w16(a, p, NULL, i < len, len, nvec, scratch, false);
 }
 
 /* ---------------------------------------------------------------- 4-byte accesses */
@@ -3296,19 +3303,21 @@ static __global__ void __launch_bounds__(128) ft_softmax_fp32_w4_r32_g32(ft_soft
 }
 
 /* Words c0 and c0 + nt of a row for the streaming kernel (those below nvec): its scores in
- * x, its mask values in m (keep flags from the length without a mask row); all four loads
+ * x, its mask values in m (keep flags from the length without a mask); all four loads
  * issued before the first conversion. */
 static __device__ __forceinline__ void ft_softmax_stream_words_fp32_w4(const float *p, const float *mrow, int row_in,
                                                                              int len, int c0, int nt, int nvec,
-                                                                             float (*x)[1], float (*m)[1])
+                                                                             float (*x)[1], float (*m)[1],
+                                                                             const bool has_mask)
 {
     ft_word_fp32x1 sw[2], mw[2];
 #pragma unroll
     for (int u = 0; u < 2; u++) {
         const int c = c0 + u * nt;
+        memset(&mw[u], 0, sizeof mw[u]);
         if (c < nvec) {
             sw[u] = *(const ft_word_fp32x1 *)(p + c * 1);
-            if (mrow)
+            if (has_mask)
                 mw[u] = *(const ft_word_fp32x1 *)(mrow + c * 1);
         }
     }
@@ -3317,50 +3326,35 @@ static __device__ __forceinline__ void ft_softmax_stream_words_fp32_w4(const flo
         const int c = c0 + u * nt;
         if (c < nvec) {
             ft_unpack_fp32x1(sw[u], x[u]);
-            if (mrow)
-                ft_unpack_fp32x1(mw[u], m[u]);
-            else
-#pragma unroll
-                for (int e = 0; e < 1; e++)
-                    m[u][e] = ft_softmax_keep_fp32(NULL, row_in, len, c * 1 + e);
+            ft_softmax_keep_vec_fp32_w4(has_mask, mw[u], row_in, len, c, m[u]);
         }
     }
 }
 
-/* Softmax of rows of any length (past the block kernels' registers), one block per row:
- * pass 1 keeps a running maximum and the sum rescaled to it, word by word, pass 2 re-reads
- * the row (mostly from L2) and writes it. Scores and mask rows are read as 4-byte
- * words, two of each a thread in flight (H200, B1 H8 S16384 fp16 with a mask: 3413 us
- * against 6310 with the mask element by element and a rescale a position). */
-static __global__ void __launch_bounds__(512) ft_softmax_fp32_w4_stream(ft_softmax_args_fp32 a)
+/* The streaming kernel's row, for a mask row (has_mask, a constant in each copy) or keep
+ * flags from the length: pass 1 keeps a running maximum and the sum rescaled to it, word by
+ * word, pass 2 re-reads the row (mostly from L2) and writes it. */
+static __device__ __forceinline__ void ft_softmax_stream_row_fp32_w4(const ft_softmax_args_fp32 &a, float *p,
+                                                                           const float *mrow, int row_in, int len,
+                                                                           int nvec, float *scratch, const bool has_mask)
 {
-    __shared__ float scratch[96];
-    ft_pdl_wait(); /* launched dependent, as the register kernels */
-    ft_pdl_trigger();
-    const int64_t row = blockIdx.x;
-    const int S = a.S, nvec = S / 1;
-    const int b = ft_fastdiv_q(a.div_hs, (int)row), i = (int)row - ft_fastdiv_q(a.div_s, (int)row) * S;
-    float *p = a.scores + row * S;
-    const float *mrow = a.mask ? a.mask + ((int64_t)b * S + i) * S : NULL;
-    const int len = a.lengths ? min(max(a.lengths[b], 0), S) : S;
-    const int row_in = i < len;
     const int nt = (int)blockDim.x;
     const float L = 1.4426950408889634f; /* exp(x - mx) as 2^(x*L - mx*L), as in the register kernels */
     /* with a mask, each thread subtracts the largest mask term T of the words it has read so
      * far (see the register kernels), raised word by word: the positions, their maximum mx
      * and the sum relative to mx shift together, so only mx moves (a pass over the mask row
-     * for the row's term first took B1 H8 S16384 fp16 4155 us against 3413 on the H200) */
-    float t = -INFINITY, T = -INFINITY, tb = INFINITY; /* largest mask value, its term, -10000 - T */
-    if (!mrow) /* keep flags: the row's term is known (some position is kept where i < len) */
-        t = row_in ? 1.0f : 0.0f, T = fmaf(t, 10000.0f, -10000.0f), tb = -10000.0f - T;
+     * for the row's term first took B1 H8 S16384 fp16 4155 us against 3413 on the H200);
+     * with keep flags the row's term is known (some position is kept where i < len) */
+    float t = has_mask ? -INFINITY : row_in ? 1.0f : 0.0f; /* the largest mask value */
+    float T = has_mask ? -INFINITY : fmaf(t, 10000.0f, -10000.0f), tb = -10000.0f - T; /* its term; -10000 - T */
     float mx = -INFINITY, sum = 0.0f;
     for (int c0 = threadIdx.x; c0 < nvec; c0 += 2 * nt) {
         float x[2][1], m[2][1];
-        ft_softmax_stream_words_fp32_w4(p, mrow, row_in, len, c0, nt, nvec, x, m);
+        ft_softmax_stream_words_fp32_w4(p, mrow, row_in, len, c0, nt, nvec, x, m, has_mask);
 #pragma unroll
         for (int u = 0; u < 2; u++)
             if (c0 + u * nt < nvec) {
-                if (mrow) {
+                if (has_mask) {
                     float wt = m[u][0];
 #pragma unroll
                     for (int e = 1; e < 1; e++)
@@ -3394,7 +3388,7 @@ static __global__ void __launch_bounds__(512) ft_softmax_fp32_w4_stream(ft_softm
     const float inv = 1.0f / sum, bl = bmx * L, btb = -10000.0f - top;
     for (int c0 = threadIdx.x; c0 < nvec; c0 += 2 * nt) {
         float x[2][1], m[2][1];
-        ft_softmax_stream_words_fp32_w4(p, mrow, row_in, len, c0, nt, nvec, x, m);
+        ft_softmax_stream_words_fp32_w4(p, mrow, row_in, len, c0, nt, nvec, x, m, has_mask);
 #pragma unroll
         for (int u = 0; u < 2; u++)
             if (c0 + u * nt < nvec) {
@@ -3404,6 +3398,26 @@ static __global__ void __launch_bounds__(512) ft_softmax_fp32_w4_stream(ft_softm
                 ft_store_cs_fp32x1(p + (c0 + u * nt) * 1, x[u]);
             }
     }
+}
+
+/* Softmax of rows of any length (past the block kernels' registers), one block per row,
+ * the row read twice (ft_softmax_stream_row_fp32_w4). Scores and mask rows are read as
+ * 4-byte words, two of each a thread in flight (H200, B1 H8 S16384 fp16 with a mask:
+ * 3413 us against 6310 with the mask element by element and a rescale a position). */
+static __global__ void __launch_bounds__(512) ft_softmax_fp32_w4_stream(ft_softmax_args_fp32 a)
+{
+    __shared__ float scratch[96];
+    ft_pdl_wait(); /* launched dependent, as the register kernels */
+    ft_pdl_trigger();
+    const int64_t row = blockIdx.x;
+    const int S = a.S, nvec = S / 1;
+    const int b = ft_fastdiv_q(a.div_hs, (int)row), i = (int)row - ft_fastdiv_q(a.div_s, (int)row) * S;
+    float *p = a.scores + row * S;
+    const int len = a.lengths ? min(max(a.lengths[b], 0), S) : S;
+    if (a.mask)
+        ft_softmax_stream_row_fp32_w4(a, p, a.mask + ((int64_t)b * S + i) * S, 1, S, nvec, scratch, true);
+    else
+        ft_softmax_stream_row_fp32_w4(a, p, NULL, i < len, len, nvec, scratch, false);
 }
 
 static __global__ void __launch_bounds__(256) ft_build_attention_mask_fp32_kernel(const int *lengths, float *mask,
