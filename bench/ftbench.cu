@@ -1361,6 +1361,9 @@ static const char *suite[] = {
     "masked_softmax --dtype fp16 --batch 8 --heads 16 --seq 2047 --head-size 64 --mask",
     "masked_softmax --dtype fp16 --batch 1 --heads 8 --seq 16384 --head-size 64 --mask",
     "masked_softmax --dtype fp16 --batch 1 --heads 8 --seq 16384 --head-size 64",
+    /* streamed rows off the grid (16-byte words from the grid point below each row), fp32 streamed */
+    "masked_softmax --dtype fp16 --batch 1 --heads 12 --seq 12001 --head-size 64 --mask",
+    "masked_softmax --dtype fp32 --batch 1 --heads 4 --seq 16384 --head-size 64 --mask",
     "packed_attention --dtype fp16 --batch 32 --heads 12 --seq 128 --head-size 64 --avg-len 64",
     "packed_attention --dtype fp16 --batch 32 --heads 12 --seq 128 --head-size 64",
     "packed_attention --dtype fp16 --batch 8 --heads 16 --seq 512 --head-size 64",

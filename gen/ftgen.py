@@ -192,6 +192,12 @@ class EncoderFamily(NormFamily):
             # lanes where the memory words need the next bucket up: up to 8 lanes, and the
             # 32-element bucket (shifting costs shuffles, and lost in equal buckets)
             w["sh_kernels"] = ([(1, g) for g in (1, 2, 4, 8)] + [(w["rg_top"], 32)]) if w["rg_top"] else []
+            # the streaming kernel (rows past the block kernels): words of each row a thread has
+            # in flight. 8 elements: one 16-byte word of a 2-byte type (32 registers, four
+            # blocks of 512 an SM) against two (64, two blocks): H200, B1 H8 S16384 fp16 with
+            # a mask 2539 us against 3105, S12000 2176 against 2916, S12001 2597 against 3703;
+            # fp32 2703 with two against 3352 with one. Element-wise: two, as measured first.
+            w["stream_words"] = 1 if w["vec"] >= 8 else 2
             if w is not ctx["widths"][0]:
                 continue  # past one warp, rows off the first width's grid take its ragged kernel
             # past one warp: one block per row, up to 8192 columns (longer rows stream).

@@ -295,10 +295,13 @@ static const int softmax_ragged[][3] = {
     {511, 2, 0}, {515, 2, 0},  {700, 1, 0},  {1011, 2, 0}, {1017, 2, 1}, {1009, 1, 0}, {1018, 2, 1},
     {1023, 2, 0}};
 
-/* rows past the block kernels, streamed ({S, mask mode, misalign}; one row a head, one
- * head): on the 16-byte grid as words with a mask and with lengths, off it element by
- * element (the scores and mask, or the mask alone, off the grid) */
-static const int softmax_long[][3] = {{8200, 2, 0}, {8704, 1, 0}, {8999, 1, 1}, {9001, 2, 2}};
+/* rows past the block kernels, streamed ({S, mask mode, misalign, B, H}): on the 16-byte
+ * grid as words with a mask (heads fastest: two heads) and with lengths; off it as words
+ * from the grid point below each row, with lengths (scores and mask one element off), with
+ * a mask alone off the grid, and with both off and two batches of two heads (every row's
+ * mask words at another shift from its score words, the tensor's end off the grid) */
+static const int softmax_long[][5] = {
+    {8200, 2, 0, 1, 2}, {8704, 1, 0, 1, 1}, {8999, 1, 1, 1, 1}, {9001, 2, 2, 1, 1}, {8201, 2, 1, 2, 2}};
 
 static void enc_test(ft_test *t)
 {
@@ -343,8 +346,8 @@ static void enc_test(ft_test *t)
                         i % 3 == 1 ? 40.0 : 3.0);
         }
         for (size_t i = 0; i < sizeof softmax_long / sizeof softmax_long[0] && !t->failures; i++)
-            run_softmax(t, dt, &rng, 1, 1, softmax_long[i][0], softmax_long[i][1], softmax_long[i][2],
-                        i % 2 ? 40.0 : 3.0);
+            run_softmax(t, dt, &rng, softmax_long[i][3], softmax_long[i][4], softmax_long[i][0], softmax_long[i][1],
+                        softmax_long[i][2], i % 2 ? 40.0 : 3.0);
         break;
     case OP_MASK:
         for (int S = 1; S <= 40; S += 13)

@@ -33,7 +33,7 @@
  * rows of up to 8192 columns by one block, 16-byte accesses (a row off the grid
  * as whole words from the grid point below it, its first and last written element by
  * element, its mask as words shifted into place); longer rows by a block that streams the
- * row twice (no length limit). Launchers check every argument before touching the GPU and return an
+ * row twice (no length limit; 16-byte words, rows off the grid too). Launchers check every argument before touching the GPU and return an
  * ft_status; ft_last_error() says what was wrong. */
 #ifndef FT_ENCODER_FP16_CUH
 #define FT_ENCODER_FP16_CUH
@@ -3797,122 +3797,216 @@ static __global__ void __launch_bounds__(256) ft_softmax_fp16_w16_b4_ragged(ft_s
 
 }
 
-/* Words c0 and c0 + nt of a row for the streaming kernel (those below nvec): its scores in
- * x, its mask values in m (keep flags from the length without a mask); all four loads
- * issued before the first conversion. */
+/* Where a streaming row off the grid lies (ft_softmax_fp16_w16_stream_ragged): its words from the
+ * grid point p below it, o elements before the row; row word c's mask values start d
+ * elements into mask word c + q0 from the mask row's grid point mb. Words 1 .. c_hi - 1
+ * are read whole (they lie inside the row, and their mask words inside the mask row, so
+ * no word crosses a tensor's end); the row's first vec - o positions and those from word
+ * c_hi on (fewer than 24 in all) element by element. All zero for a row on the grid. */
+typedef struct ft_softmax_rg_fp16_w16 {
+    const __half *mb;
+    int o, q0, d;
+} ft_softmax_rg_fp16_w16;
+
+/* Words c0 + u nt (u < 1) of a row for the streaming kernel (those below c_hi): its scores in
+ * x, its mask values in m (keep flags from the length without a mask); all loads issued
+ * before the first conversion. `ragged` (a constant in each copy): the row lies as `r`
+ * says, and each word's mask values are shifted into place from the two mask words they
+ * lie in. */
 static __device__ __forceinline__ void ft_softmax_stream_words_fp16_w16(const __half *p, const __half *mrow, int row_in,
-                                                                             int len, int c0, int nt, int nvec,
+                                                                             int len, int c0, int nt, int c_hi,
                                                                              float (*x)[8], float (*m)[8],
-                                                                             const bool has_mask)
+                                                                             const bool has_mask, const bool ragged,
+                                                                             const ft_softmax_rg_fp16_w16 &r)
 {
-    ft_word_fp16x8 sw[2], mw[2];
+    ft_word_fp16x8 sw[1], mw[1], mh[1];
 #pragma unroll
-    for (int u = 0; u < 2; u++) {
+    for (int u = 0; u < 1; u++) {
         const int c = c0 + u * nt;
         memset(&mw[u], 0, sizeof mw[u]);
-        if (c < nvec) {
+        memset(&mh[u], 0, sizeof mh[u]);
+        if (c < c_hi) {
             sw[u] = *(const ft_word_fp16x8 *)(p + c * 8);
-            if (has_mask)
+            if (has_mask && !ragged)
                 mw[u] = *(const ft_word_fp16x8 *)(mrow + c * 8);
+            if (has_mask && ragged) {
+                mw[u] = *(const ft_word_fp16x8 *)(r.mb + (c + r.q0) * 8);
+                mh[u] = *(const ft_word_fp16x8 *)(r.mb + (c + r.q0 + 1) * 8);
+            }
         }
     }
 #pragma unroll
-    for (int u = 0; u < 2; u++) {
+    for (int u = 0; u < 1; u++) {
         const int c = c0 + u * nt;
-        if (c < nvec) {
+        if (c < c_hi) {
             ft_unpack_fp16x8(sw[u], x[u]);
-            ft_softmax_keep_vec_fp16_w16(has_mask, mw[u], row_in, len, c, m[u]);
+            if (has_mask && ragged)
+                mw[u] = ft_softmax_shift_fp16_w16(mw[u], mh[u], r.d);
+            ft_softmax_keep_vec_fp16_w16(has_mask, mw[u], row_in, len + r.o, c, m[u]);
         }
     }
 }
 
+/* Pass 1 of the streaming row over n positions (x: scores, m: mask values or keep flags):
+ * this thread's largest mask value t, its term T and -10000 - T in tb, its maximum mx
+ * relative to T and its sum relative to mx. With a mask, T is raised as larger mask values
+ * come (the positions, their maximum and the sum shift together, so only mx moves). */
+static __device__ __forceinline__ void ft_softmax_stream_acc_fp16_w16(float *x, const float *m, const int n,
+                                                                           const bool has_mask, float scale, float &t,
+                                                                           float &T, float &tb, float &mx, float &sum)
+{
+    const float L = 1.4426950408889634f; /* exp(x - mx) as 2^(x*L - mx*L), as in the register kernels */
+    if (has_mask) {
+        float wt = m[0];
+#pragma unroll
+        for (int e = 1; e < n; e++)
+            wt = fmaxf(wt, m[e]);
+        if (wt > t) {
+            const float T1 = fmaf(wt, 10000.0f, -10000.0f);
+            mx -= T1 - T; /* -inf before the first word */
+            t = wt, T = T1, tb = -10000.0f - T1;
+        }
+    }
+    float wm = -INFINITY;
+#pragma unroll
+    for (int e = 0; e < n; e++) {
+        x[e] = fmaf(x[e], scale, fmaf(m[e], 10000.0f, tb));
+        wm = fmaxf(wm, x[e]);
+    }
+    if (wm > mx) { /* one rescale a word at most */
+        sum *= ft_exp2_approx((mx - wm) * L);
+        mx = wm;
+    }
+    const float ml = mx * L;
+#pragma unroll
+    for (int e = 0; e < n; e++)
+        sum += ft_exp2_approx(fmaf(x[e], L, -ml));
+}
+
 /* The streaming kernel's row, for a mask row (has_mask, a constant in each copy) or keep
- * flags from the length: pass 1 keeps a running maximum and the sum rescaled to it, word by
- * word, pass 2 re-reads the row (mostly from L2) and writes it. */
+ * flags from the length, on the grid or (ragged, also a constant) as `r` says: pass 1
+ * keeps a running maximum and the sum rescaled to it, word by word, pass 2 re-reads the
+ * row (mostly from L2) and writes it. A ragged row's edges (ne positions: the first e0,
+ * then those from jt) go element by element, one a thread; none of its words crosses the
+ * row's ends, so its neighbours' elements are never written. (With the edges inside the
+ * word loop, each word's loads and stores guarded, the fp16 kernel took 128 registers.) */
 static __device__ __forceinline__ void ft_softmax_stream_row_fp16_w16(const ft_softmax_args_fp16 &a, __half *p,
                                                                            const __half *mrow, int row_in, int len,
-                                                                           int nvec, float *scratch, const bool has_mask)
+                                                                           int c_lo, int c_hi, float *scratch,
+                                                                           const bool has_mask, const bool ragged,
+                                                                           const ft_softmax_rg_fp16_w16 &r)
 {
     const int nt = (int)blockDim.x;
-    const float L = 1.4426950408889634f; /* exp(x - mx) as 2^(x*L - mx*L), as in the register kernels */
-    /* with a mask, each thread subtracts the largest mask term T of the words it has read so
-     * far (see the register kernels), raised word by word: the positions, their maximum mx
-     * and the sum relative to mx shift together, so only mx moves (a pass over the mask row
-     * for the row's term first took B1 H8 S16384 fp16 4155 us against 3413 on the H200);
-     * with keep flags the row's term is known (some position is kept where i < len) */
+    const float L = 1.4426950408889634f;
+    const int e0 = ragged ? c_lo * 8 - r.o : 0, jt = ragged ? c_hi * 8 - r.o : 0;
+    const int ne = ragged ? e0 + a.S - jt : 0;
+    /* with a mask, each thread subtracts the largest mask term T of the positions it has
+     * read so far (see the register kernels), raised word by word (a pass over the mask
+     * row for the row's term first took B1 H8 S16384 fp16 4155 us against 3413 on the
+     * H200); with keep flags the row's term is known (some position is kept where i < len) */
     float t = has_mask ? -INFINITY : row_in ? 1.0f : 0.0f; /* the largest mask value */
     float T = has_mask ? -INFINITY : fmaf(t, 10000.0f, -10000.0f), tb = -10000.0f - T; /* its term; -10000 - T */
     float mx = -INFINITY, sum = 0.0f;
-    for (int c0 = threadIdx.x; c0 < nvec; c0 += 2 * nt) {
-        float x[2][8], m[2][8];
-        ft_softmax_stream_words_fp16_w16(p, mrow, row_in, len, c0, nt, nvec, x, m, has_mask);
+    for (int c0 = c_lo + (int)threadIdx.x; c0 < c_hi; c0 += 1 * nt) {
+        float x[1][8], m[1][8];
+        ft_softmax_stream_words_fp16_w16(p, mrow, row_in, len, c0, nt, c_hi, x, m, has_mask, ragged, r);
 #pragma unroll
-        for (int u = 0; u < 2; u++)
-            if (c0 + u * nt < nvec) {
-                if (has_mask) {
-                    float wt = m[u][0];
-#pragma unroll
-                    for (int e = 1; e < 8; e++)
-                        wt = fmaxf(wt, m[u][e]);
-                    if (wt > t) {
-                        const float T1 = fmaf(wt, 10000.0f, -10000.0f);
-                        mx -= T1 - T; /* -inf before the first word */
-                        t = wt, T = T1, tb = -10000.0f - T1;
-                    }
-                }
-                float wm = -INFINITY;
-#pragma unroll
-                for (int e = 0; e < 8; e++) {
-                    x[u][e] = fmaf(x[u][e], a.scale, fmaf(m[u][e], 10000.0f, tb));
-                    wm = fmaxf(wm, x[u][e]);
-                }
-                if (wm > mx) { /* one rescale a word at most */
-                    sum *= ft_exp2_approx((mx - wm) * L);
-                    mx = wm;
-                }
-                const float ml = mx * L;
-#pragma unroll
-                for (int e = 0; e < 8; e++)
-                    sum += ft_exp2_approx(fmaf(x[u][e], L, -ml));
-            }
+        for (int u = 0; u < 1; u++)
+            if (c0 + u * nt < c_hi)
+                ft_softmax_stream_acc_fp16_w16(x[u], m[u], 8, has_mask, a.scale, t, T, tb, mx, sum);
+    }
+    for (int k = (int)threadIdx.x; k < ne; k += nt) {
+        const int j = k < e0 ? k : jt + (k - e0);
+        float x1 = ft_to_float_fp16(p[r.o + j]), m1 = ft_softmax_keep_fp16(mrow, row_in, len, j);
+        ft_softmax_stream_acc_fp16_w16(&x1, &m1, 1, has_mask, a.scale, t, T, tb, mx, sum);
     }
     /* the row's largest term and its maximum relative to it; this thread's sum rescaled to both */
     float top = T, bmx = mx;
     ft_block_max_shifted(top, bmx, scratch);
     sum = ft_block_sum(mx == -INFINITY ? 0.0f : sum * ft_exp2_approx((mx - (top - T) - bmx) * L), scratch + 64);
     const float inv = 1.0f / sum, bl = bmx * L, btb = -10000.0f - top;
-    for (int c0 = threadIdx.x; c0 < nvec; c0 += 2 * nt) {
-        float x[2][8], m[2][8];
-        ft_softmax_stream_words_fp16_w16(p, mrow, row_in, len, c0, nt, nvec, x, m, has_mask);
+    for (int c0 = c_lo + (int)threadIdx.x; c0 < c_hi; c0 += 1 * nt) {
+        float x[1][8], m[1][8];
+        ft_softmax_stream_words_fp16_w16(p, mrow, row_in, len, c0, nt, c_hi, x, m, has_mask, ragged, r);
 #pragma unroll
-        for (int u = 0; u < 2; u++)
-            if (c0 + u * nt < nvec) {
+        for (int u = 0; u < 1; u++)
+            if (c0 + u * nt < c_hi) {
 #pragma unroll
                 for (int e = 0; e < 8; e++)
                     x[u][e] = ft_exp2_approx(fmaf(fmaf(x[u][e], a.scale, fmaf(m[u][e], 10000.0f, btb)), L, -bl)) * inv;
-                ft_store_cs_fp16x8(p + (c0 + u * nt) * 8, x[u]);
+                ft_store_fp16x8(p + (c0 + u * nt) * 8, x[u]);
             }
+    }
+    for (int k = (int)threadIdx.x; k < ne; k += nt) {
+        const int j = k < e0 ? k : jt + (k - e0);
+        const float x1 = ft_to_float_fp16(p[r.o + j]), m1 = ft_softmax_keep_fp16(mrow, row_in, len, j);
+        p[r.o + j] = ft_from_float_fp16(ft_exp2_approx(fmaf(fmaf(x1, a.scale, fmaf(m1, 10000.0f, btb)), L, -bl)) * inv);
+    }
+}
+
+/* The streaming kernel's work, on the grid or (ragged, a constant in each copy) for rows
+ * that may lie off it. With a mask the heads run fastest, as in the block kernels, so the
+ * H rows that read one mask row run together and it comes from DRAM once (H200, B1 H8
+ * S16384 fp16 3085 us against 3375 in row order; fp32 2700 against 3418). Each branch
+ * makes its own call: with the row's indices shared between them, the aligned kernel took
+ * 84 registers (one block of 512 threads an SM) and B1 H8 S16384 fp16 4875 us. */
+static __device__ __forceinline__ void ft_softmax_stream_fp16_w16(const ft_softmax_args_fp16 &a, float *scratch,
+                                                                       const bool ragged)
+{
+    const int S = a.S;
+    ft_softmax_rg_fp16_w16 r;
+    memset(&r, 0, sizeof r);
+    if (a.mask) {
+        const int bi = ft_fastdiv_q(a.div_h, (int)blockIdx.x), h = (int)blockIdx.x - bi * a.H; /* bi = b S + i */
+        const int b = ft_fastdiv_q(a.div_s, bi), row = (b * a.H + h) * S + (bi - b * S);
+        __half *p = a.scores + (int64_t)row * S;
+        const __half *mrow = a.mask + (int64_t)bi * S;
+        int c_lo = 0, c_hi = S / 8;
+        if (ragged) {
+            r.o = (int)(((uintptr_t)p / sizeof(__half)) % 8);
+            const int om = (int)(((uintptr_t)mrow / sizeof(__half)) % 8);
+            r.mb = mrow - om;
+            r.q0 = om < r.o ? -1 : 0, r.d = om - r.o - r.q0 * 8;
+            /* words below the last, whose mask words lie below the mask row's last */
+            c_lo = 1, c_hi = min((r.o + S + 7) / 8 - 1, (om + S + 7) / 8 - 2 - r.q0);
+        }
+        ft_softmax_stream_row_fp16_w16(a, p - r.o, mrow, 1, S, c_lo, c_hi, scratch, true, ragged, r);
+    } else {
+        const int row = (int)blockIdx.x, b = ft_fastdiv_q(a.div_hs, row), i = row - ft_fastdiv_q(a.div_s, row) * S;
+        const int len = a.lengths ? min(max(a.lengths[b], 0), S) : S;
+        __half *p = a.scores + (int64_t)row * S;
+        int c_lo = 0, c_hi = S / 8;
+        if (ragged) {
+            r.o = (int)(((uintptr_t)p / sizeof(__half)) % 8);
+            c_lo = 1, c_hi = (r.o + S + 7) / 8 - 1;
+        }
+        ft_softmax_stream_row_fp16_w16(a, p - r.o, NULL, i < len, len, c_lo, c_hi, scratch, false, ragged, r);
     }
 }
 
 /* Softmax of rows of any length (past the block kernels' registers), one block per row,
  * the row read twice (ft_softmax_stream_row_fp16_w16). Scores and mask rows are read as
- * 16-byte words, two of each a thread in flight (H200, B1 H8 S16384 fp16 with a mask:
- * 3413 us against 6310 with the mask element by element and a rescale a position). */
-static __global__ void __launch_bounds__(512) ft_softmax_fp16_w16_stream(ft_softmax_args_fp16 a)
+ * 16-byte words, 1 of each a thread in flight (H200, B1 H8 S16384 fp16 with a mask:
+ * 3413 us against 6310 with the mask element by element and a rescale a position; how many
+ * words: gen/ftgen.py); results are stored as plain writes (evict-first stores took 3106 us
+ * against 2985 with lengths). */
+static __global__ void __launch_bounds__(512, 2) ft_softmax_fp16_w16_stream(ft_softmax_args_fp16 a)
 {
     __shared__ float scratch[96];
     ft_pdl_wait(); /* launched dependent, as the register kernels */
     ft_pdl_trigger();
-    const int64_t row = blockIdx.x;
-    const int S = a.S, nvec = S / 8;
-    const int b = ft_fastdiv_q(a.div_hs, (int)row), i = (int)row - ft_fastdiv_q(a.div_s, (int)row) * S;
-    __half *p = a.scores + row * S;
-    const int len = a.lengths ? min(max(a.lengths[b], 0), S) : S;
-    if (a.mask)
-        ft_softmax_stream_row_fp16_w16(a, p, a.mask + ((int64_t)b * S + i) * S, 1, S, nvec, scratch, true);
-    else
-        ft_softmax_stream_row_fp16_w16(a, p, NULL, i < len, len, nvec, scratch, false);
+    ft_softmax_stream_fp16_w16(a, scratch, false);
+}
+
+/* ft_softmax_fp16_w16_stream for rows that may lie off the 16-byte grid (S not a multiple of
+ * 8, or a pointer off the grid): each row's words from the grid point below it, the first
+ * and last written element by element, the mask as words shifted into place. */
+static __global__ void __launch_bounds__(512, 2) ft_softmax_fp16_w16_stream_ragged(ft_softmax_args_fp16 a)
+{
+    __shared__ float scratch[96];
+    ft_pdl_wait();
+    ft_pdl_trigger();
+    ft_softmax_stream_fp16_w16(a, scratch, true);
 }
 
 /* ---------------------------------------------------------------- 2-byte accesses */
@@ -5337,123 +5431,6 @@ static __global__ void __launch_bounds__(128) ft_softmax_fp16_w2_r32_g32(ft_soft
 
 }
 
-/* Words c0 and c0 + nt of a row for the streaming kernel (those below nvec): its scores in
- * x, its mask values in m (keep flags from the length without a mask); all four loads
- * issued before the first conversion. */
-static __device__ __forceinline__ void ft_softmax_stream_words_fp16_w2(const __half *p, const __half *mrow, int row_in,
-                                                                             int len, int c0, int nt, int nvec,
-                                                                             float (*x)[1], float (*m)[1],
-                                                                             const bool has_mask)
-{
-    ft_word_fp16x1 sw[2], mw[2];
-#pragma unroll
-    for (int u = 0; u < 2; u++) {
-        const int c = c0 + u * nt;
-        memset(&mw[u], 0, sizeof mw[u]);
-        if (c < nvec) {
-            sw[u] = *(const ft_word_fp16x1 *)(p + c * 1);
-            if (has_mask)
-                mw[u] = *(const ft_word_fp16x1 *)(mrow + c * 1);
-        }
-    }
-#pragma unroll
-    for (int u = 0; u < 2; u++) {
-        const int c = c0 + u * nt;
-        if (c < nvec) {
-            ft_unpack_fp16x1(sw[u], x[u]);
-            ft_softmax_keep_vec_fp16_w2(has_mask, mw[u], row_in, len, c, m[u]);
-        }
-    }
-}
-
-/* The streaming kernel's row, for a mask row (has_mask, a constant in each copy) or keep
- * flags from the length: pass 1 keeps a running maximum and the sum rescaled to it, word by
- * word, pass 2 re-reads the row (mostly from L2) and writes it. */
-static __device__ __forceinline__ void ft_softmax_stream_row_fp16_w2(const ft_softmax_args_fp16 &a, __half *p,
-                                                                           const __half *mrow, int row_in, int len,
-                                                                           int nvec, float *scratch, const bool has_mask)
-{
-    const int nt = (int)blockDim.x;
-    const float L = 1.4426950408889634f; /* exp(x - mx) as 2^(x*L - mx*L), as in the register kernels */
-    /* with a mask, each thread subtracts the largest mask term T of the words it has read so
-     * far (see the register kernels), raised word by word: the positions, their maximum mx
-     * and the sum relative to mx shift together, so only mx moves (a pass over the mask row
-     * for the row's term first took B1 H8 S16384 fp16 4155 us against 3413 on the H200);
-     * with keep flags the row's term is known (some position is kept where i < len) */
-    float t = has_mask ? -INFINITY : row_in ? 1.0f : 0.0f; /* the largest mask value */
-    float T = has_mask ? -INFINITY : fmaf(t, 10000.0f, -10000.0f), tb = -10000.0f - T; /* its term; -10000 - T */
-    float mx = -INFINITY, sum = 0.0f;
-    for (int c0 = threadIdx.x; c0 < nvec; c0 += 2 * nt) {
-        float x[2][1], m[2][1];
-        ft_softmax_stream_words_fp16_w2(p, mrow, row_in, len, c0, nt, nvec, x, m, has_mask);
-#pragma unroll
-        for (int u = 0; u < 2; u++)
-            if (c0 + u * nt < nvec) {
-                if (has_mask) {
-                    float wt = m[u][0];
-#pragma unroll
-                    for (int e = 1; e < 1; e++)
-                        wt = fmaxf(wt, m[u][e]);
-                    if (wt > t) {
-                        const float T1 = fmaf(wt, 10000.0f, -10000.0f);
-                        mx -= T1 - T; /* -inf before the first word */
-                        t = wt, T = T1, tb = -10000.0f - T1;
-                    }
-                }
-                float wm = -INFINITY;
-#pragma unroll
-                for (int e = 0; e < 1; e++) {
-                    x[u][e] = fmaf(x[u][e], a.scale, fmaf(m[u][e], 10000.0f, tb));
-                    wm = fmaxf(wm, x[u][e]);
-                }
-                if (wm > mx) { /* one rescale a word at most */
-                    sum *= ft_exp2_approx((mx - wm) * L);
-                    mx = wm;
-                }
-                const float ml = mx * L;
-#pragma unroll
-                for (int e = 0; e < 1; e++)
-                    sum += ft_exp2_approx(fmaf(x[u][e], L, -ml));
-            }
-    }
-    /* the row's largest term and its maximum relative to it; this thread's sum rescaled to both */
-    float top = T, bmx = mx;
-    ft_block_max_shifted(top, bmx, scratch);
-    sum = ft_block_sum(mx == -INFINITY ? 0.0f : sum * ft_exp2_approx((mx - (top - T) - bmx) * L), scratch + 64);
-    const float inv = 1.0f / sum, bl = bmx * L, btb = -10000.0f - top;
-    for (int c0 = threadIdx.x; c0 < nvec; c0 += 2 * nt) {
-        float x[2][1], m[2][1];
-        ft_softmax_stream_words_fp16_w2(p, mrow, row_in, len, c0, nt, nvec, x, m, has_mask);
-#pragma unroll
-        for (int u = 0; u < 2; u++)
-            if (c0 + u * nt < nvec) {
-#pragma unroll
-                for (int e = 0; e < 1; e++)
-                    x[u][e] = ft_exp2_approx(fmaf(fmaf(x[u][e], a.scale, fmaf(m[u][e], 10000.0f, btb)), L, -bl)) * inv;
-                ft_store_cs_fp16x1(p + (c0 + u * nt) * 1, x[u]);
-            }
-    }
-}
-
-/* Softmax of rows of any length (past the block kernels' registers), one block per row,
- * the row read twice (ft_softmax_stream_row_fp16_w2). Scores and mask rows are read as
- * 2-byte words, two of each a thread in flight (H200, B1 H8 S16384 fp16 with a mask:
- * 3413 us against 6310 with the mask element by element and a rescale a position). */
-static __global__ void __launch_bounds__(512) ft_softmax_fp16_w2_stream(ft_softmax_args_fp16 a)
-{
-    __shared__ float scratch[96];
-    ft_pdl_wait(); /* launched dependent, as the register kernels */
-    ft_pdl_trigger();
-    const int64_t row = blockIdx.x;
-    const int S = a.S, nvec = S / 1;
-    const int b = ft_fastdiv_q(a.div_hs, (int)row), i = (int)row - ft_fastdiv_q(a.div_s, (int)row) * S;
-    __half *p = a.scores + row * S;
-    const int len = a.lengths ? min(max(a.lengths[b], 0), S) : S;
-    if (a.mask)
-        ft_softmax_stream_row_fp16_w2(a, p, a.mask + ((int64_t)b * S + i) * S, 1, S, nvec, scratch, true);
-    else
-        ft_softmax_stream_row_fp16_w2(a, p, NULL, i < len, len, nvec, scratch, false);
-}
 
 static __global__ void __launch_bounds__(256) ft_build_attention_mask_fp16_kernel(const int *lengths, __half *mask,
                                                                                 int B, int S)
@@ -5897,7 +5874,9 @@ if (aligned) {
         if (words <= 1024)
             return ft_softmax_launch_fp16(fn, (const void *)ft_softmax_fp16_w16_b4_ragged, (unsigned)rows,
                                           (unsigned)((words + 127) / 128 * 32), a, stream);
-        return ft_softmax_launch_fp16(fn, (const void *)ft_softmax_fp16_w2_stream, (unsigned)rows, 512, a, stream);
+        /* longer rows stream as words too (H200, B1 H12 S12001 fp16 with a mask: 2597 us against
+         * 5405 element by element) */
+        return ft_softmax_launch_fp16(fn, (const void *)ft_softmax_fp16_w16_stream_ragged, (unsigned)rows, 512, a, stream);
     }
 }
 
