@@ -3627,12 +3627,12 @@ static __global__ void __launch_bounds__(256) ft_softmax_fp16_w16_b4(ft_softmax_
     __shared__ float scratch[96];
     ft_pdl_wait(); /* launched dependent, as the warp kernels */
     ft_pdl_trigger();
-    const int S = a.S, H = a.H;
+    const int S = a.S;
     int b, i, row;
     if (a.mask) {
-        const int bi = ft_fastdiv_q(a.div_h, (int)blockIdx.x), h = (int)blockIdx.x - bi * H;
+        const int bi = ft_fastdiv_q(a.div_h, (int)blockIdx.x), h = (int)blockIdx.x - bi * a.H;
         b = ft_fastdiv_q(a.div_s, bi), i = bi - b * S;
-        row = (b * H + h) * S + i;
+        row = (b * a.H + h) * S + i;
     } else {
         row = (int)blockIdx.x;
         b = ft_fastdiv_q(a.div_hs, row), i = row - ft_fastdiv_q(a.div_s, row) * S;
@@ -3746,12 +3746,12 @@ static __global__ void __launch_bounds__(128) ft_softmax_fp16_w16_b8(ft_softmax_
     __shared__ float scratch[96];
     ft_pdl_wait(); /* launched dependent, as the warp kernels */
     ft_pdl_trigger();
-    const int S = a.S, H = a.H;
+    const int S = a.S;
     int b, i, row;
     if (a.mask) {
-        const int bi = ft_fastdiv_q(a.div_h, (int)blockIdx.x), h = (int)blockIdx.x - bi * H;
+        const int bi = ft_fastdiv_q(a.div_h, (int)blockIdx.x), h = (int)blockIdx.x - bi * a.H;
         b = ft_fastdiv_q(a.div_s, bi), i = bi - b * S;
-        row = (b * H + h) * S + i;
+        row = (b * a.H + h) * S + i;
     } else {
         row = (int)blockIdx.x;
         b = ft_fastdiv_q(a.div_hs, row), i = row - ft_fastdiv_q(a.div_s, row) * S;
@@ -3778,12 +3778,12 @@ static __global__ void __launch_bounds__(256) ft_softmax_fp16_w16_b4_ragged(ft_s
     __shared__ float scratch[96];
     ft_pdl_wait();
     ft_pdl_trigger();
-    const int S = a.S, H = a.H;
+    const int S = a.S;
     int b, i, row;
     if (a.mask) {
-        const int bi = ft_fastdiv_q(a.div_h, (int)blockIdx.x), h = (int)blockIdx.x - bi * H;
+        const int bi = ft_fastdiv_q(a.div_h, (int)blockIdx.x), h = (int)blockIdx.x - bi * a.H;
         b = ft_fastdiv_q(a.div_s, bi), i = bi - b * S;
-        row = (b * H + h) * S + i;
+        row = (b * a.H + h) * S + i;
     } else {
         row = (int)blockIdx.x;
         b = ft_fastdiv_q(a.div_hs, row), i = row - ft_fastdiv_q(a.div_s, row) * S;
@@ -3957,8 +3957,10 @@ static __device__ __forceinline__ void ft_softmax_stream_fp16_w16(const ft_softm
     ft_softmax_rg_fp16_w16 r;
     memset(&r, 0, sizeof r);
     if (a.mask) {
-        const int bi = ft_fastdiv_q(a.div_h, (int)blockIdx.x), h = (int)blockIdx.x - bi * a.H; /* bi = b S + i */
-        const int b = ft_fastdiv_q(a.div_s, bi), row = (b * a.H + h) * S + (bi - b * S);
+        int b, i, row;
+        const int bi = ft_fastdiv_q(a.div_h, (int)blockIdx.x), h = (int)blockIdx.x - bi * a.H;
+        b = ft_fastdiv_q(a.div_s, bi), i = bi - b * S;
+        row = (b * a.H + h) * S + i;
         __half *p = a.scores + (int64_t)row * S;
         const __half *mrow = a.mask + (int64_t)bi * S;
         int c_lo = 0, c_hi = S / 8;
@@ -3972,7 +3974,9 @@ static __device__ __forceinline__ void ft_softmax_stream_fp16_w16(const ft_softm
         }
         ft_softmax_stream_row_fp16_w16(a, p - r.o, mrow, 1, S, c_lo, c_hi, scratch, true, ragged, r);
     } else {
-        const int row = (int)blockIdx.x, b = ft_fastdiv_q(a.div_hs, row), i = row - ft_fastdiv_q(a.div_s, row) * S;
+        int b, i, row;
+        row = (int)blockIdx.x;
+        b = ft_fastdiv_q(a.div_hs, row), i = row - ft_fastdiv_q(a.div_s, row) * S;
         const int len = a.lengths ? min(max(a.lengths[b], 0), S) : S;
         __half *p = a.scores + (int64_t)row * S;
         int c_lo = 0, c_hi = S / 8;
