@@ -183,15 +183,20 @@ class EncoderFamily(NormFamily):
             w["max_cols"] = 32 * w["buckets"][-1] * w["vec"]
             # rows off the grid of the first (vector) width: its words from the grid point
             # below each row (the block kernel past one warp; in one warp, for 2-byte types,
-            # where that beat element-wise accesses on the H200: rows of up to 16 words in
-            # groups of up to 16 lanes, and the bucket of 32 elements a lane past half of it)
+            # where that beat element-wise accesses on the H200). (nvl, G): nvl words a lane in
+            # groups of G lanes. These kernels are issue-bound, so past 4 row words a row takes
+            # few lanes of 4 words each (bench/RESULTS.md, sixty-sixth session): up to 4 words
+            # in groups of 2 or 4 lanes of one word, 9-11 row words in 4 lanes of 4, 17-25 in 8,
+            # 33-50 in 16, and the bucket of 32 elements a lane in 32 lanes
             w["ragged"] = w is ctx["widths"][0] and w["vec"] > 1
             w["rg_top"] = 32 // w["vec"] if w["ragged"] and DTYPES[dt]["esize"] == 2 else 0
-            w["rg_kernels"] = ([(1, g) for g in (2, 4, 8, 16)] + [(w["rg_top"], 32)]) if w["rg_top"] else []
-            # and the row shifted into row order (lane c: words from column c*vec), in fewer
-            # lanes where the memory words need the next bucket up: up to 8 lanes, and the
-            # 32-element bucket (shifting costs shuffles, and lost in equal buckets)
-            w["sh_kernels"] = ([(1, g) for g in (1, 2, 4, 8)] + [(w["rg_top"], 32)]) if w["rg_top"] else []
+            w["rg_kernels"] = ([(1, 2), (1, 4), (4, 4), (4, 8), (4, 16), (w["rg_top"], 32)]) if w["rg_top"] else []
+            # and the row shifted into row order (lane c: words from column c*vec), where the
+            # memory words need the next bucket up but the row's own words do not (up to 4
+            # lanes of one word, and the bucket of 32 elements a lane), and where that measured
+            # faster: 5 row words in 2 lanes of 4, 6-8 in 4 lanes of 2, 12-16 in 4 lanes of 4,
+            # 26-32 in 8 lanes of 4
+            w["sh_kernels"] = ([(1, 1), (1, 2), (1, 4), (4, 2), (2, 4), (4, 4), (4, 8), (w["rg_top"], 32)]) if w["rg_top"] else []
             # the streaming kernel (rows past the block kernels): words of each row a thread has
             # in flight. 8 elements: one 16-byte word of a 2-byte type (32 registers, four
             # blocks of 512 an SM) against two (64, two blocks): H200, B1 H8 S16384 fp16 with

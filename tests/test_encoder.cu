@@ -282,18 +282,22 @@ static const int softmax_s[] = {1,   2,   7,    8,    15,   16,   31,   32,   33
                                 2049, 2056, 3000, 4096, 4104, 5000, 6001, 8192, 8193, 8200, 3001, 7777};
 
 /* rows off the grid ({S, mask mode, misalign}): the 2-byte types' warp kernels from the
- * grid point below each row, in groups of 2-16 lanes and with 4 words a lane (past 512
- * columns, up to 128 words: 1011 and 1017 reach 128 at o = 7); rows shifted into row order
- * where the memory words need the next bucket up (3, 7: 1 lane; 13, 15: 2; 29: 4; 60, 63:
- * 8; 1018 (its scores off the grid too), 1023: 4 words a lane; each reaches the memory
- * word past the bucket at large offsets); element-wise rows between and past them (1, 127,
- * 255, 300, 511, and past 1024 in softmax_s); masks off the grid by other offsets than the
- * scores' (odd S, or the mask alone) */
+ * grid point below each row, in groups of 2 and 4 lanes of one word (up to 4 row words),
+ * of 4 lanes of 4 words (9-11 row words: 65, 77, 88), 8 lanes of 4 (17-25: 129, 150, 200)
+ * and 16 of 4 (33-50 row words: 257, 300, 400 with the scores one element off) and with 4
+ * words in 32 lanes (past 512 columns, up to 128 words: 1011 and 1017 reach 128 at o = 7);
+ * rows shifted into row order (3, 7: 1 lane; 13, 15: 2; 29: 4; 33, 39: 2 lanes of 4 words;
+ * 41, 60, 63, 64: 4 lanes of 2; 89, 114, 127, 128: 4 of 4; 201, 255, 256: 8 of 4; 1018 (its
+ * scores off the grid too), 1023: 4 words in 32 lanes; 64, 128 and 256 with the scores one
+ * element off reach the memory word past their bucket); element-wise rows between and past
+ * them (1, 401, 505, 511, and past 1024 in softmax_s); masks off the grid by other offsets than
+ * the scores' (odd S, or the mask alone) */
 static const int softmax_ragged[][3] = {
-    {1, 2, 0},   {3, 2, 0},    {5, 1, 0},    {7, 2, 1},    {13, 2, 2},   {15, 1, 0},   {29, 2, 0},
-    {60, 2, 1},  {63, 2, 0},   {77, 2, 0},   {114, 2, 1},  {127, 2, 0},  {255, 2, 2},  {300, 1, 0},
-    {511, 2, 0}, {515, 2, 0},  {700, 1, 0},  {1011, 2, 0}, {1017, 2, 1}, {1009, 1, 0}, {1018, 2, 1},
-    {1023, 2, 0}};
+    {1, 2, 0},    {3, 2, 0},    {5, 1, 0},    {7, 2, 1},    {13, 2, 2},   {15, 1, 0},   {29, 2, 0},   {33, 2, 0},
+    {39, 2, 1},   {41, 1, 2},   {60, 2, 1},   {63, 2, 0},   {64, 1, 1},   {65, 2, 1},   {77, 2, 0},   {88, 2, 1},
+    {89, 1, 0},   {114, 2, 1},  {127, 2, 0},  {128, 2, 1},  {129, 2, 1},  {150, 1, 0},  {200, 2, 2},  {201, 2, 0},
+    {255, 2, 2},  {256, 2, 1},  {257, 2, 1},  {300, 1, 0},  {400, 2, 1},  {401, 2, 0},  {505, 2, 1},  {511, 2, 0},
+    {515, 2, 0},  {700, 1, 0},  {1011, 2, 0}, {1017, 2, 1}, {1009, 1, 0}, {1018, 2, 1}, {1023, 2, 0}};
 
 /* rows past the block kernels, streamed ({S, mask mode, misalign, B, H}): on the 16-byte
  * grid as words with a mask (heads fastest: two heads) and with lengths; off it as words

@@ -26,10 +26,11 @@
  * The softmax keeps a row in registers: rows of up to 2048 columns (16-byte accesses) or
  * 1024 (element by element, rows off the 16-byte grid) are served by a group of 1..32
  * lanes, chosen per call as the fewest lanes that hold the row (the register buckets per
- * lane are fixed when the header is generated); rows off the grid of 2-16 words (where they fill more than 5/8 of the group), and of
- * 513-1010 columns, in one warp through 16-byte words from the grid point below each row (where those
- * words need the next bucket up but the row's own words do not, up to 8 lanes or 4 words a lane: the
- * row shifted into row order by shuffles);
+ * lane are fixed when the header is generated); rows off the grid of up to 400 and of
+ * 513-1010 columns in one warp through 16-byte words from the grid point below each row, in
+ * groups of 1-4 lanes of one word up to 4 words a row, past that in groups of 2-16 lanes
+ * of 2 or 4 words and 32 lanes of 4 (for some lengths the row shifted into row order by
+ * shuffles);
  * rows of up to 8192 columns by one block, 16-byte accesses (a row off the grid
  * as whole words from the grid point below it, its first and last written element by
  * element, its mask as words shifted into place); longer rows by a block that streams the
@@ -1729,7 +1730,7 @@ static __global__ void __launch_bounds__(128) ft_softmax_bf16_w16_r1_g4_ragged(f
 
 }
 
-/* Softmax of rows of up to 64 columns: 8 lanes per row, 1 vector(s) of 8 per lane
+/* Softmax of rows of up to 128 columns: 4 lanes per row, 4 vector(s) of 8 per lane
  * kept in registers; one read and one write of the row. The lane count is fixed per
  * kernel (no index division, unrolled shuffles; rows that need more than one vector per
  * lane always take 32 lanes). Every load of the row (score and mask words) is issued
@@ -1753,12 +1754,212 @@ static __global__ void __launch_bounds__(128) ft_softmax_bf16_w16_r1_g4_ragged(f
  * starts in (q0 words before or at it) and takes the next from the lane above by a shuffle
  * (the last lane of a group reads it itself), then shifts the pair by d elements into
  * place. Only a word that would cross the end of its tensor is read element by element. */
-static __device__ __forceinline__ void ft_softmax_row_bf16_w16_r1_g8_rg(const ft_softmax_args_bf16 &a, __nv_bfloat16 *p,
+static __device__ __forceinline__ void ft_softmax_row_bf16_w16_r4_g4_rg(const ft_softmax_args_bf16 &a, __nv_bfloat16 *p,
+    const __nv_bfloat16 *mrow, int len, int row_in, int nvec, bool live, const bool full, const bool ragged, int o)
+{
+    enum { g = 4 };
+    const int lane = threadIdx.x & (g - 1);
+    ft_word_bf16x8 sw[4], mw[4]; /* the row's score and mask words */
+    /* a ragged row's mask: word c's elements start d elements into mask word c + q0 of the
+     * mask row's mwords (from its grid point mb). Words are read whole, the neighbours'
+     * elements with them (a word on the grid never crosses an allocation's start, which
+     * is on it), but for a word that would cross the tensor's end: the tail (below). Every
+     * load is a predicated one in straight-line code (branches around each word's loads,
+     * and conversions of loaded data among them, cost the first form of these kernels
+     * half its speed) */
+    const int om = ragged && mrow ? (int)(((uintptr_t)mrow / sizeof(__nv_bfloat16)) % 8) : 0;
+    const __nv_bfloat16 *mb = mrow ? mrow - om : NULL;
+    const int q0 = om < o ? -1 : 0, d = om - o - q0 * 8;
+    const int mwords = (om + a.S + 7) / 8;
+    /* 1 where the row's last word (scores, mask) would cross the tensor's end */
+    const int stail = ragged && p + nvec * 8 > a.scores + a.rows * a.S;
+    const int mtail = ragged && mrow && mb + mwords * 8 > a.mask + (int64_t)a.B * a.S * a.S;
+    const bool last = (threadIdx.x & 3) == 3; /* takes no shuffle from above */
+    ft_word_bf16x8 mh[4];     /* the last lane's next mask words */
+#pragma unroll
+    for (int k = 0; k < 4; k++) {
+        const int c = lane + k * g;
+        if (full || c < nvec - stail) {
+            if (!ragged || (c > 0 && c < nvec - 1))
+                sw[k] = __ldcs((const ft_word_bf16x8 *)(p + c * 8));
+            else
+                sw[k] = *(const ft_word_bf16x8 *)(p + c * 8);
+            if (mrow && !ragged)
+                mw[k] = *(const ft_word_bf16x8 *)(mrow + c * 8);
+        }
+        if (mrow && ragged) { /* word c's mask word, and the one after it for word c - 1 */
+            memset(&mw[k], 0, sizeof mw[k]);
+            memset(&mh[k], 0, sizeof mh[k]);
+            if ((unsigned)(c + q0) < (unsigned)(mwords - mtail) && c <= nvec)
+                mw[k] = *(const ft_word_bf16x8 *)(mb + (c + q0) * 8);
+            if (last && (unsigned)(c + q0 + 1) < (unsigned)(mwords - mtail) && c < nvec)
+                mh[k] = *(const ft_word_bf16x8 *)(mb + (c + q0 + 1) * 8);
+        }
+    }
+    if (stail | mtail) /* the tensor's last row: its last word element by element, clamped into the row */
+#pragma unroll
+        for (int k = 0; k < 4; k++) {
+            const int c = lane + k * g;
+            if (stail && c == nvec - 1)
+                sw[k] = ft_softmax_word_bf16_w16(p, c, o, a.S);
+            if (mtail && c + q0 == mwords - 1 && c <= nvec)
+                mw[k] = ft_softmax_word_bf16_w16(mb, c + q0, om, a.S);
+            if (mtail && last && c + q0 + 1 == mwords - 1 && c < nvec)
+                mh[k] = ft_softmax_word_bf16_w16(mb, c + q0 + 1, om, a.S);
+        }
+    if (mrow && ragged)
+#pragma unroll
+        for (int k = 0; k < 4; k++) {
+            ft_word_bf16x8 nx = ft_softmax_shfl_down_bf16_w16(mw[k], 4);
+            if (last)
+                nx = mh[k];
+            mw[k] = ft_softmax_shift_bf16_w16(mw[k], nx, d);
+        }
+    const int po = o;
+    float x[4][8]; /* first the mask values (keep flags without a mask), then the shifted values */
+    float t = -INFINITY;            /* this lane's largest mask value, then its term */
+#pragma unroll
+    for (int k = 0; k < 4; k++)
+        if (full || lane + k * g < nvec) {
+            /* a ragged row's word c holds positions c*8 - o ...; o = 0 otherwise */
+            const int c = lane + k * g;
+            ft_softmax_keep_vec_bf16_w16(mrow != NULL, mw[k], row_in, len + po, c, x[k]);
+            if (ragged && (c == 0 || c == nvec - 1)) /* positions outside the row weigh nothing */
+#pragma unroll
+                for (int e = 0; e < 8; e++) {
+                    const int j = c * 8 + e - po;
+                    if (j < 0 || j >= a.S)
+                        x[k][e] = -INFINITY;
+                }
+#pragma unroll
+            for (int e = 0; e < 8; e++)
+                t = fmaxf(t, x[k][e]);
+        }
+    /* the terms (1 - m)*-10000 are monotone in m: the largest term from the largest value,
+     * and each term less it as m*10000 - (10000 + t) in one rounding (an instruction a
+     * position instead of three) */
+    t = fmaf(t, 10000.0f, -10000.0f);
+    const float tb = -10000.0f - t;
+    float mx = -INFINITY;
+#pragma unroll
+    for (int k = 0; k < 4; k++)
+        if (full || lane + k * g < nvec) {
+            float sc[8];
+            ft_unpack_bf16x8(sw[k], sc);
+            const int c = lane + k * g;
+            if (ragged && (c == 0 || c == nvec - 1)) /* the neighbours' scores (anything, NaN too) as 0 */
+#pragma unroll
+                for (int e = 0; e < 8; e++) {
+                    const int j = c * 8 + e - po;
+                    if (j < 0 || j >= a.S)
+                        sc[e] = 0.0f;
+                }
+#pragma unroll
+            for (int e = 0; e < 8; e++) {
+                x[k][e] = fmaf(sc[e], a.scale, fmaf(x[k][e], 10000.0f, tb));
+                mx = fmaxf(mx, x[k][e]);
+            }
+        }
+    float top = t;
+    ft_group_max_shifted(top, mx, g, 0xffffffffu);
+    mx -= t - top; /* the row maximum relative to this lane's shift */
+    /* exp(x - mx) as 2^(x*log2(e) - mx*log2(e)): one FFMA and the approximate unit, weights
+     * below 2^-126 of the row's largest flushed to 0 (an absolute error under 2^-126);
+     * __expf's non-flushing form took four more instructions a position */
+    const float mxl = mx * 1.4426950408889634f;
+    float sum = 0.0f;
+#pragma unroll
+    for (int k = 0; k < 4; k++)
+        if (full || lane + k * g < nvec)
+#pragma unroll
+            for (int e = 0; e < 8; e++) {
+                x[k][e] = ft_exp2_approx(fmaf(x[k][e], 1.4426950408889634f, -mxl));
+                sum += x[k][e];
+            }
+    sum = ft_group_sum(sum, g, 0xffffffffu);
+    const float inv = 1.0f / sum;
+#pragma unroll
+    for (int k = 0; k < 4; k++) {
+        const int c = lane + k * g;
+        if (live && (full || c < nvec)) {
+#pragma unroll
+            for (int e = 0; e < 8; e++)
+                x[k][e] *= inv;
+            if (!ragged || (c > 0 && c < nvec - 1)) {
+                ft_store_cs_bf16x8(p + c * 8, x[k]);
+            } else {
+#pragma unroll
+                for (int e = 0; e < 8; e++) {
+                    const int j = c * 8 + e - o;
+                    if (j >= 0 && j < a.S)
+                        p[c * 8 + e] = ft_from_float_bf16(x[k][e]);
+                }
+            }
+        }
+    }
+}
+
+/* ft_softmax_bf16_w16_r4_g4 for rows that may lie off the 16-byte grid (S not a multiple of
+ * 8, or a pointer off the grid): each row's words run from the grid point below it, the
+ * first and last written element by element; the mask as words shifted into place. */
+static __global__ void __launch_bounds__(128) ft_softmax_bf16_w16_r4_g4_ragged(ft_softmax_args_bf16 a)
+{
+    enum { g = 4 };
+    /* rows < 2^31 (the launcher checks); a group past the last row works on the last row
+     * and stores nothing, so every lane of a warp reaches the shuffles (full-warp masks:
+     * a per-group mask makes the compiler emulate the shuffle lane group by lane group).
+     * Rows in order (a grid over (b*H + h, row pieces) measured 4% slower: S512 49.6 us
+     * against 47.6 in the same form) */
+    const int row0 = blockIdx.x * (128 / g) + (int)threadIdx.x / g;
+    const bool live = row0 < a.rows;
+    if (__all_sync(0xffffffffu, !live))
+        return;
+    /* launched dependent (sm_90): wait for the previous kernel's writes, then let the next
+     * launch be scheduled behind this one's last blocks */
+    ft_pdl_wait();
+    ft_pdl_trigger();
+    const int row = live ? row0 : (int)a.rows - 1;
+    const int S = a.S;
+    const int b = ft_fastdiv_q(a.div_hs, row), i = row - ft_fastdiv_q(a.div_s, row) * S;
+    __nv_bfloat16 *p = a.scores + (int64_t)row * S;
+    const __nv_bfloat16 *mrow = a.mask ? a.mask + ((int64_t)b * S + i) * S : NULL;
+    const int len = a.lengths ? min(max(a.lengths[b], 0), S) : S;
+    /* o elements past the grid point below the row; its words run from there */
+    const int o = (int)(((uintptr_t)p / sizeof(__nv_bfloat16)) % 8);
+    ft_softmax_row_bf16_w16_r4_g4_rg(a, p - o, mrow, len, i < len, (o + S + 7) / 8, live, false, true, o);
+
+}
+
+/* Softmax of rows of up to 256 columns: 8 lanes per row, 4 vector(s) of 8 per lane
+ * kept in registers; one read and one write of the row. The lane count is fixed per
+ * kernel (no index division, unrolled shuffles; rows that need more than one vector per
+ * lane always take 32 lanes). Every load of the row (score and mask words) is issued
+ * before the first reduction.
+ * Score words are read and written as streaming (evict-first): no other access shares
+ * their sectors.
+ *
+ * Each lane subtracts its own largest mask term t from its positions, so a row masked
+ * everywhere (all terms -10000, where fp32 would keep only ~10 bits of score*scale) keeps
+ * score*scale exactly; the row maximum is reduced as (largest t, maximum relative to
+ * it) in one pass (ft_group_max_shifted). Lanes whose t is the row's get the values they
+ * would without any shift, bit for bit; the others hold only positions masked harder than
+ * the row's best, whose weights underflow either way.
+ *
+ * This is one row's work for the kernel below; `full`: the row fills the group's vectors
+ * exactly (the compiler drops the bounds tests of that copy); `ragged`: the row lies o
+ * elements past the grid point p (or ends off the grid, or its mask row is off it): nvec
+ * words from p, read whole (the neighbours' elements in the first and last weigh nothing
+ * and are never written: those two are written element by element). The mask row
+ * lies om elements past its own grid point: each lane reads the mask word its score word
+ * starts in (q0 words before or at it) and takes the next from the lane above by a shuffle
+ * (the last lane of a group reads it itself), then shifts the pair by d elements into
+ * place. Only a word that would cross the end of its tensor is read element by element. */
+static __device__ __forceinline__ void ft_softmax_row_bf16_w16_r4_g8_rg(const ft_softmax_args_bf16 &a, __nv_bfloat16 *p,
     const __nv_bfloat16 *mrow, int len, int row_in, int nvec, bool live, const bool full, const bool ragged, int o)
 {
     enum { g = 8 };
     const int lane = threadIdx.x & (g - 1);
-    ft_word_bf16x8 sw[1], mw[1]; /* the row's score and mask words */
+    ft_word_bf16x8 sw[4], mw[4]; /* the row's score and mask words */
     /* a ragged row's mask: word c's elements start d elements into mask word c + q0 of the
      * mask row's mwords (from its grid point mb). Words are read whole, the neighbours'
      * elements with them (a word on the grid never crosses an allocation's start, which
@@ -1774,9 +1975,9 @@ static __device__ __forceinline__ void ft_softmax_row_bf16_w16_r1_g8_rg(const ft
     const int stail = ragged && p + nvec * 8 > a.scores + a.rows * a.S;
     const int mtail = ragged && mrow && mb + mwords * 8 > a.mask + (int64_t)a.B * a.S * a.S;
     const bool last = (threadIdx.x & 7) == 7; /* takes no shuffle from above */
-    ft_word_bf16x8 mh[1];     /* the last lane's next mask words */
+    ft_word_bf16x8 mh[4];     /* the last lane's next mask words */
 #pragma unroll
-    for (int k = 0; k < 1; k++) {
+    for (int k = 0; k < 4; k++) {
         const int c = lane + k * g;
         if (full || c < nvec - stail) {
             if (!ragged || (c > 0 && c < nvec - 1))
@@ -1797,7 +1998,7 @@ static __device__ __forceinline__ void ft_softmax_row_bf16_w16_r1_g8_rg(const ft
     }
     if (stail | mtail) /* the tensor's last row: its last word element by element, clamped into the row */
 #pragma unroll
-        for (int k = 0; k < 1; k++) {
+        for (int k = 0; k < 4; k++) {
             const int c = lane + k * g;
             if (stail && c == nvec - 1)
                 sw[k] = ft_softmax_word_bf16_w16(p, c, o, a.S);
@@ -1808,17 +2009,17 @@ static __device__ __forceinline__ void ft_softmax_row_bf16_w16_r1_g8_rg(const ft
         }
     if (mrow && ragged)
 #pragma unroll
-        for (int k = 0; k < 1; k++) {
+        for (int k = 0; k < 4; k++) {
             ft_word_bf16x8 nx = ft_softmax_shfl_down_bf16_w16(mw[k], 8);
             if (last)
                 nx = mh[k];
             mw[k] = ft_softmax_shift_bf16_w16(mw[k], nx, d);
         }
     const int po = o;
-    float x[1][8]; /* first the mask values (keep flags without a mask), then the shifted values */
+    float x[4][8]; /* first the mask values (keep flags without a mask), then the shifted values */
     float t = -INFINITY;            /* this lane's largest mask value, then its term */
 #pragma unroll
-    for (int k = 0; k < 1; k++)
+    for (int k = 0; k < 4; k++)
         if (full || lane + k * g < nvec) {
             /* a ragged row's word c holds positions c*8 - o ...; o = 0 otherwise */
             const int c = lane + k * g;
@@ -1841,7 +2042,7 @@ static __device__ __forceinline__ void ft_softmax_row_bf16_w16_r1_g8_rg(const ft
     const float tb = -10000.0f - t;
     float mx = -INFINITY;
 #pragma unroll
-    for (int k = 0; k < 1; k++)
+    for (int k = 0; k < 4; k++)
         if (full || lane + k * g < nvec) {
             float sc[8];
             ft_unpack_bf16x8(sw[k], sc);
@@ -1868,7 +2069,7 @@ static __device__ __forceinline__ void ft_softmax_row_bf16_w16_r1_g8_rg(const ft
     const float mxl = mx * 1.4426950408889634f;
     float sum = 0.0f;
 #pragma unroll
-    for (int k = 0; k < 1; k++)
+    for (int k = 0; k < 4; k++)
         if (full || lane + k * g < nvec)
 #pragma unroll
             for (int e = 0; e < 8; e++) {
@@ -1878,7 +2079,7 @@ static __device__ __forceinline__ void ft_softmax_row_bf16_w16_r1_g8_rg(const ft
     sum = ft_group_sum(sum, g, 0xffffffffu);
     const float inv = 1.0f / sum;
 #pragma unroll
-    for (int k = 0; k < 1; k++) {
+    for (int k = 0; k < 4; k++) {
         const int c = lane + k * g;
         if (live && (full || c < nvec)) {
 #pragma unroll
@@ -1898,10 +2099,10 @@ static __device__ __forceinline__ void ft_softmax_row_bf16_w16_r1_g8_rg(const ft
     }
 }
 
-/* ft_softmax_bf16_w16_r1_g8 for rows that may lie off the 16-byte grid (S not a multiple of
+/* ft_softmax_bf16_w16_r4_g8 for rows that may lie off the 16-byte grid (S not a multiple of
  * 8, or a pointer off the grid): each row's words run from the grid point below it, the
  * first and last written element by element; the mask as words shifted into place. */
-static __global__ void __launch_bounds__(128) ft_softmax_bf16_w16_r1_g8_ragged(ft_softmax_args_bf16 a)
+static __global__ void __launch_bounds__(128) ft_softmax_bf16_w16_r4_g8_ragged(ft_softmax_args_bf16 a)
 {
     enum { g = 8 };
     /* rows < 2^31 (the launcher checks); a group past the last row works on the last row
@@ -1925,11 +2126,11 @@ static __global__ void __launch_bounds__(128) ft_softmax_bf16_w16_r1_g8_ragged(f
     const int len = a.lengths ? min(max(a.lengths[b], 0), S) : S;
     /* o elements past the grid point below the row; its words run from there */
     const int o = (int)(((uintptr_t)p / sizeof(__nv_bfloat16)) % 8);
-    ft_softmax_row_bf16_w16_r1_g8_rg(a, p - o, mrow, len, i < len, (o + S + 7) / 8, live, false, true, o);
+    ft_softmax_row_bf16_w16_r4_g8_rg(a, p - o, mrow, len, i < len, (o + S + 7) / 8, live, false, true, o);
 
 }
 
-/* Softmax of rows of up to 128 columns: 16 lanes per row, 1 vector(s) of 8 per lane
+/* Softmax of rows of up to 512 columns: 16 lanes per row, 4 vector(s) of 8 per lane
  * kept in registers; one read and one write of the row. The lane count is fixed per
  * kernel (no index division, unrolled shuffles; rows that need more than one vector per
  * lane always take 32 lanes). Every load of the row (score and mask words) is issued
@@ -1953,12 +2154,12 @@ static __global__ void __launch_bounds__(128) ft_softmax_bf16_w16_r1_g8_ragged(f
  * starts in (q0 words before or at it) and takes the next from the lane above by a shuffle
  * (the last lane of a group reads it itself), then shifts the pair by d elements into
  * place. Only a word that would cross the end of its tensor is read element by element. */
-static __device__ __forceinline__ void ft_softmax_row_bf16_w16_r1_g16_rg(const ft_softmax_args_bf16 &a, __nv_bfloat16 *p,
+static __device__ __forceinline__ void ft_softmax_row_bf16_w16_r4_g16_rg(const ft_softmax_args_bf16 &a, __nv_bfloat16 *p,
     const __nv_bfloat16 *mrow, int len, int row_in, int nvec, bool live, const bool full, const bool ragged, int o)
 {
     enum { g = 16 };
     const int lane = threadIdx.x & (g - 1);
-    ft_word_bf16x8 sw[1], mw[1]; /* the row's score and mask words */
+    ft_word_bf16x8 sw[4], mw[4]; /* the row's score and mask words */
     /* a ragged row's mask: word c's elements start d elements into mask word c + q0 of the
      * mask row's mwords (from its grid point mb). Words are read whole, the neighbours'
      * elements with them (a word on the grid never crosses an allocation's start, which
@@ -1974,9 +2175,9 @@ static __device__ __forceinline__ void ft_softmax_row_bf16_w16_r1_g16_rg(const f
     const int stail = ragged && p + nvec * 8 > a.scores + a.rows * a.S;
     const int mtail = ragged && mrow && mb + mwords * 8 > a.mask + (int64_t)a.B * a.S * a.S;
     const bool last = (threadIdx.x & 15) == 15; /* takes no shuffle from above */
-    ft_word_bf16x8 mh[1];     /* the last lane's next mask words */
+    ft_word_bf16x8 mh[4];     /* the last lane's next mask words */
 #pragma unroll
-    for (int k = 0; k < 1; k++) {
+    for (int k = 0; k < 4; k++) {
         const int c = lane + k * g;
         if (full || c < nvec - stail) {
             if (!ragged || (c > 0 && c < nvec - 1))
@@ -1997,7 +2198,7 @@ static __device__ __forceinline__ void ft_softmax_row_bf16_w16_r1_g16_rg(const f
     }
     if (stail | mtail) /* the tensor's last row: its last word element by element, clamped into the row */
 #pragma unroll
-        for (int k = 0; k < 1; k++) {
+        for (int k = 0; k < 4; k++) {
             const int c = lane + k * g;
             if (stail && c == nvec - 1)
                 sw[k] = ft_softmax_word_bf16_w16(p, c, o, a.S);
@@ -2008,17 +2209,17 @@ static __device__ __forceinline__ void ft_softmax_row_bf16_w16_r1_g16_rg(const f
         }
     if (mrow && ragged)
 #pragma unroll
-        for (int k = 0; k < 1; k++) {
+        for (int k = 0; k < 4; k++) {
             ft_word_bf16x8 nx = ft_softmax_shfl_down_bf16_w16(mw[k], 16);
             if (last)
                 nx = mh[k];
             mw[k] = ft_softmax_shift_bf16_w16(mw[k], nx, d);
         }
     const int po = o;
-    float x[1][8]; /* first the mask values (keep flags without a mask), then the shifted values */
+    float x[4][8]; /* first the mask values (keep flags without a mask), then the shifted values */
     float t = -INFINITY;            /* this lane's largest mask value, then its term */
 #pragma unroll
-    for (int k = 0; k < 1; k++)
+    for (int k = 0; k < 4; k++)
         if (full || lane + k * g < nvec) {
             /* a ragged row's word c holds positions c*8 - o ...; o = 0 otherwise */
             const int c = lane + k * g;
@@ -2041,7 +2242,7 @@ static __device__ __forceinline__ void ft_softmax_row_bf16_w16_r1_g16_rg(const f
     const float tb = -10000.0f - t;
     float mx = -INFINITY;
 #pragma unroll
-    for (int k = 0; k < 1; k++)
+    for (int k = 0; k < 4; k++)
         if (full || lane + k * g < nvec) {
             float sc[8];
             ft_unpack_bf16x8(sw[k], sc);
@@ -2068,7 +2269,7 @@ static __device__ __forceinline__ void ft_softmax_row_bf16_w16_r1_g16_rg(const f
     const float mxl = mx * 1.4426950408889634f;
     float sum = 0.0f;
 #pragma unroll
-    for (int k = 0; k < 1; k++)
+    for (int k = 0; k < 4; k++)
         if (full || lane + k * g < nvec)
 #pragma unroll
             for (int e = 0; e < 8; e++) {
@@ -2078,7 +2279,7 @@ static __device__ __forceinline__ void ft_softmax_row_bf16_w16_r1_g16_rg(const f
     sum = ft_group_sum(sum, g, 0xffffffffu);
     const float inv = 1.0f / sum;
 #pragma unroll
-    for (int k = 0; k < 1; k++) {
+    for (int k = 0; k < 4; k++) {
         const int c = lane + k * g;
         if (live && (full || c < nvec)) {
 #pragma unroll
@@ -2098,10 +2299,10 @@ static __device__ __forceinline__ void ft_softmax_row_bf16_w16_r1_g16_rg(const f
     }
 }
 
-/* ft_softmax_bf16_w16_r1_g16 for rows that may lie off the 16-byte grid (S not a multiple of
+/* ft_softmax_bf16_w16_r4_g16 for rows that may lie off the 16-byte grid (S not a multiple of
  * 8, or a pointer off the grid): each row's words run from the grid point below it, the
  * first and last written element by element; the mask as words shifted into place. */
-static __global__ void __launch_bounds__(128) ft_softmax_bf16_w16_r1_g16_ragged(ft_softmax_args_bf16 a)
+static __global__ void __launch_bounds__(128) ft_softmax_bf16_w16_r4_g16_ragged(ft_softmax_args_bf16 a)
 {
     enum { g = 16 };
     /* rows < 2^31 (the launcher checks); a group past the last row works on the last row
@@ -2125,7 +2326,7 @@ static __global__ void __launch_bounds__(128) ft_softmax_bf16_w16_r1_g16_ragged(
     const int len = a.lengths ? min(max(a.lengths[b], 0), S) : S;
     /* o elements past the grid point below the row; its words run from there */
     const int o = (int)(((uintptr_t)p / sizeof(__nv_bfloat16)) % 8);
-    ft_softmax_row_bf16_w16_r1_g16_rg(a, p - o, mrow, len, i < len, (o + S + 7) / 8, live, false, true, o);
+    ft_softmax_row_bf16_w16_r4_g16_rg(a, p - o, mrow, len, i < len, (o + S + 7) / 8, live, false, true, o);
 
 }
 
@@ -3001,7 +3202,7 @@ static __global__ void __launch_bounds__(128) ft_softmax_bf16_w16_r1_g4_shifted(
 
 }
 
-/* Softmax of rows of up to 64 columns: 8 lanes per row, 1 vector(s) of 8 per lane
+/* Softmax of rows of up to 64 columns: 2 lanes per row, 4 vector(s) of 8 per lane
  * kept in registers; one read and one write of the row. The lane count is fixed per
  * kernel (no index division, unrolled shuffles; rows that need more than one vector per
  * lane always take 32 lanes). Every load of the row (score and mask words) is issued
@@ -3025,12 +3226,12 @@ static __global__ void __launch_bounds__(128) ft_softmax_bf16_w16_r1_g4_shifted(
  * starts in (q0 words before or at it) and takes the next from the lane above by a shuffle
  * (the last lane of a group reads it itself), then shifts the pair by d elements into
  * place. Only a word that would cross the end of its tensor is read element by element. */
-static __device__ __forceinline__ void ft_softmax_row_bf16_w16_r1_g8_sh(const ft_softmax_args_bf16 &a, __nv_bfloat16 *p,
+static __device__ __forceinline__ void ft_softmax_row_bf16_w16_r4_g2_sh(const ft_softmax_args_bf16 &a, __nv_bfloat16 *p,
     const __nv_bfloat16 *mrow, int len, int row_in, int nvec, bool live, const bool full, const bool ragged, int o)
 {
-    enum { g = 8 };
+    enum { g = 2 };
     const int lane = threadIdx.x & (g - 1);
-    ft_word_bf16x8 sw[1], mw[1]; /* the row's score and mask words */
+    ft_word_bf16x8 sw[4], mw[4]; /* the row's score and mask words */
     /* the row shifted into row order: lane c's word holds columns c*8.. (nvec = the row's
      * words), made of memory words c and c + 1 from the grid point p (o elements before the
      * row), the next one from the lane above by a shuffle (lane 0's next word for the group's
@@ -3047,7 +3248,7 @@ static __device__ __forceinline__ void ft_softmax_row_bf16_w16_r1_g8_sh(const ft
     memset(&sx, 0, sizeof sx);
     memset(&mx_, 0, sizeof mx_);
 #pragma unroll
-    for (int k = 0; k < 1; k++) {
+    for (int k = 0; k < 4; k++) {
         const int c = lane + k * g;
         memset(&sw[k], 0, sizeof sw[k]);
         memset(&mw[k], 0, sizeof mw[k]);
@@ -3062,7 +3263,7 @@ static __device__ __forceinline__ void ft_softmax_row_bf16_w16_r1_g8_sh(const ft
         mx_ = *(const ft_word_bf16x8 *)(mb + 8 * 8);
     if (stail | mtail) { /* the tensor's last row: its last memory word element by element */
 #pragma unroll
-        for (int k = 0; k < 1; k++) {
+        for (int k = 0; k < 4; k++) {
             const int c = lane + k * g;
             if (stail && c == nmem - 1)
                 sw[k] = ft_softmax_word_bf16_w16(p, c, o, a.S);
@@ -3075,22 +3276,22 @@ static __device__ __forceinline__ void ft_softmax_row_bf16_w16_r1_g8_sh(const ft
             mx_ = ft_softmax_word_bf16_w16(mb, 8, om, a.S);
     }
 #pragma unroll
-    for (int k = 0; k < 1; k++) { /* into row order, k ascending (lane 0 gives word k + 1 unshifted) */
-        ft_word_bf16x8 nx = ft_softmax_shfl_next_bf16_w16(sw[k], sw[k + 1 < 1 ? k + 1 : k], lane, g);
-        if (last && k == 0)
+    for (int k = 0; k < 4; k++) { /* into row order, k ascending (lane 0 gives word k + 1 unshifted) */
+        ft_word_bf16x8 nx = ft_softmax_shfl_next_bf16_w16(sw[k], sw[k + 1 < 4 ? k + 1 : k], lane, g);
+        if (last && k == 3)
             nx = sx;
-        ft_word_bf16x8 ny = ft_softmax_shfl_next_bf16_w16(mw[k], mw[k + 1 < 1 ? k + 1 : k], lane, g);
-        if (last && k == 0)
+        ft_word_bf16x8 ny = ft_softmax_shfl_next_bf16_w16(mw[k], mw[k + 1 < 4 ? k + 1 : k], lane, g);
+        if (last && k == 3)
             ny = mx_;
         sw[k] = ft_softmax_shift_bf16_w16(sw[k], nx, o);
         mw[k] = ft_softmax_shift_bf16_w16(mw[k], ny, om);
     }
     nvec = (a.S + 7) / 8; /* row words from here on */
     const int po = 0;
-    float x[1][8]; /* first the mask values (keep flags without a mask), then the shifted values */
+    float x[4][8]; /* first the mask values (keep flags without a mask), then the shifted values */
     float t = -INFINITY;            /* this lane's largest mask value, then its term */
 #pragma unroll
-    for (int k = 0; k < 1; k++)
+    for (int k = 0; k < 4; k++)
         if (full || lane + k * g < nvec) {
             /* a ragged row's word c holds positions c*8 - o ...; o = 0 otherwise */
             const int c = lane + k * g;
@@ -3113,7 +3314,7 @@ static __device__ __forceinline__ void ft_softmax_row_bf16_w16_r1_g8_sh(const ft
     const float tb = -10000.0f - t;
     float mx = -INFINITY;
 #pragma unroll
-    for (int k = 0; k < 1; k++)
+    for (int k = 0; k < 4; k++)
         if (full || lane + k * g < nvec) {
             float sc[8];
             ft_unpack_bf16x8(sw[k], sc);
@@ -3140,7 +3341,7 @@ static __device__ __forceinline__ void ft_softmax_row_bf16_w16_r1_g8_sh(const ft
     const float mxl = mx * 1.4426950408889634f;
     float sum = 0.0f;
 #pragma unroll
-    for (int k = 0; k < 1; k++)
+    for (int k = 0; k < 4; k++)
         if (full || lane + k * g < nvec)
 #pragma unroll
             for (int e = 0; e < 8; e++) {
@@ -3153,9 +3354,9 @@ static __device__ __forceinline__ void ft_softmax_row_bf16_w16_r1_g8_sh(const ft
      * the lane below by a shuffle; the group's last lane gives lane 0 its word k - 1) and
      * the first 8 - o of row word c; the first and last memory words element by element,
      * and memory word 8 (when the row reaches it) by the group's last lane */
-    ft_word_bf16x8 ow[1];
+    ft_word_bf16x8 ow[4];
 #pragma unroll
-    for (int k = 0; k < 1; k++) {
+    for (int k = 0; k < 4; k++) {
 #pragma unroll
         for (int e = 0; e < 8; e++)
             x[k][e] *= inv;
@@ -3166,7 +3367,7 @@ static __device__ __forceinline__ void ft_softmax_row_bf16_w16_r1_g8_sh(const ft
         __nv_bfloat16 e[8];
     } mwd;
 #pragma unroll
-    for (int k = 0; k < 1; k++) {
+    for (int k = 0; k < 4; k++) {
         const int c = lane + k * g;
         const ft_word_bf16x8 pv = ft_softmax_shfl_prev_bf16_w16(ow[k], ow[k > 0 ? k - 1 : 0], lane, g);
         mwd.w = o ? ft_softmax_shift_bf16_w16(pv, ow[k], 8 - o) : ow[k];
@@ -3184,7 +3385,7 @@ static __device__ __forceinline__ void ft_softmax_row_bf16_w16_r1_g8_sh(const ft
         }
     }
     if (live && last && 8 < nmem) { /* o > 0 here: the row's last o elements */
-        mwd.w = ft_softmax_shift_bf16_w16(ow[0], ow[0], 8 - o);
+        mwd.w = ft_softmax_shift_bf16_w16(ow[3], ow[3], 8 - o);
 #pragma unroll
         for (int e = 0; e < 8; e++) {
             const int j = 8 * 8 + e - o;
@@ -3194,10 +3395,682 @@ static __device__ __forceinline__ void ft_softmax_row_bf16_w16_r1_g8_sh(const ft
     }
 }
 
-/* ft_softmax_bf16_w16_r1_g8 for rows off the 16-byte grid that fit its bucket in row order
+/* ft_softmax_bf16_w16_r4_g2 for rows off the 16-byte grid that fit its bucket in row order
  * (ceil(S / 8) words) but whose memory words from the grid point below them may not: the
  * row shifted into row order by shuffles, and back before the stores. */
-static __global__ void __launch_bounds__(128) ft_softmax_bf16_w16_r1_g8_shifted(ft_softmax_args_bf16 a)
+static __global__ void __launch_bounds__(128) ft_softmax_bf16_w16_r4_g2_shifted(ft_softmax_args_bf16 a)
+{
+    enum { g = 2 };
+    /* rows < 2^31 (the launcher checks); a group past the last row works on the last row
+     * and stores nothing, so every lane of a warp reaches the shuffles (full-warp masks:
+     * a per-group mask makes the compiler emulate the shuffle lane group by lane group).
+     * Rows in order (a grid over (b*H + h, row pieces) measured 4% slower: S512 49.6 us
+     * against 47.6 in the same form) */
+    const int row0 = blockIdx.x * (128 / g) + (int)threadIdx.x / g;
+    const bool live = row0 < a.rows;
+    if (__all_sync(0xffffffffu, !live))
+        return;
+    /* launched dependent (sm_90): wait for the previous kernel's writes, then let the next
+     * launch be scheduled behind this one's last blocks */
+    ft_pdl_wait();
+    ft_pdl_trigger();
+    const int row = live ? row0 : (int)a.rows - 1;
+    const int S = a.S;
+    const int b = ft_fastdiv_q(a.div_hs, row), i = row - ft_fastdiv_q(a.div_s, row) * S;
+    __nv_bfloat16 *p = a.scores + (int64_t)row * S;
+    const __nv_bfloat16 *mrow = a.mask ? a.mask + ((int64_t)b * S + i) * S : NULL;
+    const int len = a.lengths ? min(max(a.lengths[b], 0), S) : S;
+    /* o elements past the grid point below the row; its words run from there */
+    const int o = (int)(((uintptr_t)p / sizeof(__nv_bfloat16)) % 8);
+    ft_softmax_row_bf16_w16_r4_g2_sh(a, p - o, mrow, len, i < len, (o + S + 7) / 8, live, false, true, o);
+
+}
+
+/* Softmax of rows of up to 64 columns: 4 lanes per row, 2 vector(s) of 8 per lane
+ * kept in registers; one read and one write of the row. The lane count is fixed per
+ * kernel (no index division, unrolled shuffles; rows that need more than one vector per
+ * lane always take 32 lanes). Every load of the row (score and mask words) is issued
+ * before the first reduction.
+ * Score words are read and written as streaming (evict-first): no other access shares
+ * their sectors.
+ *
+ * Each lane subtracts its own largest mask term t from its positions, so a row masked
+ * everywhere (all terms -10000, where fp32 would keep only ~10 bits of score*scale) keeps
+ * score*scale exactly; the row maximum is reduced as (largest t, maximum relative to
+ * it) in one pass (ft_group_max_shifted). Lanes whose t is the row's get the values they
+ * would without any shift, bit for bit; the others hold only positions masked harder than
+ * the row's best, whose weights underflow either way.
+ *
+ * This is one row's work for the kernel below; `full`: the row fills the group's vectors
+ * exactly (the compiler drops the bounds tests of that copy); `ragged`: the row lies o
+ * elements past the grid point p (or ends off the grid, or its mask row is off it): nvec
+ * words from p, read whole (the neighbours' elements in the first and last weigh nothing
+ * and are never written: those two are written element by element). The mask row
+ * lies om elements past its own grid point: each lane reads the mask word its score word
+ * starts in (q0 words before or at it) and takes the next from the lane above by a shuffle
+ * (the last lane of a group reads it itself), then shifts the pair by d elements into
+ * place. Only a word that would cross the end of its tensor is read element by element. */
+static __device__ __forceinline__ void ft_softmax_row_bf16_w16_r2_g4_sh(const ft_softmax_args_bf16 &a, __nv_bfloat16 *p,
+    const __nv_bfloat16 *mrow, int len, int row_in, int nvec, bool live, const bool full, const bool ragged, int o)
+{
+    enum { g = 4 };
+    const int lane = threadIdx.x & (g - 1);
+    ft_word_bf16x8 sw[2], mw[2]; /* the row's score and mask words */
+    /* the row shifted into row order: lane c's word holds columns c*8.. (nvec = the row's
+     * words), made of memory words c and c + 1 from the grid point p (o elements before the
+     * row), the next one from the lane above by a shuffle (lane 0's next word for the group's
+     * last lane; the group's last lane reads word 8 itself), shifted by o; the mask
+     * the same way by its own offset om. The row's memory words: nmem, from p. */
+    const int om = mrow ? (int)(((uintptr_t)mrow / sizeof(__nv_bfloat16)) % 8) : 0;
+    const __nv_bfloat16 *mb = mrow ? mrow - om : NULL;
+    const int nmem = (o + a.S + 7) / 8, mwords = (om + a.S + 7) / 8;
+    /* 1 where the row's last memory word (scores, mask) would cross the tensor's end */
+    const int stail = p + nmem * 8 > a.scores + a.rows * a.S;
+    const int mtail = mrow && mb + mwords * 8 > a.mask + (int64_t)a.B * a.S * a.S;
+    const bool last = lane == g - 1;
+    ft_word_bf16x8 sx, mx_; /* the group's last lane: memory word 8 */
+    memset(&sx, 0, sizeof sx);
+    memset(&mx_, 0, sizeof mx_);
+#pragma unroll
+    for (int k = 0; k < 2; k++) {
+        const int c = lane + k * g;
+        memset(&sw[k], 0, sizeof sw[k]);
+        memset(&mw[k], 0, sizeof mw[k]);
+        if (c < nmem - stail)
+            sw[k] = __ldcs((const ft_word_bf16x8 *)(p + c * 8));
+        if (mrow && c < mwords - mtail)
+            mw[k] = *(const ft_word_bf16x8 *)(mb + c * 8);
+    }
+    if (last && 8 < nmem - stail)
+        sx = __ldcs((const ft_word_bf16x8 *)(p + 8 * 8));
+    if (last && mrow && 8 < mwords - mtail)
+        mx_ = *(const ft_word_bf16x8 *)(mb + 8 * 8);
+    if (stail | mtail) { /* the tensor's last row: its last memory word element by element */
+#pragma unroll
+        for (int k = 0; k < 2; k++) {
+            const int c = lane + k * g;
+            if (stail && c == nmem - 1)
+                sw[k] = ft_softmax_word_bf16_w16(p, c, o, a.S);
+            if (mtail && c == mwords - 1)
+                mw[k] = ft_softmax_word_bf16_w16(mb, c, om, a.S);
+        }
+        if (last && stail && 8 == nmem - 1)
+            sx = ft_softmax_word_bf16_w16(p, 8, o, a.S);
+        if (last && mtail && 8 == mwords - 1)
+            mx_ = ft_softmax_word_bf16_w16(mb, 8, om, a.S);
+    }
+#pragma unroll
+    for (int k = 0; k < 2; k++) { /* into row order, k ascending (lane 0 gives word k + 1 unshifted) */
+        ft_word_bf16x8 nx = ft_softmax_shfl_next_bf16_w16(sw[k], sw[k + 1 < 2 ? k + 1 : k], lane, g);
+        if (last && k == 1)
+            nx = sx;
+        ft_word_bf16x8 ny = ft_softmax_shfl_next_bf16_w16(mw[k], mw[k + 1 < 2 ? k + 1 : k], lane, g);
+        if (last && k == 1)
+            ny = mx_;
+        sw[k] = ft_softmax_shift_bf16_w16(sw[k], nx, o);
+        mw[k] = ft_softmax_shift_bf16_w16(mw[k], ny, om);
+    }
+    nvec = (a.S + 7) / 8; /* row words from here on */
+    const int po = 0;
+    float x[2][8]; /* first the mask values (keep flags without a mask), then the shifted values */
+    float t = -INFINITY;            /* this lane's largest mask value, then its term */
+#pragma unroll
+    for (int k = 0; k < 2; k++)
+        if (full || lane + k * g < nvec) {
+            /* a ragged row's word c holds positions c*8 - o ...; o = 0 otherwise */
+            const int c = lane + k * g;
+            ft_softmax_keep_vec_bf16_w16(mrow != NULL, mw[k], row_in, len + po, c, x[k]);
+            if (ragged && (c == 0 || c == nvec - 1)) /* positions outside the row weigh nothing */
+#pragma unroll
+                for (int e = 0; e < 8; e++) {
+                    const int j = c * 8 + e - po;
+                    if (j < 0 || j >= a.S)
+                        x[k][e] = -INFINITY;
+                }
+#pragma unroll
+            for (int e = 0; e < 8; e++)
+                t = fmaxf(t, x[k][e]);
+        }
+    /* the terms (1 - m)*-10000 are monotone in m: the largest term from the largest value,
+     * and each term less it as m*10000 - (10000 + t) in one rounding (an instruction a
+     * position instead of three) */
+    t = fmaf(t, 10000.0f, -10000.0f);
+    const float tb = -10000.0f - t;
+    float mx = -INFINITY;
+#pragma unroll
+    for (int k = 0; k < 2; k++)
+        if (full || lane + k * g < nvec) {
+            float sc[8];
+            ft_unpack_bf16x8(sw[k], sc);
+            const int c = lane + k * g;
+            if (ragged && (c == 0 || c == nvec - 1)) /* the neighbours' scores (anything, NaN too) as 0 */
+#pragma unroll
+                for (int e = 0; e < 8; e++) {
+                    const int j = c * 8 + e - po;
+                    if (j < 0 || j >= a.S)
+                        sc[e] = 0.0f;
+                }
+#pragma unroll
+            for (int e = 0; e < 8; e++) {
+                x[k][e] = fmaf(sc[e], a.scale, fmaf(x[k][e], 10000.0f, tb));
+                mx = fmaxf(mx, x[k][e]);
+            }
+        }
+    float top = t;
+    ft_group_max_shifted(top, mx, g, 0xffffffffu);
+    mx -= t - top; /* the row maximum relative to this lane's shift */
+    /* exp(x - mx) as 2^(x*log2(e) - mx*log2(e)): one FFMA and the approximate unit, weights
+     * below 2^-126 of the row's largest flushed to 0 (an absolute error under 2^-126);
+     * __expf's non-flushing form took four more instructions a position */
+    const float mxl = mx * 1.4426950408889634f;
+    float sum = 0.0f;
+#pragma unroll
+    for (int k = 0; k < 2; k++)
+        if (full || lane + k * g < nvec)
+#pragma unroll
+            for (int e = 0; e < 8; e++) {
+                x[k][e] = ft_exp2_approx(fmaf(x[k][e], 1.4426950408889634f, -mxl));
+                sum += x[k][e];
+            }
+    sum = ft_group_sum(sum, g, 0xffffffffu);
+    const float inv = 1.0f / sum;
+    /* back to memory order: memory word c is the last o elements of row word c - 1 (from
+     * the lane below by a shuffle; the group's last lane gives lane 0 its word k - 1) and
+     * the first 8 - o of row word c; the first and last memory words element by element,
+     * and memory word 8 (when the row reaches it) by the group's last lane */
+    ft_word_bf16x8 ow[2];
+#pragma unroll
+    for (int k = 0; k < 2; k++) {
+#pragma unroll
+        for (int e = 0; e < 8; e++)
+            x[k][e] *= inv;
+        ow[k] = ft_pack_bf16x8(x[k]);
+    }
+    union {
+        ft_word_bf16x8 w;
+        __nv_bfloat16 e[8];
+    } mwd;
+#pragma unroll
+    for (int k = 0; k < 2; k++) {
+        const int c = lane + k * g;
+        const ft_word_bf16x8 pv = ft_softmax_shfl_prev_bf16_w16(ow[k], ow[k > 0 ? k - 1 : 0], lane, g);
+        mwd.w = o ? ft_softmax_shift_bf16_w16(pv, ow[k], 8 - o) : ow[k];
+        if (live && c < nmem) {
+            if (c > 0 && c < nmem - 1) {
+                __stcs((ft_word_bf16x8 *)(p + c * 8), mwd.w);
+            } else {
+#pragma unroll
+                for (int e = 0; e < 8; e++) {
+                    const int j = c * 8 + e - o;
+                    if (j >= 0 && j < a.S)
+                        p[c * 8 + e] = mwd.e[e];
+                }
+            }
+        }
+    }
+    if (live && last && 8 < nmem) { /* o > 0 here: the row's last o elements */
+        mwd.w = ft_softmax_shift_bf16_w16(ow[1], ow[1], 8 - o);
+#pragma unroll
+        for (int e = 0; e < 8; e++) {
+            const int j = 8 * 8 + e - o;
+            if (j < a.S)
+                p[8 * 8 + e] = mwd.e[e];
+        }
+    }
+}
+
+/* ft_softmax_bf16_w16_r2_g4 for rows off the 16-byte grid that fit its bucket in row order
+ * (ceil(S / 8) words) but whose memory words from the grid point below them may not: the
+ * row shifted into row order by shuffles, and back before the stores. */
+static __global__ void __launch_bounds__(128) ft_softmax_bf16_w16_r2_g4_shifted(ft_softmax_args_bf16 a)
+{
+    enum { g = 4 };
+    /* rows < 2^31 (the launcher checks); a group past the last row works on the last row
+     * and stores nothing, so every lane of a warp reaches the shuffles (full-warp masks:
+     * a per-group mask makes the compiler emulate the shuffle lane group by lane group).
+     * Rows in order (a grid over (b*H + h, row pieces) measured 4% slower: S512 49.6 us
+     * against 47.6 in the same form) */
+    const int row0 = blockIdx.x * (128 / g) + (int)threadIdx.x / g;
+    const bool live = row0 < a.rows;
+    if (__all_sync(0xffffffffu, !live))
+        return;
+    /* launched dependent (sm_90): wait for the previous kernel's writes, then let the next
+     * launch be scheduled behind this one's last blocks */
+    ft_pdl_wait();
+    ft_pdl_trigger();
+    const int row = live ? row0 : (int)a.rows - 1;
+    const int S = a.S;
+    const int b = ft_fastdiv_q(a.div_hs, row), i = row - ft_fastdiv_q(a.div_s, row) * S;
+    __nv_bfloat16 *p = a.scores + (int64_t)row * S;
+    const __nv_bfloat16 *mrow = a.mask ? a.mask + ((int64_t)b * S + i) * S : NULL;
+    const int len = a.lengths ? min(max(a.lengths[b], 0), S) : S;
+    /* o elements past the grid point below the row; its words run from there */
+    const int o = (int)(((uintptr_t)p / sizeof(__nv_bfloat16)) % 8);
+    ft_softmax_row_bf16_w16_r2_g4_sh(a, p - o, mrow, len, i < len, (o + S + 7) / 8, live, false, true, o);
+
+}
+
+/* Softmax of rows of up to 128 columns: 4 lanes per row, 4 vector(s) of 8 per lane
+ * kept in registers; one read and one write of the row. The lane count is fixed per
+ * kernel (no index division, unrolled shuffles; rows that need more than one vector per
+ * lane always take 32 lanes). Every load of the row (score and mask words) is issued
+ * before the first reduction.
+ * Score words are read and written as streaming (evict-first): no other access shares
+ * their sectors.
+ *
+ * Each lane subtracts its own largest mask term t from its positions, so a row masked
+ * everywhere (all terms -10000, where fp32 would keep only ~10 bits of score*scale) keeps
+ * score*scale exactly; the row maximum is reduced as (largest t, maximum relative to
+ * it) in one pass (ft_group_max_shifted). Lanes whose t is the row's get the values they
+ * would without any shift, bit for bit; the others hold only positions masked harder than
+ * the row's best, whose weights underflow either way.
+ *
+ * This is one row's work for the kernel below; `full`: the row fills the group's vectors
+ * exactly (the compiler drops the bounds tests of that copy); `ragged`: the row lies o
+ * elements past the grid point p (or ends off the grid, or its mask row is off it): nvec
+ * words from p, read whole (the neighbours' elements in the first and last weigh nothing
+ * and are never written: those two are written element by element). The mask row
+ * lies om elements past its own grid point: each lane reads the mask word its score word
+ * starts in (q0 words before or at it) and takes the next from the lane above by a shuffle
+ * (the last lane of a group reads it itself), then shifts the pair by d elements into
+ * place. Only a word that would cross the end of its tensor is read element by element. */
+static __device__ __forceinline__ void ft_softmax_row_bf16_w16_r4_g4_sh(const ft_softmax_args_bf16 &a, __nv_bfloat16 *p,
+    const __nv_bfloat16 *mrow, int len, int row_in, int nvec, bool live, const bool full, const bool ragged, int o)
+{
+    enum { g = 4 };
+    const int lane = threadIdx.x & (g - 1);
+    ft_word_bf16x8 sw[4], mw[4]; /* the row's score and mask words */
+    /* the row shifted into row order: lane c's word holds columns c*8.. (nvec = the row's
+     * words), made of memory words c and c + 1 from the grid point p (o elements before the
+     * row), the next one from the lane above by a shuffle (lane 0's next word for the group's
+     * last lane; the group's last lane reads word 16 itself), shifted by o; the mask
+     * the same way by its own offset om. The row's memory words: nmem, from p. */
+    const int om = mrow ? (int)(((uintptr_t)mrow / sizeof(__nv_bfloat16)) % 8) : 0;
+    const __nv_bfloat16 *mb = mrow ? mrow - om : NULL;
+    const int nmem = (o + a.S + 7) / 8, mwords = (om + a.S + 7) / 8;
+    /* 1 where the row's last memory word (scores, mask) would cross the tensor's end */
+    const int stail = p + nmem * 8 > a.scores + a.rows * a.S;
+    const int mtail = mrow && mb + mwords * 8 > a.mask + (int64_t)a.B * a.S * a.S;
+    const bool last = lane == g - 1;
+    ft_word_bf16x8 sx, mx_; /* the group's last lane: memory word 16 */
+    memset(&sx, 0, sizeof sx);
+    memset(&mx_, 0, sizeof mx_);
+#pragma unroll
+    for (int k = 0; k < 4; k++) {
+        const int c = lane + k * g;
+        memset(&sw[k], 0, sizeof sw[k]);
+        memset(&mw[k], 0, sizeof mw[k]);
+        if (c < nmem - stail)
+            sw[k] = __ldcs((const ft_word_bf16x8 *)(p + c * 8));
+        if (mrow && c < mwords - mtail)
+            mw[k] = *(const ft_word_bf16x8 *)(mb + c * 8);
+    }
+    if (last && 16 < nmem - stail)
+        sx = __ldcs((const ft_word_bf16x8 *)(p + 16 * 8));
+    if (last && mrow && 16 < mwords - mtail)
+        mx_ = *(const ft_word_bf16x8 *)(mb + 16 * 8);
+    if (stail | mtail) { /* the tensor's last row: its last memory word element by element */
+#pragma unroll
+        for (int k = 0; k < 4; k++) {
+            const int c = lane + k * g;
+            if (stail && c == nmem - 1)
+                sw[k] = ft_softmax_word_bf16_w16(p, c, o, a.S);
+            if (mtail && c == mwords - 1)
+                mw[k] = ft_softmax_word_bf16_w16(mb, c, om, a.S);
+        }
+        if (last && stail && 16 == nmem - 1)
+            sx = ft_softmax_word_bf16_w16(p, 16, o, a.S);
+        if (last && mtail && 16 == mwords - 1)
+            mx_ = ft_softmax_word_bf16_w16(mb, 16, om, a.S);
+    }
+#pragma unroll
+    for (int k = 0; k < 4; k++) { /* into row order, k ascending (lane 0 gives word k + 1 unshifted) */
+        ft_word_bf16x8 nx = ft_softmax_shfl_next_bf16_w16(sw[k], sw[k + 1 < 4 ? k + 1 : k], lane, g);
+        if (last && k == 3)
+            nx = sx;
+        ft_word_bf16x8 ny = ft_softmax_shfl_next_bf16_w16(mw[k], mw[k + 1 < 4 ? k + 1 : k], lane, g);
+        if (last && k == 3)
+            ny = mx_;
+        sw[k] = ft_softmax_shift_bf16_w16(sw[k], nx, o);
+        mw[k] = ft_softmax_shift_bf16_w16(mw[k], ny, om);
+    }
+    nvec = (a.S + 7) / 8; /* row words from here on */
+    const int po = 0;
+    float x[4][8]; /* first the mask values (keep flags without a mask), then the shifted values */
+    float t = -INFINITY;            /* this lane's largest mask value, then its term */
+#pragma unroll
+    for (int k = 0; k < 4; k++)
+        if (full || lane + k * g < nvec) {
+            /* a ragged row's word c holds positions c*8 - o ...; o = 0 otherwise */
+            const int c = lane + k * g;
+            ft_softmax_keep_vec_bf16_w16(mrow != NULL, mw[k], row_in, len + po, c, x[k]);
+            if (ragged && (c == 0 || c == nvec - 1)) /* positions outside the row weigh nothing */
+#pragma unroll
+                for (int e = 0; e < 8; e++) {
+                    const int j = c * 8 + e - po;
+                    if (j < 0 || j >= a.S)
+                        x[k][e] = -INFINITY;
+                }
+#pragma unroll
+            for (int e = 0; e < 8; e++)
+                t = fmaxf(t, x[k][e]);
+        }
+    /* the terms (1 - m)*-10000 are monotone in m: the largest term from the largest value,
+     * and each term less it as m*10000 - (10000 + t) in one rounding (an instruction a
+     * position instead of three) */
+    t = fmaf(t, 10000.0f, -10000.0f);
+    const float tb = -10000.0f - t;
+    float mx = -INFINITY;
+#pragma unroll
+    for (int k = 0; k < 4; k++)
+        if (full || lane + k * g < nvec) {
+            float sc[8];
+            ft_unpack_bf16x8(sw[k], sc);
+            const int c = lane + k * g;
+            if (ragged && (c == 0 || c == nvec - 1)) /* the neighbours' scores (anything, NaN too) as 0 */
+#pragma unroll
+                for (int e = 0; e < 8; e++) {
+                    const int j = c * 8 + e - po;
+                    if (j < 0 || j >= a.S)
+                        sc[e] = 0.0f;
+                }
+#pragma unroll
+            for (int e = 0; e < 8; e++) {
+                x[k][e] = fmaf(sc[e], a.scale, fmaf(x[k][e], 10000.0f, tb));
+                mx = fmaxf(mx, x[k][e]);
+            }
+        }
+    float top = t;
+    ft_group_max_shifted(top, mx, g, 0xffffffffu);
+    mx -= t - top; /* the row maximum relative to this lane's shift */
+    /* exp(x - mx) as 2^(x*log2(e) - mx*log2(e)): one FFMA and the approximate unit, weights
+     * below 2^-126 of the row's largest flushed to 0 (an absolute error under 2^-126);
+     * __expf's non-flushing form took four more instructions a position */
+    const float mxl = mx * 1.4426950408889634f;
+    float sum = 0.0f;
+#pragma unroll
+    for (int k = 0; k < 4; k++)
+        if (full || lane + k * g < nvec)
+#pragma unroll
+            for (int e = 0; e < 8; e++) {
+                x[k][e] = ft_exp2_approx(fmaf(x[k][e], 1.4426950408889634f, -mxl));
+                sum += x[k][e];
+            }
+    sum = ft_group_sum(sum, g, 0xffffffffu);
+    const float inv = 1.0f / sum;
+    /* back to memory order: memory word c is the last o elements of row word c - 1 (from
+     * the lane below by a shuffle; the group's last lane gives lane 0 its word k - 1) and
+     * the first 8 - o of row word c; the first and last memory words element by element,
+     * and memory word 16 (when the row reaches it) by the group's last lane */
+    ft_word_bf16x8 ow[4];
+#pragma unroll
+    for (int k = 0; k < 4; k++) {
+#pragma unroll
+        for (int e = 0; e < 8; e++)
+            x[k][e] *= inv;
+        ow[k] = ft_pack_bf16x8(x[k]);
+    }
+    union {
+        ft_word_bf16x8 w;
+        __nv_bfloat16 e[8];
+    } mwd;
+#pragma unroll
+    for (int k = 0; k < 4; k++) {
+        const int c = lane + k * g;
+        const ft_word_bf16x8 pv = ft_softmax_shfl_prev_bf16_w16(ow[k], ow[k > 0 ? k - 1 : 0], lane, g);
+        mwd.w = o ? ft_softmax_shift_bf16_w16(pv, ow[k], 8 - o) : ow[k];
+        if (live && c < nmem) {
+            if (c > 0 && c < nmem - 1) {
+                __stcs((ft_word_bf16x8 *)(p + c * 8), mwd.w);
+            } else {
+#pragma unroll
+                for (int e = 0; e < 8; e++) {
+                    const int j = c * 8 + e - o;
+                    if (j >= 0 && j < a.S)
+                        p[c * 8 + e] = mwd.e[e];
+                }
+            }
+        }
+    }
+    if (live && last && 16 < nmem) { /* o > 0 here: the row's last o elements */
+        mwd.w = ft_softmax_shift_bf16_w16(ow[3], ow[3], 8 - o);
+#pragma unroll
+        for (int e = 0; e < 8; e++) {
+            const int j = 16 * 8 + e - o;
+            if (j < a.S)
+                p[16 * 8 + e] = mwd.e[e];
+        }
+    }
+}
+
+/* ft_softmax_bf16_w16_r4_g4 for rows off the 16-byte grid that fit its bucket in row order
+ * (ceil(S / 8) words) but whose memory words from the grid point below them may not: the
+ * row shifted into row order by shuffles, and back before the stores. */
+static __global__ void __launch_bounds__(128) ft_softmax_bf16_w16_r4_g4_shifted(ft_softmax_args_bf16 a)
+{
+    enum { g = 4 };
+    /* rows < 2^31 (the launcher checks); a group past the last row works on the last row
+     * and stores nothing, so every lane of a warp reaches the shuffles (full-warp masks:
+     * a per-group mask makes the compiler emulate the shuffle lane group by lane group).
+     * Rows in order (a grid over (b*H + h, row pieces) measured 4% slower: S512 49.6 us
+     * against 47.6 in the same form) */
+    const int row0 = blockIdx.x * (128 / g) + (int)threadIdx.x / g;
+    const bool live = row0 < a.rows;
+    if (__all_sync(0xffffffffu, !live))
+        return;
+    /* launched dependent (sm_90): wait for the previous kernel's writes, then let the next
+     * launch be scheduled behind this one's last blocks */
+    ft_pdl_wait();
+    ft_pdl_trigger();
+    const int row = live ? row0 : (int)a.rows - 1;
+    const int S = a.S;
+    const int b = ft_fastdiv_q(a.div_hs, row), i = row - ft_fastdiv_q(a.div_s, row) * S;
+    __nv_bfloat16 *p = a.scores + (int64_t)row * S;
+    const __nv_bfloat16 *mrow = a.mask ? a.mask + ((int64_t)b * S + i) * S : NULL;
+    const int len = a.lengths ? min(max(a.lengths[b], 0), S) : S;
+    /* o elements past the grid point below the row; its words run from there */
+    const int o = (int)(((uintptr_t)p / sizeof(__nv_bfloat16)) % 8);
+    ft_softmax_row_bf16_w16_r4_g4_sh(a, p - o, mrow, len, i < len, (o + S + 7) / 8, live, false, true, o);
+
+}
+
+/* Softmax of rows of up to 256 columns: 8 lanes per row, 4 vector(s) of 8 per lane
+ * kept in registers; one read and one write of the row. The lane count is fixed per
+ * kernel (no index division, unrolled shuffles; rows that need more than one vector per
+ * lane always take 32 lanes). Every load of the row (score and mask words) is issued
+ * before the first reduction.
+ * Score words are read and written as streaming (evict-first): no other access shares
+ * their sectors.
+ *
+ * Each lane subtracts its own largest mask term t from its positions, so a row masked
+ * everywhere (all terms -10000, where fp32 would keep only ~10 bits of score*scale) keeps
+ * score*scale exactly; the row maximum is reduced as (largest t, maximum relative to
+ * it) in one pass (ft_group_max_shifted). Lanes whose t is the row's get the values they
+ * would without any shift, bit for bit; the others hold only positions masked harder than
+ * the row's best, whose weights underflow either way.
+ *
+ * This is one row's work for the kernel below; `full`: the row fills the group's vectors
+ * exactly (the compiler drops the bounds tests of that copy); `ragged`: the row lies o
+ * elements past the grid point p (or ends off the grid, or its mask row is off it): nvec
+ * words from p, read whole (the neighbours' elements in the first and last weigh nothing
+ * and are never written: those two are written element by element). The mask row
+ * lies om elements past its own grid point: each lane reads the mask word its score word
+ * starts in (q0 words before or at it) and takes the next from the lane above by a shuffle
+ * (the last lane of a group reads it itself), then shifts the pair by d elements into
+ * place. Only a word that would cross the end of its tensor is read element by element. */
+static __device__ __forceinline__ void ft_softmax_row_bf16_w16_r4_g8_sh(const ft_softmax_args_bf16 &a, __nv_bfloat16 *p,
+    const __nv_bfloat16 *mrow, int len, int row_in, int nvec, bool live, const bool full, const bool ragged, int o)
+{
+    enum { g = 8 };
+    const int lane = threadIdx.x & (g - 1);
+    ft_word_bf16x8 sw[4], mw[4]; /* the row's score and mask words */
+    /* the row shifted into row order: lane c's word holds columns c*8.. (nvec = the row's
+     * words), made of memory words c and c + 1 from the grid point p (o elements before the
+     * row), the next one from the lane above by a shuffle (lane 0's next word for the group's
+     * last lane; the group's last lane reads word 32 itself), shifted by o; the mask
+     * the same way by its own offset om. The row's memory words: nmem, from p. */
+    const int om = mrow ? (int)(((uintptr_t)mrow / sizeof(__nv_bfloat16)) % 8) : 0;
+    const __nv_bfloat16 *mb = mrow ? mrow - om : NULL;
+    const int nmem = (o + a.S + 7) / 8, mwords = (om + a.S + 7) / 8;
+    /* 1 where the row's last memory word (scores, mask) would cross the tensor's end */
+    const int stail = p + nmem * 8 > a.scores + a.rows * a.S;
+    const int mtail = mrow && mb + mwords * 8 > a.mask + (int64_t)a.B * a.S * a.S;
+    const bool last = lane == g - 1;
+    ft_word_bf16x8 sx, mx_; /* the group's last lane: memory word 32 */
+    memset(&sx, 0, sizeof sx);
+    memset(&mx_, 0, sizeof mx_);
+#pragma unroll
+    for (int k = 0; k < 4; k++) {
+        const int c = lane + k * g;
+        memset(&sw[k], 0, sizeof sw[k]);
+        memset(&mw[k], 0, sizeof mw[k]);
+        if (c < nmem - stail)
+            sw[k] = __ldcs((const ft_word_bf16x8 *)(p + c * 8));
+        if (mrow && c < mwords - mtail)
+            mw[k] = *(const ft_word_bf16x8 *)(mb + c * 8);
+    }
+    if (last && 32 < nmem - stail)
+        sx = __ldcs((const ft_word_bf16x8 *)(p + 32 * 8));
+    if (last && mrow && 32 < mwords - mtail)
+        mx_ = *(const ft_word_bf16x8 *)(mb + 32 * 8);
+    if (stail | mtail) { /* the tensor's last row: its last memory word element by element */
+#pragma unroll
+        for (int k = 0; k < 4; k++) {
+            const int c = lane + k * g;
+            if (stail && c == nmem - 1)
+                sw[k] = ft_softmax_word_bf16_w16(p, c, o, a.S);
+            if (mtail && c == mwords - 1)
+                mw[k] = ft_softmax_word_bf16_w16(mb, c, om, a.S);
+        }
+        if (last && stail && 32 == nmem - 1)
+            sx = ft_softmax_word_bf16_w16(p, 32, o, a.S);
+        if (last && mtail && 32 == mwords - 1)
+            mx_ = ft_softmax_word_bf16_w16(mb, 32, om, a.S);
+    }
+#pragma unroll
+    for (int k = 0; k < 4; k++) { /* into row order, k ascending (lane 0 gives word k + 1 unshifted) */
+        ft_word_bf16x8 nx = ft_softmax_shfl_next_bf16_w16(sw[k], sw[k + 1 < 4 ? k + 1 : k], lane, g);
+        if (last && k == 3)
+            nx = sx;
+        ft_word_bf16x8 ny = ft_softmax_shfl_next_bf16_w16(mw[k], mw[k + 1 < 4 ? k + 1 : k], lane, g);
+        if (last && k == 3)
+            ny = mx_;
+        sw[k] = ft_softmax_shift_bf16_w16(sw[k], nx, o);
+        mw[k] = ft_softmax_shift_bf16_w16(mw[k], ny, om);
+    }
+    nvec = (a.S + 7) / 8; /* row words from here on */
+    const int po = 0;
+    float x[4][8]; /* first the mask values (keep flags without a mask), then the shifted values */
+    float t = -INFINITY;            /* this lane's largest mask value, then its term */
+#pragma unroll
+    for (int k = 0; k < 4; k++)
+        if (full || lane + k * g < nvec) {
+            /* a ragged row's word c holds positions c*8 - o ...; o = 0 otherwise */
+            const int c = lane + k * g;
+            ft_softmax_keep_vec_bf16_w16(mrow != NULL, mw[k], row_in, len + po, c, x[k]);
+            if (ragged && (c == 0 || c == nvec - 1)) /* positions outside the row weigh nothing */
+#pragma unroll
+                for (int e = 0; e < 8; e++) {
+                    const int j = c * 8 + e - po;
+                    if (j < 0 || j >= a.S)
+                        x[k][e] = -INFINITY;
+                }
+#pragma unroll
+            for (int e = 0; e < 8; e++)
+                t = fmaxf(t, x[k][e]);
+        }
+    /* the terms (1 - m)*-10000 are monotone in m: the largest term from the largest value,
+     * and each term less it as m*10000 - (10000 + t) in one rounding (an instruction a
+     * position instead of three) */
+    t = fmaf(t, 10000.0f, -10000.0f);
+    const float tb = -10000.0f - t;
+    float mx = -INFINITY;
+#pragma unroll
+    for (int k = 0; k < 4; k++)
+        if (full || lane + k * g < nvec) {
+            float sc[8];
+            ft_unpack_bf16x8(sw[k], sc);
+            const int c = lane + k * g;
+            if (ragged && (c == 0 || c == nvec - 1)) /* the neighbours' scores (anything, NaN too) as 0 */
+#pragma unroll
+                for (int e = 0; e < 8; e++) {
+                    const int j = c * 8 + e - po;
+                    if (j < 0 || j >= a.S)
+                        sc[e] = 0.0f;
+                }
+#pragma unroll
+            for (int e = 0; e < 8; e++) {
+                x[k][e] = fmaf(sc[e], a.scale, fmaf(x[k][e], 10000.0f, tb));
+                mx = fmaxf(mx, x[k][e]);
+            }
+        }
+    float top = t;
+    ft_group_max_shifted(top, mx, g, 0xffffffffu);
+    mx -= t - top; /* the row maximum relative to this lane's shift */
+    /* exp(x - mx) as 2^(x*log2(e) - mx*log2(e)): one FFMA and the approximate unit, weights
+     * below 2^-126 of the row's largest flushed to 0 (an absolute error under 2^-126);
+     * __expf's non-flushing form took four more instructions a position */
+    const float mxl = mx * 1.4426950408889634f;
+    float sum = 0.0f;
+#pragma unroll
+    for (int k = 0; k < 4; k++)
+        if (full || lane + k * g < nvec)
+#pragma unroll
+            for (int e = 0; e < 8; e++) {
+                x[k][e] = ft_exp2_approx(fmaf(x[k][e], 1.4426950408889634f, -mxl));
+                sum += x[k][e];
+            }
+    sum = ft_group_sum(sum, g, 0xffffffffu);
+    const float inv = 1.0f / sum;
+    /* back to memory order: memory word c is the last o elements of row word c - 1 (from
+     * the lane below by a shuffle; the group's last lane gives lane 0 its word k - 1) and
+     * the first 8 - o of row word c; the first and last memory words element by element,
+     * and memory word 32 (when the row reaches it) by the group's last lane */
+    ft_word_bf16x8 ow[4];
+#pragma unroll
+    for (int k = 0; k < 4; k++) {
+#pragma unroll
+        for (int e = 0; e < 8; e++)
+            x[k][e] *= inv;
+        ow[k] = ft_pack_bf16x8(x[k]);
+    }
+    union {
+        ft_word_bf16x8 w;
+        __nv_bfloat16 e[8];
+    } mwd;
+#pragma unroll
+    for (int k = 0; k < 4; k++) {
+        const int c = lane + k * g;
+        const ft_word_bf16x8 pv = ft_softmax_shfl_prev_bf16_w16(ow[k], ow[k > 0 ? k - 1 : 0], lane, g);
+        mwd.w = o ? ft_softmax_shift_bf16_w16(pv, ow[k], 8 - o) : ow[k];
+        if (live && c < nmem) {
+            if (c > 0 && c < nmem - 1) {
+                __stcs((ft_word_bf16x8 *)(p + c * 8), mwd.w);
+            } else {
+#pragma unroll
+                for (int e = 0; e < 8; e++) {
+                    const int j = c * 8 + e - o;
+                    if (j >= 0 && j < a.S)
+                        p[c * 8 + e] = mwd.e[e];
+                }
+            }
+        }
+    }
+    if (live && last && 32 < nmem) { /* o > 0 here: the row's last o elements */
+        mwd.w = ft_softmax_shift_bf16_w16(ow[3], ow[3], 8 - o);
+#pragma unroll
+        for (int e = 0; e < 8; e++) {
+            const int j = 32 * 8 + e - o;
+            if (j < a.S)
+                p[32 * 8 + e] = mwd.e[e];
+        }
+    }
+}
+
+/* ft_softmax_bf16_w16_r4_g8 for rows off the 16-byte grid that fit its bucket in row order
+ * (ceil(S / 8) words) but whose memory words from the grid point below them may not: the
+ * row shifted into row order by shuffles, and back before the stores. */
+static __global__ void __launch_bounds__(128) ft_softmax_bf16_w16_r4_g8_shifted(ft_softmax_args_bf16 a)
 {
     enum { g = 8 };
     /* rows < 2^31 (the launcher checks); a group past the last row works on the last row
@@ -3221,7 +4094,7 @@ static __global__ void __launch_bounds__(128) ft_softmax_bf16_w16_r1_g8_shifted(
     const int len = a.lengths ? min(max(a.lengths[b], 0), S) : S;
     /* o elements past the grid point below the row; its words run from there */
     const int o = (int)(((uintptr_t)p / sizeof(__nv_bfloat16)) % 8);
-    ft_softmax_row_bf16_w16_r1_g8_sh(a, p - o, mrow, len, i < len, (o + S + 7) / 8, live, false, true, o);
+    ft_softmax_row_bf16_w16_r4_g8_sh(a, p - o, mrow, len, i < len, (o + S + 7) / 8, live, false, true, o);
 
 }
 
@@ -5714,41 +6587,60 @@ static inline ft_status ft_masked_softmax_bf16(__nv_bfloat16 *scores, const __nv
     const int aligned = S % 8 == 0 && ft_aligned(scores, 16) && ft_aligned(mask, 16);
     if (!aligned) {
         /* rows off the 16-byte grid in one warp, as 16-byte words from the grid point below
-         * each row; by the most words a row touches, where that beat element-wise accesses
-         * (H200, fp16 with a mask, us): in groups of up to 16 lanes where the words fill more
-         * than 5/8 of the group (S25 134 against 481, S50 541 / 984, S97 727 / 833); past 512
-         * columns with 4 words a lane against 32 elements a lane (S513 552 / 763, S700
-         * 433 / 617, S1009 371 / 467); not in between (S127 1121 / 636 with one word a lane,
-         * S220 646 / 553, S511 553 / 408 with 4 words a lane against 16 elements).
-         * Where the memory words need the next bucket up but the row's own words do not, the
-         * row shifted into row order in the smaller bucket, up to 8 lanes (S3 16.7 against
-         * 30.8, S7 37.4 / 70.2, S13 163 / 277, S60 606 / 1175 element-wise) and with 4
-         * words a lane (S1023 949 / 1256 element-wise); shifting costs shuffles and lost in
-         * equal buckets (S97 782 / 727, S513 628 / 552) and at 16 lanes (S127 647 / 637) */
+         * each row (words: the most a row touches), or shifted into row order (nrow: the row's
+         * own words), where that beat element-wise accesses. These kernels are issue-bound, so
+         * past 4 row words a row takes few lanes of 2 or 4 words each, which share the row's
+         * setup and shuffles among more positions (H200, fp16 with a mask, ~150 MB, us against
+         * one word a lane or element-wise): 5 row words shifted in 2 lanes of 4 (S33 207
+         * against 685), 6-8 in 4 lanes of 2 (S47 206 / 237, S63 165 / 224); 9-11 as memory
+         * words in 4 lanes of 4 (S65 187 / 349, S77 170 / 299, S85 162 / 271); 12-16 shifted in
+         * 4 lanes of 4 (S90 159 / 256, S127 130 / 192); 17-25 as memory words in 8 lanes of 4
+         * (S129 185 / 254, S170 147 / 202); 26-32 shifted in 8 lanes of 4 (S230 134 / 166,
+         * S255 125 / 149); 33-50 as memory words in 16 lanes of 4 (S300 165 / 182, S350 143 / 160;
+         * not past that: S450 145 / 136 element-wise, S505 130 / 124). Up to 4
+         * row words: in groups of up to 4 lanes of one word where the words fill more than 5/8
+         * of the group (S25 134 against 481); where the memory words need the next bucket up
+         * but the row's own words do not, the row shifted into row order in the smaller bucket
+         * (S3 16.7 against 30.8, S7 37.4 / 70.2, S13 163 / 277 element-wise). Past 512 columns
+         * with 4 words a lane in 32 lanes (S513 552 / 763, S700 433 / 617, S1009 371 / 467;
+         * shifted where the memory words need the next bucket up: S1023 949 / 1256). */
         const int words = (S + 14) / 8, nrow = (S + 7) / 8;
-        int g = 1, gs = 1; /* the fewest lanes that hold the memory words, the row's words */
-        while (g < words)
-            g <<= 1;
-        while (gs < nrow)
-            gs <<= 1;
-        if (gs < g && gs <= 8) {
-            const unsigned grid = (unsigned)((rows + 128 / gs - 1) / (128 / gs));
-            switch (gs) {
-            case 1: return ft_softmax_launch_bf16(fn, (const void *)ft_softmax_bf16_w16_r1_g1_shifted, grid, 128, a, stream);
-            case 2: return ft_softmax_launch_bf16(fn, (const void *)ft_softmax_bf16_w16_r1_g2_shifted, grid, 128, a, stream);
-            case 4: return ft_softmax_launch_bf16(fn, (const void *)ft_softmax_bf16_w16_r1_g4_shifted, grid, 128, a, stream);
-            default: return ft_softmax_launch_bf16(fn, (const void *)ft_softmax_bf16_w16_r1_g8_shifted, grid, 128, a, stream);
+        const void *k = NULL;
+        int g = 0; /* lanes a row */
+        if (nrow > 32) {
+            if (nrow <= 50)
+                k = (const void *)ft_softmax_bf16_w16_r4_g16_ragged, g = 16;
+        } else if (nrow > 25)
+            k = (const void *)ft_softmax_bf16_w16_r4_g8_shifted, g = 8;
+        else if (nrow > 16)
+            k = (const void *)ft_softmax_bf16_w16_r4_g8_ragged, g = 8;
+        else if (nrow > 11)
+            k = (const void *)ft_softmax_bf16_w16_r4_g4_shifted, g = 4;
+        else if (nrow > 8)
+            k = (const void *)ft_softmax_bf16_w16_r4_g4_ragged, g = 4;
+        else if (nrow > 5)
+            k = (const void *)ft_softmax_bf16_w16_r2_g4_shifted, g = 4;
+        else if (nrow > 4)
+            k = (const void *)ft_softmax_bf16_w16_r4_g2_shifted, g = 2;
+        else {
+            int gw = 1, gs = 1; /* the fewest lanes that hold the memory words, the row's words */
+            while (gw < words)
+                gw <<= 1;
+            while (gs < nrow)
+                gs <<= 1;
+            if (gs < gw) {
+                g = gs;
+                k = gs == 1 ? (const void *)ft_softmax_bf16_w16_r1_g1_shifted
+                    : gs == 2 ? (const void *)ft_softmax_bf16_w16_r1_g2_shifted
+                              : (const void *)ft_softmax_bf16_w16_r1_g4_shifted;
+            } else if (words > 1 && words * 8 > gw * 5) {
+                g = gw;
+                k = gw == 2 ? (const void *)ft_softmax_bf16_w16_r1_g2_ragged
+                            : (const void *)ft_softmax_bf16_w16_r1_g4_ragged;
             }
         }
-        if (words > 1 && g <= 16 && words * 8 > g * 5) {
-            const unsigned grid = (unsigned)((rows + 128 / g - 1) / (128 / g));
-            switch (g) {
-            case 2: return ft_softmax_launch_bf16(fn, (const void *)ft_softmax_bf16_w16_r1_g2_ragged, grid, 128, a, stream);
-            case 4: return ft_softmax_launch_bf16(fn, (const void *)ft_softmax_bf16_w16_r1_g4_ragged, grid, 128, a, stream);
-            case 8: return ft_softmax_launch_bf16(fn, (const void *)ft_softmax_bf16_w16_r1_g8_ragged, grid, 128, a, stream);
-            default: return ft_softmax_launch_bf16(fn, (const void *)ft_softmax_bf16_w16_r1_g16_ragged, grid, 128, a, stream);
-            }
-        }
+        if (k)
+            return ft_softmax_launch_bf16(fn, k, (unsigned)((rows + 128 / g - 1) / (128 / g)), 128, a, stream);
         if (words > 128 && nrow <= 128)
             return ft_softmax_launch_bf16(fn, (const void *)ft_softmax_bf16_w16_r4_g32_shifted,
                                           (unsigned)((rows + 3) / 4), 128, a, stream);
