@@ -183,20 +183,23 @@ class EncoderFamily(NormFamily):
             w["max_cols"] = 32 * w["buckets"][-1] * w["vec"]
             # rows off the grid of the first (vector) width: its words from the grid point
             # below each row (the block kernel past one warp; in one warp, for 2-byte types,
-            # where that beat element-wise accesses on the H200). (nvl, G): nvl words a lane in
-            # groups of G lanes. These kernels are issue-bound, so past 4 row words a row takes
-            # few lanes of 4 words each (bench/RESULTS.md, sixty-sixth session): up to 4 words
-            # in groups of 2 or 4 lanes of one word, 9-11 row words in 4 lanes of 4, 17-25 in 8,
-            # 33-50 in 16, and the bucket of 32 elements a lane in 32 lanes
+            # where that beat element-wise accesses on the H200). Kernels (nvl, G): nvl words a
+            # lane in groups of G lanes, "ragged" (memory words from the grid point below the
+            # row) or "shifted" (the row shifted into row order by shuffles). Up to 4 row words
+            # (ceil(S / vec)): one word a lane in 1-4 lanes, shifted where the memory words need
+            # the next bucket up; past 512 columns rg_top words a lane in 32 lanes. These kernels
+            # are issue-bound, so in between a row takes few lanes of several words, which share
+            # its setup and shuffles among more positions: rg_rule, (most row words, nvl, G,
+            # form) in order, as measured fastest on the H200 (bench/RESULTS.md, sixty-sixth
+            # session); rows past its last bound go element by element
             w["ragged"] = w is ctx["widths"][0] and w["vec"] > 1
             w["rg_top"] = 32 // w["vec"] if w["ragged"] and DTYPES[dt]["esize"] == 2 else 0
-            w["rg_kernels"] = ([(1, 2), (1, 4), (4, 4), (4, 8), (4, 16), (w["rg_top"], 32)]) if w["rg_top"] else []
-            # and the row shifted into row order (lane c: words from column c*vec), where the
-            # memory words need the next bucket up but the row's own words do not (up to 4
-            # lanes of one word, and the bucket of 32 elements a lane), and where that measured
-            # faster: 5 row words in 2 lanes of 4, 6-8 in 4 lanes of 2, 12-16 in 4 lanes of 4,
-            # 26-32 in 8 lanes of 4
-            w["sh_kernels"] = ([(1, 1), (1, 2), (1, 4), (4, 2), (2, 4), (4, 4), (4, 8), (w["rg_top"], 32)]) if w["rg_top"] else []
+            w["rg_rule"] = [(5, 4, 2, "shifted"), (8, 2, 4, "shifted"), (11, 4, 4, "ragged"), (16, 4, 4, "shifted"),
+                            (25, 4, 8, "ragged"), (32, 4, 8, "shifted"), (50, 4, 16, "ragged")] if w["rg_top"] else []
+            w["rg_kernels"] = ([(1, 2), (1, 4)] + [(n, g) for _, n, g, f in w["rg_rule"] if f == "ragged"] +
+                               [(w["rg_top"], 32)]) if w["rg_top"] else []
+            w["sh_kernels"] = ([(1, 1), (1, 2), (1, 4)] + [(n, g) for _, n, g, f in w["rg_rule"] if f == "shifted"] +
+                               [(w["rg_top"], 32)]) if w["rg_top"] else []
             # the streaming kernel (rows past the block kernels): words of each row a thread has
             # in flight. 8 elements: one 16-byte word of a 2-byte type (32 registers, four
             # blocks of 512 an SM) against two (64, two blocks): H200, B1 H8 S16384 fp16 with

@@ -6597,32 +6597,17 @@ static inline ft_status ft_masked_softmax_fp16(__half *scores, const __half *mas
          * 4 lanes of 4 (S90 159 / 256, S127 130 / 192); 17-25 as memory words in 8 lanes of 4
          * (S129 185 / 254, S170 147 / 202); 26-32 shifted in 8 lanes of 4 (S230 134 / 166,
          * S255 125 / 149); 33-50 as memory words in 16 lanes of 4 (S300 165 / 182, S350 143 / 160;
-         * not past that: S450 145 / 136 element-wise, S505 130 / 124). Up to 4
-         * row words: in groups of up to 4 lanes of one word where the words fill more than 5/8
-         * of the group (S25 134 against 481); where the memory words need the next bucket up
-         * but the row's own words do not, the row shifted into row order in the smaller bucket
-         * (S3 16.7 against 30.8, S7 37.4 / 70.2, S13 163 / 277 element-wise). Past 512 columns
+         * not past that: S450 145 / 136 element-wise, S505 130 / 124); the rule is gen/ftgen.py's
+         * rg_rule. Up to 4 row words: in groups of 2 or 4 lanes of one word (S25 134 against
+         * 481 element-wise); where the memory words need the next bucket up but the row's own
+         * words do not, the row shifted into row order in the smaller bucket (S3 16.7 against
+         * 30.8, S7 37.4 / 70.2, S13 163 / 277 element-wise). Past 512 columns
          * with 4 words a lane in 32 lanes (S513 552 / 763, S700 433 / 617, S1009 371 / 467;
          * shifted where the memory words need the next bucket up: S1023 949 / 1256). */
         const int words = (S + 14) / 8, nrow = (S + 7) / 8;
         const void *k = NULL;
         int g = 0; /* lanes a row */
-        if (nrow > 32) {
-            if (nrow <= 50)
-                k = (const void *)ft_softmax_fp16_w16_r4_g16_ragged, g = 16;
-        } else if (nrow > 25)
-            k = (const void *)ft_softmax_fp16_w16_r4_g8_shifted, g = 8;
-        else if (nrow > 16)
-            k = (const void *)ft_softmax_fp16_w16_r4_g8_ragged, g = 8;
-        else if (nrow > 11)
-            k = (const void *)ft_softmax_fp16_w16_r4_g4_shifted, g = 4;
-        else if (nrow > 8)
-            k = (const void *)ft_softmax_fp16_w16_r4_g4_ragged, g = 4;
-        else if (nrow > 5)
-            k = (const void *)ft_softmax_fp16_w16_r2_g4_shifted, g = 4;
-        else if (nrow > 4)
-            k = (const void *)ft_softmax_fp16_w16_r4_g2_shifted, g = 2;
-        else {
+        if (nrow <= 4) {
             int gw = 1, gs = 1; /* the fewest lanes that hold the memory words, the row's words */
             while (gw < words)
                 gw <<= 1;
@@ -6633,12 +6618,25 @@ static inline ft_status ft_masked_softmax_fp16(__half *scores, const __half *mas
                 k = gs == 1 ? (const void *)ft_softmax_fp16_w16_r1_g1_shifted
                     : gs == 2 ? (const void *)ft_softmax_fp16_w16_r1_g2_shifted
                               : (const void *)ft_softmax_fp16_w16_r1_g4_shifted;
-            } else if (words > 1 && words * 8 > gw * 5) {
+            } else if (words > 1) { /* gw = gs: 2 or 4 lanes */
                 g = gw;
                 k = gw == 2 ? (const void *)ft_softmax_fp16_w16_r1_g2_ragged
                             : (const void *)ft_softmax_fp16_w16_r1_g4_ragged;
             }
-        }
+        } else if (nrow <= 5)
+            k = (const void *)ft_softmax_fp16_w16_r4_g2_shifted, g = 2;
+        else if (nrow <= 8)
+            k = (const void *)ft_softmax_fp16_w16_r2_g4_shifted, g = 4;
+        else if (nrow <= 11)
+            k = (const void *)ft_softmax_fp16_w16_r4_g4_ragged, g = 4;
+        else if (nrow <= 16)
+            k = (const void *)ft_softmax_fp16_w16_r4_g4_shifted, g = 4;
+        else if (nrow <= 25)
+            k = (const void *)ft_softmax_fp16_w16_r4_g8_ragged, g = 8;
+        else if (nrow <= 32)
+            k = (const void *)ft_softmax_fp16_w16_r4_g8_shifted, g = 8;
+        else if (nrow <= 50)
+            k = (const void *)ft_softmax_fp16_w16_r4_g16_ragged, g = 16;
         if (k)
             return ft_softmax_launch_fp16(fn, k, (unsigned)((rows + 128 / g - 1) / (128 / g)), 128, a, stream);
         if (words > 128 && nrow <= 128)
