@@ -1354,8 +1354,9 @@ static const char *suite[] = {
     /* rows off the 16-byte grid (S odd, or 60): 16-byte words in one warp (S77 in groups of 4
      * lanes of 4 words, ViT-B/16's S197 without a mask in 8 lanes of 4, S999 in 32 lanes of 4;
      * S60 in groups of 4 lanes of 2 words and S1023 in 32 lanes of 4, both shifted into row
-     * order), 16-byte words in one block (S2047) */
+     * order), 16-byte words in one block (S2047); fp32 S77 in groups of 8 lanes of 4 words */
     "masked_softmax --dtype fp16 --batch 256 --heads 12 --seq 77 --head-size 64 --mask",
+    "masked_softmax --dtype fp32 --batch 256 --heads 12 --seq 77 --head-size 64 --mask",
     "masked_softmax --dtype fp16 --batch 256 --heads 12 --seq 60 --head-size 64 --mask",
     "masked_softmax --dtype fp16 --batch 64 --heads 12 --seq 197 --head-size 64",
     "masked_softmax --dtype fp16 --batch 13 --heads 16 --seq 999 --head-size 64 --mask",

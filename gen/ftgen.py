@@ -181,25 +181,46 @@ class EncoderFamily(NormFamily):
             per_lane = 64 if w["vec"] > 1 else 32
             w["buckets"] = [b for b in (1, 2, 4, 8, 16, 32) if b * w["vec"] <= per_lane]
             w["max_cols"] = 32 * w["buckets"][-1] * w["vec"]
-            # rows off the grid of the first (vector) width: its words from the grid point
-            # below each row (the block kernel past one warp; in one warp, for 2-byte types,
-            # where that beat element-wise accesses on the H200). Kernels (nvl, G): nvl words a
-            # lane in groups of G lanes, "ragged" (memory words from the grid point below the
-            # row) or "shifted" (the row shifted into row order by shuffles). Up to 4 row words
-            # (ceil(S / vec)): one word a lane in 1-4 lanes, shifted where the memory words need
-            # the next bucket up; past 512 columns rg_top words a lane in 32 lanes. These kernels
-            # are issue-bound, so in between a row takes few lanes of several words, which share
-            # its setup and shuffles among more positions: rg_rule, (most row words, nvl, G,
-            # form) in order, as measured fastest on the H200 (bench/RESULTS.md, sixty-sixth
-            # session); rows past its last bound go element by element
+            # rows off the grid of the first (vector) width: its words from the grid point below
+            # each row (the block kernel past one warp; in one warp where that beat element-wise
+            # accesses on the H200). Kernels (nvl, G): nvl words a lane in groups of G lanes,
+            # "ragged" (memory words from the grid point below the row) or "shifted" (the row
+            # shifted into row order by shuffles). These kernels are issue-bound, so a row takes
+            # few lanes of several words, which share its setup and shuffles among more
+            # positions. Up to rg_small row words (ceil(S / vec)): one word a lane in the fewest
+            # lanes, shifted where the memory words need the next bucket up; then rg_rule, (most
+            # row words, nvl, G, form) in order, as measured fastest; rows past its last bound
+            # go element by element, but (2-byte types) rows of 512-1024 columns: rg_top words
+            # a lane in 32 lanes.
+            #   2-byte types (bench/RESULTS.md, sixty-sixth session; fp16 with a mask, ~150 MB,
+            # us against one word a lane or element-wise): S33 207 / 685, S47 206 / 237, S63
+            # 165 / 224, S77 170 / 299, S90 159 / 256, S127 130 / 192, S129 185 / 254, S170
+            # 147 / 202, S255 125 / 149, S300 165 / 182 (not past 50 row words: S450 145 / 136);
+            # up to 4 row words one word a lane (S25 134 / 481, S3 16.7 / 30.8 shifted); past 512
+            # columns 4 words in 32 lanes (S513 552 / 763, S1009 371 / 467, S1023 949 / 1256).
+            #   fp32 (sixty-seventh session; with a mask, ~150 MB, us against element-wise):
+            # S2 112 / 177 and S3 83 / 236 shifted in one lane of one word (S1 element-wise);
+            # 2-3 row words shifted in one lane of 4 (S5 86 / 283, S9 70 / 314); 4 in 2 lanes
+            # of 2 (S13 69 / 218); 5-7 in 2 lanes of 4 (S18 70 / 314, S25 64 / 226); 8 in 4 lanes
+            # of 2 (S30 61 / 189); 9-16 in 4 lanes of 4 (S41 62 / 138, S63 50 / 91); 17-20 as
+            # memory words in 8 lanes of 4 (S77 66 / 75, 60 / 75 with lengths); 21-32 shifted in
+            # 8 lanes of 4 (S101 55 / 59, S125 47 / 49); not past 32 (S129 74 / 68 in 16 lanes).
+            esize = DTYPES[dt]["esize"]
             w["ragged"] = w is ctx["widths"][0] and w["vec"] > 1
-            w["rg_top"] = 32 // w["vec"] if w["ragged"] and DTYPES[dt]["esize"] == 2 else 0
-            w["rg_rule"] = [(5, 4, 2, "shifted"), (8, 2, 4, "shifted"), (11, 4, 4, "ragged"), (16, 4, 4, "shifted"),
-                            (25, 4, 8, "ragged"), (32, 4, 8, "shifted"), (50, 4, 16, "ragged")] if w["rg_top"] else []
-            w["rg_kernels"] = ([(1, 2), (1, 4)] + [(n, g) for _, n, g, f in w["rg_rule"] if f == "ragged"] +
-                               [(w["rg_top"], 32)]) if w["rg_top"] else []
-            w["sh_kernels"] = ([(1, 1), (1, 2), (1, 4)] + [(n, g) for _, n, g, f in w["rg_rule"] if f == "shifted"] +
-                               [(w["rg_top"], 32)]) if w["rg_top"] else []
+            w["rg_small"], w["rg_top"], w["rg_rule"] = (0, 0, [])
+            if w["ragged"] and esize == 2:
+                w["rg_small"], w["rg_top"] = 4, 32 // w["vec"]
+                w["rg_rule"] = [(5, 4, 2, "shifted"), (8, 2, 4, "shifted"), (11, 4, 4, "ragged"), (16, 4, 4, "shifted"),
+                                (25, 4, 8, "ragged"), (32, 4, 8, "shifted"), (50, 4, 16, "ragged")]
+            elif w["ragged"] and esize == 4:
+                w["rg_small"] = 1
+                w["rg_rule"] = [(3, 4, 1, "shifted"), (4, 2, 2, "shifted"), (7, 4, 2, "shifted"), (8, 2, 4, "shifted"),
+                                (16, 4, 4, "shifted"), (20, 4, 8, "ragged"), (32, 4, 8, "shifted")]
+            top = [(w["rg_top"], 32)] if w["rg_top"] else []
+            w["rg_kernels"] = ([(1, G) for G in (2, 4) if G <= w["rg_small"]] +
+                               [(n, g) for _, n, g, f in w["rg_rule"] if f == "ragged"] + top)
+            w["sh_kernels"] = ([(1, G) for G in (1, 2, 4) if G <= w["rg_small"]] +
+                               [(n, g) for _, n, g, f in w["rg_rule"] if f == "shifted"] + top)
             # the streaming kernel (rows past the block kernels): words of each row a thread has
             # in flight. 8 elements: one 16-byte word of a 2-byte type (32 registers, four
             # blocks of 512 an SM) against two (64, two blocks): H200, B1 H8 S16384 fp16 with

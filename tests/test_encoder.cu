@@ -291,10 +291,17 @@ static const int softmax_s[] = {1,   2,   7,    8,    15,   16,   31,   32,   33
  * scores off the grid too), 1023: 4 words in 32 lanes; 64, 128 and 256 with the scores one
  * element off reach the memory word past their bucket); element-wise rows between and past
  * them (1, 401, 505, 511, and past 1024 in softmax_s); masks off the grid by other offsets than
- * the scores' (odd S, or the mask alone) */
+ * the scores' (odd S, or the mask alone). fp32's buckets (row words of 4 columns; the S
+ * multiples of 4 with both tensors one element off, so every row needs the memory word
+ * past its row words): 1 word shifted in 1 lane (2, 3, 4), 2-3 in 1 lane of 4 words (5, 7,
+ * 12), 4 in 2 lanes of 2 (13, 15, 16: the last lane's extra word), 5-7 in 2 lanes of 4 (17,
+ * 28), 8 in 4 lanes of 2 (29, 32), 9-16 in 4 lanes of 4 (33 .. 64), 17-20 as memory words in
+ * 8 lanes of 4 (65, 77, 80), 21-32 shifted in 8 lanes of 4 (81 .. 128), element-wise past
+ * that (129) */
 static const int softmax_ragged[][3] = {
-    {1, 2, 0},    {3, 2, 0},    {5, 1, 0},    {7, 2, 1},    {13, 2, 2},   {15, 1, 0},   {29, 2, 0},   {33, 2, 0},
-    {39, 2, 1},   {41, 1, 2},   {60, 2, 1},   {63, 2, 0},   {64, 1, 1},   {65, 2, 1},   {77, 2, 0},   {88, 2, 1},
+    {1, 2, 0},    {3, 2, 0},    {4, 2, 1},    {5, 1, 0},    {7, 2, 1},    {12, 1, 1},   {13, 2, 2},   {15, 1, 0},
+    {16, 2, 1},   {17, 1, 0},   {28, 2, 1},   {29, 2, 0},   {32, 2, 1},   {33, 2, 0},   {39, 2, 1},   {41, 1, 2},
+    {60, 2, 1},   {63, 2, 0},   {64, 1, 1},   {65, 2, 1},   {77, 2, 0},   {80, 2, 1},   {81, 1, 0},   {88, 2, 1},
     {89, 1, 0},   {114, 2, 1},  {127, 2, 0},  {128, 2, 1},  {129, 2, 1},  {150, 1, 0},  {200, 2, 2},  {201, 2, 0},
     {255, 2, 2},  {256, 2, 1},  {257, 2, 1},  {300, 1, 0},  {400, 2, 1},  {401, 2, 0},  {505, 2, 1},  {511, 2, 0},
     {515, 2, 0},  {700, 1, 0},  {1011, 2, 0}, {1017, 2, 1}, {1009, 1, 0}, {1018, 2, 1}, {1023, 2, 0}};

@@ -28,9 +28,8 @@
  * lanes, chosen per call as the fewest lanes that hold the row (the register buckets per
  * lane are fixed when the header is generated); rows off the grid of up to 400 and of
  * 513-1010 columns in one warp through 16-byte words from the grid point below each row, in
- * groups of 1-4 lanes of one word up to 4 words a row, past that in groups of 2-16 lanes
- * of 2 or 4 words and 32 lanes of 4 (for some lengths the row shifted into row order by
- * shuffles);
+ * groups of lanes of one or more words each (for some lengths the row shifted into row
+ * order by shuffles);
  * rows of up to 8192 columns by one block, 16-byte accesses (a row off the grid
  * as whole words from the grid point below it, its first and last written element by
  * element, its mask as words shifted into place); longer rows by a block that streams the
@@ -6378,13 +6377,13 @@ static inline ft_status ft_enc_copy_launch_bf16(const char *fn, ft_enc_copy_args
     }
     if ((st = ft_check_opt_ptr(fn, "seq_offsets", a->seq_offsets, sizeof(int))) != FT_OK)
         return st;
-if (aligned) {
+    if (aligned) {
         const dim3 block = ft_enc_row_block_bf16(a->H * a->D / 8);
         const dim3 grid((unsigned)((a->B * a->S + block.y - 1) / block.y), (unsigned)a->parts, 1);
         ft_enc_copy_bf16_w16<<<grid, block, 0, stream>>>(*a, to_heads);
         return ft_launch_status(fn);
     }
-{
+    {
         const dim3 block = ft_enc_row_block_bf16(a->H * a->D / 1);
         const dim3 grid((unsigned)((a->B * a->S + block.y - 1) / block.y), (unsigned)a->parts, 1);
         ft_enc_copy_bf16_w2<<<grid, block, 0, stream>>>(*a, to_heads);
@@ -6522,13 +6521,13 @@ static inline ft_status ft_enc_pad_launch_bf16(const char *fn, const __nv_bfloat
     if (N > INT32_MAX)
         return ft_fail(FT_ERR_INVALID_ARGUMENT, "%s: N = %lld exceeds int32 column indices", fn, (long long)N);
     const int aligned = N % 8 == 0 && ft_aligned(x, 16) && ft_aligned(y, 16);
-if (aligned) {
+    if (aligned) {
         const dim3 block = ft_enc_row_block_bf16((int)(N / 8));
         const dim3 grid((unsigned)((B * S + block.y - 1) / block.y), 1, 1);
         ft_enc_pad_bf16_w16<<<grid, block, 0, stream>>>(x, y, seq_offsets, B, S, (int)N, to_padded);
         return ft_launch_status(fn);
     }
-{
+    {
         const dim3 block = ft_enc_row_block_bf16((int)(N / 1));
         const dim3 grid((unsigned)((B * S + block.y - 1) / block.y), 1, 1);
         ft_enc_pad_bf16_w2<<<grid, block, 0, stream>>>(x, y, seq_offsets, B, S, (int)N, to_padded);
@@ -6588,22 +6587,21 @@ static inline ft_status ft_masked_softmax_bf16(__nv_bfloat16 *scores, const __nv
     if (!aligned) {
         /* rows off the 16-byte grid in one warp, as 16-byte words from the grid point below
          * each row (words: the most a row touches), or shifted into row order (nrow: the row's
-         * own words), where that beat element-wise accesses. These kernels are issue-bound, so
-         * past 4 row words a row takes few lanes of 2 or 4 words each, which share the row's
-         * setup and shuffles among more positions (H200, fp16 with a mask, ~150 MB, us against
-         * one word a lane or element-wise): 5 row words shifted in 2 lanes of 4 (S33 207
-         * against 685), 6-8 in 4 lanes of 2 (S47 206 / 237, S63 165 / 224); 9-11 as memory
-         * words in 4 lanes of 4 (S65 187 / 349, S77 170 / 299, S85 162 / 271); 12-16 shifted in
-         * 4 lanes of 4 (S90 159 / 256, S127 130 / 192); 17-25 as memory words in 8 lanes of 4
-         * (S129 185 / 254, S170 147 / 202); 26-32 shifted in 8 lanes of 4 (S230 134 / 166,
-         * S255 125 / 149); 33-50 as memory words in 16 lanes of 4 (S300 165 / 182, S350 143 / 160;
-         * not past that: S450 145 / 136 element-wise, S505 130 / 124); the rule is gen/ftgen.py's
-         * rg_rule. Up to 4 row words: in groups of 2 or 4 lanes of one word (S25 134 against
-         * 481 element-wise); where the memory words need the next bucket up but the row's own
-         * words do not, the row shifted into row order in the smaller bucket (S3 16.7 against
-         * 30.8, S7 37.4 / 70.2, S13 163 / 277 element-wise). Past 512 columns
-         * with 4 words a lane in 32 lanes (S513 552 / 763, S700 433 / 617, S1009 371 / 467;
-         * shifted where the memory words need the next bucket up: S1023 949 / 1256). */
+         * own words), where that beat element-wise accesses. These kernels are issue-bound, so a
+         * row takes few lanes of several words, which share its setup and shuffles among more
+         * positions. Up to 4 row words: one word a lane in the fewest lanes (1-4), shifted
+         * into row order where the memory words need more lanes than the row's own words;
+         * then by row words, as measured fastest for bf16 on the H200 (gen/ftgen.py's rg_rule,
+         * bench/RESULTS.md):
+         * 5: 2 lanes of 4 words, shifted
+         * 6-8: 4 lanes of 2 words, shifted
+         * 9-11: 4 lanes of 4 words, ragged
+         * 12-16: 4 lanes of 4 words, shifted
+         * 17-25: 8 lanes of 4 words, ragged
+         * 26-32: 8 lanes of 4 words, shifted
+         * 33-50: 16 lanes of 4 words, ragged
+         * past that element by element, but rows of 513-1024 columns in 32 lanes
+         * of 4 words (shifted where the memory words need more). */
         const int words = (S + 14) / 8, nrow = (S + 7) / 8;
         const void *k = NULL;
         int g = 0; /* lanes a row */
@@ -6646,7 +6644,7 @@ static inline ft_status ft_masked_softmax_bf16(__nv_bfloat16 *scores, const __nv
             return ft_softmax_launch_bf16(fn, (const void *)ft_softmax_bf16_w16_r4_g32_ragged,
                                           (unsigned)((rows + 3) / 4), 128, a, stream);
     }
-if (aligned) {
+    if (aligned) {
         const int nvec = S / 8;
         /* the smallest register bucket that holds the row in one warp, then the fewest
          * lanes (more lanes per row measured faster on the H100 than more vectors per
@@ -6701,7 +6699,7 @@ if (aligned) {
                                           (unsigned)((nvec + 127) / 128 * 32), a, stream);
         return ft_softmax_launch_bf16(fn, (const void *)ft_softmax_bf16_w16_stream, (unsigned)rows, 512, a, stream);
     }
-{
+    {
         const int nvec = S / 1;
         /* the smallest register bucket that holds the row in one warp, then the fewest
          * lanes (more lanes per row measured faster on the H100 than more vectors per

@@ -26,7 +26,9 @@
  * The softmax keeps a row in registers: rows of up to 2048 columns (16-byte accesses) or
  * 1024 (element by element, rows off the 16-byte grid) are served by a group of 1..32
  * lanes, chosen per call as the fewest lanes that hold the row (the register buckets per
- * lane are fixed when the header is generated);
+ * lane are fixed when the header is generated); rows off the grid of up to 128 columns in one warp through 16-byte words from the grid point below each row, in
+ * groups of lanes of one or more words each (for some lengths the row shifted into row
+ * order by shuffles);
  * rows of up to 8192 columns by one block, 16-byte accesses (a row off the grid
  * as whole words from the grid point below it, its first and last written element by
  * element, its mask as words shifted into place); longer rows by a block that streams the
@@ -208,6 +210,36 @@ static __device__ __forceinline__ ft_word_fp32x4 ft_softmax_shift_fp32_w16(ft_wo
     for (int i = 0; i < NU; i++)
         r.u[i] = c[i];
     return r.w;
+}
+
+/* The word of the lane above in groups of g lanes, `next` from lane 0 for the group's last
+ * lane (all 32 lanes call it; lane: the index in the group). */
+static __device__ __forceinline__ ft_word_fp32x4 ft_softmax_shfl_next_fp32_w16(ft_word_fp32x4 cur, ft_word_fp32x4 next, int lane, int g)
+{
+    union {
+        ft_word_fp32x4 w;
+        unsigned u[4];
+    } a;
+    a.w = lane == 0 ? next : cur;
+#pragma unroll
+    for (int i = 0; i < 4; i++)
+        a.u[i] = __shfl_sync(0xffffffffu, a.u[i], (lane + 1) & (g - 1), g);
+    return a.w;
+}
+
+/* The word of the lane below in groups of g lanes, `prev` from the group's last lane for
+ * lane 0 (all 32 lanes call it). */
+static __device__ __forceinline__ ft_word_fp32x4 ft_softmax_shfl_prev_fp32_w16(ft_word_fp32x4 cur, ft_word_fp32x4 prev, int lane, int g)
+{
+    union {
+        ft_word_fp32x4 w;
+        unsigned u[4];
+    } a;
+    a.w = lane == g - 1 ? prev : cur;
+#pragma unroll
+    for (int i = 0; i < 4; i++)
+        a.u[i] = __shfl_sync(0xffffffffu, a.u[i], (lane + g - 1) & (g - 1), g);
+    return a.w;
 }
 
 /* w of the lane `delta` above in groups of `width` lanes (all 32 lanes call it). */
@@ -1411,6 +1443,1774 @@ static __global__ void __launch_bounds__(128) ft_softmax_fp32_w16_r16_g32(ft_sof
         ft_softmax_row_fp32_w16_r16_g32(a, p, mrow, len, i < len, nvec, live, true);
     else
         ft_softmax_row_fp32_w16_r16_g32(a, p, mrow, len, i < len, nvec, live, false);
+
+}
+
+/* Softmax of rows of up to 128 columns: 8 lanes per row, 4 vector(s) of 4 per lane
+ * kept in registers; one read and one write of the row. The lane count is fixed per
+ * kernel (no index division, unrolled shuffles; rows that need more than one vector per
+ * lane always take 32 lanes). Every load of the row (score and mask words) is issued
+ * before the first reduction.
+ * Score words are read and written as streaming (evict-first): no other access shares
+ * their sectors.
+ *
+ * Each lane subtracts its own largest mask term t from its positions, so a row masked
+ * everywhere (all terms -10000, where fp32 would keep only ~10 bits of score*scale) keeps
+ * score*scale exactly; the row maximum is reduced as (largest t, maximum relative to
+ * it) in one pass (ft_group_max_shifted). Lanes whose t is the row's get the values they
+ * would without any shift, bit for bit; the others hold only positions masked harder than
+ * the row's best, whose weights underflow either way.
+ *
+ * This is one row's work for the kernel below; `full`: the row fills the group's vectors
+ * exactly (the compiler drops the bounds tests of that copy); `ragged`: the row lies o
+ * elements past the grid point p (or ends off the grid, or its mask row is off it): nvec
+ * words from p, read whole (the neighbours' elements in the first and last weigh nothing
+ * and are never written: those two are written element by element). The mask row
+ * lies om elements past its own grid point: each lane reads the mask word its score word
+ * starts in (q0 words before or at it) and takes the next from the lane above by a shuffle
+ * (the last lane of a group reads it itself), then shifts the pair by d elements into
+ * place. Only a word that would cross the end of its tensor is read element by element. */
+static __device__ __forceinline__ void ft_softmax_row_fp32_w16_r4_g8_rg(const ft_softmax_args_fp32 &a, float *p,
+    const float *mrow, int len, int row_in, int nvec, bool live, const bool full, const bool ragged, int o)
+{
+    enum { g = 8 };
+    const int lane = threadIdx.x & (g - 1);
+    ft_word_fp32x4 sw[4], mw[4]; /* the row's score and mask words */
+    /* a ragged row's mask: word c's elements start d elements into mask word c + q0 of the
+     * mask row's mwords (from its grid point mb). Words are read whole, the neighbours'
+     * elements with them (a word on the grid never crosses an allocation's start, which
+     * is on it), but for a word that would cross the tensor's end: the tail (below). Every
+     * load is a predicated one in straight-line code (branches around each word's loads,
+     * and conversions of loaded data among them, cost the first form of these kernels
+     * half its speed) */
+    const int om = ragged && mrow ? (int)(((uintptr_t)mrow / sizeof(float)) % 4) : 0;
+    const float *mb = mrow ? mrow - om : NULL;
+    const int q0 = om < o ? -1 : 0, d = om - o - q0 * 4;
+    const int mwords = (om + a.S + 3) / 4;
+    /* 1 where the row's last word (scores, mask) would cross the tensor's end */
+    const int stail = ragged && p + nvec * 4 > a.scores + a.rows * a.S;
+    const int mtail = ragged && mrow && mb + mwords * 4 > a.mask + (int64_t)a.B * a.S * a.S;
+    const bool last = (threadIdx.x & 7) == 7; /* takes no shuffle from above */
+    ft_word_fp32x4 mh[4];     /* the last lane's next mask words */
+#pragma unroll
+    for (int k = 0; k < 4; k++) {
+        const int c = lane + k * g;
+        if (full || c < nvec - stail) {
+            if (!ragged || (c > 0 && c < nvec - 1))
+                sw[k] = __ldcs((const ft_word_fp32x4 *)(p + c * 4));
+            else
+                sw[k] = *(const ft_word_fp32x4 *)(p + c * 4);
+            if (mrow && !ragged)
+                mw[k] = *(const ft_word_fp32x4 *)(mrow + c * 4);
+        }
+        if (mrow && ragged) { /* word c's mask word, and the one after it for word c - 1 */
+            memset(&mw[k], 0, sizeof mw[k]);
+            memset(&mh[k], 0, sizeof mh[k]);
+            if ((unsigned)(c + q0) < (unsigned)(mwords - mtail) && c <= nvec)
+                mw[k] = *(const ft_word_fp32x4 *)(mb + (c + q0) * 4);
+            if (last && (unsigned)(c + q0 + 1) < (unsigned)(mwords - mtail) && c < nvec)
+                mh[k] = *(const ft_word_fp32x4 *)(mb + (c + q0 + 1) * 4);
+        }
+    }
+    if (stail | mtail) /* the tensor's last row: its last word element by element, clamped into the row */
+#pragma unroll
+        for (int k = 0; k < 4; k++) {
+            const int c = lane + k * g;
+            if (stail && c == nvec - 1)
+                sw[k] = ft_softmax_word_fp32_w16(p, c, o, a.S);
+            if (mtail && c + q0 == mwords - 1 && c <= nvec)
+                mw[k] = ft_softmax_word_fp32_w16(mb, c + q0, om, a.S);
+            if (mtail && last && c + q0 + 1 == mwords - 1 && c < nvec)
+                mh[k] = ft_softmax_word_fp32_w16(mb, c + q0 + 1, om, a.S);
+        }
+    if (mrow && ragged)
+#pragma unroll
+        for (int k = 0; k < 4; k++) {
+            ft_word_fp32x4 nx = ft_softmax_shfl_down_fp32_w16(mw[k], 8);
+            if (last)
+                nx = mh[k];
+            mw[k] = ft_softmax_shift_fp32_w16(mw[k], nx, d);
+        }
+    const int po = o;
+    float x[4][4]; /* first the mask values (keep flags without a mask), then the shifted values */
+    float t = -INFINITY;            /* this lane's largest mask value, then its term */
+#pragma unroll
+    for (int k = 0; k < 4; k++)
+        if (full || lane + k * g < nvec) {
+            /* a ragged row's word c holds positions c*4 - o ...; o = 0 otherwise */
+            const int c = lane + k * g;
+            ft_softmax_keep_vec_fp32_w16(mrow != NULL, mw[k], row_in, len + po, c, x[k]);
+            if (ragged && (c == 0 || c == nvec - 1)) /* positions outside the row weigh nothing */
+#pragma unroll
+                for (int e = 0; e < 4; e++) {
+                    const int j = c * 4 + e - po;
+                    if (j < 0 || j >= a.S)
+                        x[k][e] = -INFINITY;
+                }
+#pragma unroll
+            for (int e = 0; e < 4; e++)
+                t = fmaxf(t, x[k][e]);
+        }
+    /* the terms (1 - m)*-10000 are monotone in m: the largest term from the largest value,
+     * and each term less it as m*10000 - (10000 + t) in one rounding (an instruction a
+     * position instead of three) */
+    t = fmaf(t, 10000.0f, -10000.0f);
+    const float tb = -10000.0f - t;
+    float mx = -INFINITY;
+#pragma unroll
+    for (int k = 0; k < 4; k++)
+        if (full || lane + k * g < nvec) {
+            float sc[4];
+            ft_unpack_fp32x4(sw[k], sc);
+            const int c = lane + k * g;
+            if (ragged && (c == 0 || c == nvec - 1)) /* the neighbours' scores (anything, NaN too) as 0 */
+#pragma unroll
+                for (int e = 0; e < 4; e++) {
+                    const int j = c * 4 + e - po;
+                    if (j < 0 || j >= a.S)
+                        sc[e] = 0.0f;
+                }
+#pragma unroll
+            for (int e = 0; e < 4; e++) {
+                x[k][e] = fmaf(sc[e], a.scale, fmaf(x[k][e], 10000.0f, tb));
+                mx = fmaxf(mx, x[k][e]);
+            }
+        }
+    float top = t;
+    ft_group_max_shifted(top, mx, g, 0xffffffffu);
+    mx -= t - top; /* the row maximum relative to this lane's shift */
+    /* exp(x - mx) as 2^(x*log2(e) - mx*log2(e)): one FFMA and the approximate unit, weights
+     * below 2^-126 of the row's largest flushed to 0 (an absolute error under 2^-126);
+     * __expf's non-flushing form took four more instructions a position */
+    const float mxl = mx * 1.4426950408889634f;
+    float sum = 0.0f;
+#pragma unroll
+    for (int k = 0; k < 4; k++)
+        if (full || lane + k * g < nvec)
+#pragma unroll
+            for (int e = 0; e < 4; e++) {
+                x[k][e] = ft_exp2_approx(fmaf(x[k][e], 1.4426950408889634f, -mxl));
+                sum += x[k][e];
+            }
+    sum = ft_group_sum(sum, g, 0xffffffffu);
+    const float inv = 1.0f / sum;
+#pragma unroll
+    for (int k = 0; k < 4; k++) {
+        const int c = lane + k * g;
+        if (live && (full || c < nvec)) {
+#pragma unroll
+            for (int e = 0; e < 4; e++)
+                x[k][e] *= inv;
+            if (!ragged || (c > 0 && c < nvec - 1)) {
+                ft_store_cs_fp32x4(p + c * 4, x[k]);
+            } else {
+#pragma unroll
+                for (int e = 0; e < 4; e++) {
+                    const int j = c * 4 + e - o;
+                    if (j >= 0 && j < a.S)
+                        p[c * 4 + e] = ft_from_float_fp32(x[k][e]);
+                }
+            }
+        }
+    }
+}
+
+/* ft_softmax_fp32_w16_r4_g8 for rows that may lie off the 16-byte grid (S not a multiple of
+ * 4, or a pointer off the grid): each row's words run from the grid point below it, the
+ * first and last written element by element; the mask as words shifted into place. */
+static __global__ void __launch_bounds__(128) ft_softmax_fp32_w16_r4_g8_ragged(ft_softmax_args_fp32 a)
+{
+    enum { g = 8 };
+    /* rows < 2^31 (the launcher checks); a group past the last row works on the last row
+     * and stores nothing, so every lane of a warp reaches the shuffles (full-warp masks:
+     * a per-group mask makes the compiler emulate the shuffle lane group by lane group).
+     * Rows in order (a grid over (b*H + h, row pieces) measured 4% slower: S512 49.6 us
+     * against 47.6 in the same form) */
+    const int row0 = blockIdx.x * (128 / g) + (int)threadIdx.x / g;
+    const bool live = row0 < a.rows;
+    if (__all_sync(0xffffffffu, !live))
+        return;
+    /* launched dependent (sm_90): wait for the previous kernel's writes, then let the next
+     * launch be scheduled behind this one's last blocks */
+    ft_pdl_wait();
+    ft_pdl_trigger();
+    const int row = live ? row0 : (int)a.rows - 1;
+    const int S = a.S;
+    const int b = ft_fastdiv_q(a.div_hs, row), i = row - ft_fastdiv_q(a.div_s, row) * S;
+    float *p = a.scores + (int64_t)row * S;
+    const float *mrow = a.mask ? a.mask + ((int64_t)b * S + i) * S : NULL;
+    const int len = a.lengths ? min(max(a.lengths[b], 0), S) : S;
+    /* o elements past the grid point below the row; its words run from there */
+    const int o = (int)(((uintptr_t)p / sizeof(float)) % 4);
+    ft_softmax_row_fp32_w16_r4_g8_rg(a, p - o, mrow, len, i < len, (o + S + 3) / 4, live, false, true, o);
+
+}
+
+/* Softmax of rows of up to 4 columns: 1 lanes per row, 1 vector(s) of 4 per lane
+ * kept in registers; one read and one write of the row. The lane count is fixed per
+ * kernel (no index division, unrolled shuffles; rows that need more than one vector per
+ * lane always take 32 lanes). Every load of the row (score and mask words) is issued
+ * before the first reduction.
+ * Score words are read and written as streaming (evict-first): no other access shares
+ * their sectors.
+ *
+ * Each lane subtracts its own largest mask term t from its positions, so a row masked
+ * everywhere (all terms -10000, where fp32 would keep only ~10 bits of score*scale) keeps
+ * score*scale exactly; the row maximum is reduced as (largest t, maximum relative to
+ * it) in one pass (ft_group_max_shifted). Lanes whose t is the row's get the values they
+ * would without any shift, bit for bit; the others hold only positions masked harder than
+ * the row's best, whose weights underflow either way.
+ *
+ * This is one row's work for the kernel below; `full`: the row fills the group's vectors
+ * exactly (the compiler drops the bounds tests of that copy); `ragged`: the row lies o
+ * elements past the grid point p (or ends off the grid, or its mask row is off it): nvec
+ * words from p, read whole (the neighbours' elements in the first and last weigh nothing
+ * and are never written: those two are written element by element). The mask row
+ * lies om elements past its own grid point: each lane reads the mask word its score word
+ * starts in (q0 words before or at it) and takes the next from the lane above by a shuffle
+ * (the last lane of a group reads it itself), then shifts the pair by d elements into
+ * place. Only a word that would cross the end of its tensor is read element by element. */
+static __device__ __forceinline__ void ft_softmax_row_fp32_w16_r1_g1_sh(const ft_softmax_args_fp32 &a, float *p,
+    const float *mrow, int len, int row_in, int nvec, bool live, const bool full, const bool ragged, int o)
+{
+    enum { g = 1 };
+    const int lane = threadIdx.x & (g - 1);
+    ft_word_fp32x4 sw[1], mw[1]; /* the row's score and mask words */
+    /* the row shifted into row order: lane c's word holds columns c*4.. (nvec = the row's
+     * words), made of memory words c and c + 1 from the grid point p (o elements before the
+     * row), the next one from the lane above by a shuffle (lane 0's next word for the group's
+     * last lane; the group's last lane reads word 1 itself), shifted by o; the mask
+     * the same way by its own offset om. The row's memory words: nmem, from p. */
+    const int om = mrow ? (int)(((uintptr_t)mrow / sizeof(float)) % 4) : 0;
+    const float *mb = mrow ? mrow - om : NULL;
+    const int nmem = (o + a.S + 3) / 4, mwords = (om + a.S + 3) / 4;
+    /* 1 where the row's last memory word (scores, mask) would cross the tensor's end */
+    const int stail = p + nmem * 4 > a.scores + a.rows * a.S;
+    const int mtail = mrow && mb + mwords * 4 > a.mask + (int64_t)a.B * a.S * a.S;
+    const bool last = lane == g - 1;
+    ft_word_fp32x4 sx, mx_; /* the group's last lane: memory word 1 */
+    memset(&sx, 0, sizeof sx);
+    memset(&mx_, 0, sizeof mx_);
+#pragma unroll
+    for (int k = 0; k < 1; k++) {
+        const int c = lane + k * g;
+        memset(&sw[k], 0, sizeof sw[k]);
+        memset(&mw[k], 0, sizeof mw[k]);
+        if (c < nmem - stail)
+            sw[k] = __ldcs((const ft_word_fp32x4 *)(p + c * 4));
+        if (mrow && c < mwords - mtail)
+            mw[k] = *(const ft_word_fp32x4 *)(mb + c * 4);
+    }
+    if (last && 1 < nmem - stail)
+        sx = __ldcs((const ft_word_fp32x4 *)(p + 1 * 4));
+    if (last && mrow && 1 < mwords - mtail)
+        mx_ = *(const ft_word_fp32x4 *)(mb + 1 * 4);
+    if (stail | mtail) { /* the tensor's last row: its last memory word element by element */
+#pragma unroll
+        for (int k = 0; k < 1; k++) {
+            const int c = lane + k * g;
+            if (stail && c == nmem - 1)
+                sw[k] = ft_softmax_word_fp32_w16(p, c, o, a.S);
+            if (mtail && c == mwords - 1)
+                mw[k] = ft_softmax_word_fp32_w16(mb, c, om, a.S);
+        }
+        if (last && stail && 1 == nmem - 1)
+            sx = ft_softmax_word_fp32_w16(p, 1, o, a.S);
+        if (last && mtail && 1 == mwords - 1)
+            mx_ = ft_softmax_word_fp32_w16(mb, 1, om, a.S);
+    }
+#pragma unroll
+    for (int k = 0; k < 1; k++) { /* into row order, k ascending (lane 0 gives word k + 1 unshifted) */
+        ft_word_fp32x4 nx = ft_softmax_shfl_next_fp32_w16(sw[k], sw[k + 1 < 1 ? k + 1 : k], lane, g);
+        if (last && k == 0)
+            nx = sx;
+        ft_word_fp32x4 ny = ft_softmax_shfl_next_fp32_w16(mw[k], mw[k + 1 < 1 ? k + 1 : k], lane, g);
+        if (last && k == 0)
+            ny = mx_;
+        sw[k] = ft_softmax_shift_fp32_w16(sw[k], nx, o);
+        mw[k] = ft_softmax_shift_fp32_w16(mw[k], ny, om);
+    }
+    nvec = (a.S + 3) / 4; /* row words from here on */
+    const int po = 0;
+    float x[1][4]; /* first the mask values (keep flags without a mask), then the shifted values */
+    float t = -INFINITY;            /* this lane's largest mask value, then its term */
+#pragma unroll
+    for (int k = 0; k < 1; k++)
+        if (full || lane + k * g < nvec) {
+            /* a ragged row's word c holds positions c*4 - o ...; o = 0 otherwise */
+            const int c = lane + k * g;
+            ft_softmax_keep_vec_fp32_w16(mrow != NULL, mw[k], row_in, len + po, c, x[k]);
+            if (ragged && (c == 0 || c == nvec - 1)) /* positions outside the row weigh nothing */
+#pragma unroll
+                for (int e = 0; e < 4; e++) {
+                    const int j = c * 4 + e - po;
+                    if (j < 0 || j >= a.S)
+                        x[k][e] = -INFINITY;
+                }
+#pragma unroll
+            for (int e = 0; e < 4; e++)
+                t = fmaxf(t, x[k][e]);
+        }
+    /* the terms (1 - m)*-10000 are monotone in m: the largest term from the largest value,
+     * and each term less it as m*10000 - (10000 + t) in one rounding (an instruction a
+     * position instead of three) */
+    t = fmaf(t, 10000.0f, -10000.0f);
+    const float tb = -10000.0f - t;
+    float mx = -INFINITY;
+#pragma unroll
+    for (int k = 0; k < 1; k++)
+        if (full || lane + k * g < nvec) {
+            float sc[4];
+            ft_unpack_fp32x4(sw[k], sc);
+            const int c = lane + k * g;
+            if (ragged && (c == 0 || c == nvec - 1)) /* the neighbours' scores (anything, NaN too) as 0 */
+#pragma unroll
+                for (int e = 0; e < 4; e++) {
+                    const int j = c * 4 + e - po;
+                    if (j < 0 || j >= a.S)
+                        sc[e] = 0.0f;
+                }
+#pragma unroll
+            for (int e = 0; e < 4; e++) {
+                x[k][e] = fmaf(sc[e], a.scale, fmaf(x[k][e], 10000.0f, tb));
+                mx = fmaxf(mx, x[k][e]);
+            }
+        }
+    float top = t;
+    ft_group_max_shifted(top, mx, g, 0xffffffffu);
+    mx -= t - top; /* the row maximum relative to this lane's shift */
+    /* exp(x - mx) as 2^(x*log2(e) - mx*log2(e)): one FFMA and the approximate unit, weights
+     * below 2^-126 of the row's largest flushed to 0 (an absolute error under 2^-126);
+     * __expf's non-flushing form took four more instructions a position */
+    const float mxl = mx * 1.4426950408889634f;
+    float sum = 0.0f;
+#pragma unroll
+    for (int k = 0; k < 1; k++)
+        if (full || lane + k * g < nvec)
+#pragma unroll
+            for (int e = 0; e < 4; e++) {
+                x[k][e] = ft_exp2_approx(fmaf(x[k][e], 1.4426950408889634f, -mxl));
+                sum += x[k][e];
+            }
+    sum = ft_group_sum(sum, g, 0xffffffffu);
+    const float inv = 1.0f / sum;
+    /* back to memory order: memory word c is the last o elements of row word c - 1 (from
+     * the lane below by a shuffle; the group's last lane gives lane 0 its word k - 1) and
+     * the first 4 - o of row word c; the first and last memory words element by element,
+     * and memory word 1 (when the row reaches it) by the group's last lane */
+    ft_word_fp32x4 ow[1];
+#pragma unroll
+    for (int k = 0; k < 1; k++) {
+#pragma unroll
+        for (int e = 0; e < 4; e++)
+            x[k][e] *= inv;
+        ow[k] = ft_pack_fp32x4(x[k]);
+    }
+    union {
+        ft_word_fp32x4 w;
+        float e[4];
+    } mwd;
+#pragma unroll
+    for (int k = 0; k < 1; k++) {
+        const int c = lane + k * g;
+        const ft_word_fp32x4 pv = ft_softmax_shfl_prev_fp32_w16(ow[k], ow[k > 0 ? k - 1 : 0], lane, g);
+        mwd.w = o ? ft_softmax_shift_fp32_w16(pv, ow[k], 4 - o) : ow[k];
+        if (live && c < nmem) {
+            if (c > 0 && c < nmem - 1) {
+                __stcs((ft_word_fp32x4 *)(p + c * 4), mwd.w);
+            } else {
+#pragma unroll
+                for (int e = 0; e < 4; e++) {
+                    const int j = c * 4 + e - o;
+                    if (j >= 0 && j < a.S)
+                        p[c * 4 + e] = mwd.e[e];
+                }
+            }
+        }
+    }
+    if (live && last && 1 < nmem) { /* o > 0 here: the row's last o elements */
+        mwd.w = ft_softmax_shift_fp32_w16(ow[0], ow[0], 4 - o);
+#pragma unroll
+        for (int e = 0; e < 4; e++) {
+            const int j = 1 * 4 + e - o;
+            if (j < a.S)
+                p[1 * 4 + e] = mwd.e[e];
+        }
+    }
+}
+
+/* ft_softmax_fp32_w16_r1_g1 for rows off the 16-byte grid that fit its bucket in row order
+ * (ceil(S / 4) words) but whose memory words from the grid point below them may not: the
+ * row shifted into row order by shuffles, and back before the stores. */
+static __global__ void __launch_bounds__(128) ft_softmax_fp32_w16_r1_g1_shifted(ft_softmax_args_fp32 a)
+{
+    enum { g = 1 };
+    /* rows < 2^31 (the launcher checks); a group past the last row works on the last row
+     * and stores nothing, so every lane of a warp reaches the shuffles (full-warp masks:
+     * a per-group mask makes the compiler emulate the shuffle lane group by lane group).
+     * Rows in order (a grid over (b*H + h, row pieces) measured 4% slower: S512 49.6 us
+     * against 47.6 in the same form) */
+    const int row0 = blockIdx.x * (128 / g) + (int)threadIdx.x / g;
+    const bool live = row0 < a.rows;
+    if (__all_sync(0xffffffffu, !live))
+        return;
+    /* launched dependent (sm_90): wait for the previous kernel's writes, then let the next
+     * launch be scheduled behind this one's last blocks */
+    ft_pdl_wait();
+    ft_pdl_trigger();
+    const int row = live ? row0 : (int)a.rows - 1;
+    const int S = a.S;
+    const int b = ft_fastdiv_q(a.div_hs, row), i = row - ft_fastdiv_q(a.div_s, row) * S;
+    float *p = a.scores + (int64_t)row * S;
+    const float *mrow = a.mask ? a.mask + ((int64_t)b * S + i) * S : NULL;
+    const int len = a.lengths ? min(max(a.lengths[b], 0), S) : S;
+    /* o elements past the grid point below the row; its words run from there */
+    const int o = (int)(((uintptr_t)p / sizeof(float)) % 4);
+    ft_softmax_row_fp32_w16_r1_g1_sh(a, p - o, mrow, len, i < len, (o + S + 3) / 4, live, false, true, o);
+
+}
+
+/* Softmax of rows of up to 16 columns: 1 lanes per row, 4 vector(s) of 4 per lane
+ * kept in registers; one read and one write of the row. The lane count is fixed per
+ * kernel (no index division, unrolled shuffles; rows that need more than one vector per
+ * lane always take 32 lanes). Every load of the row (score and mask words) is issued
+ * before the first reduction.
+ * Score words are read and written as streaming (evict-first): no other access shares
+ * their sectors.
+ *
+ * Each lane subtracts its own largest mask term t from its positions, so a row masked
+ * everywhere (all terms -10000, where fp32 would keep only ~10 bits of score*scale) keeps
+ * score*scale exactly; the row maximum is reduced as (largest t, maximum relative to
+ * it) in one pass (ft_group_max_shifted). Lanes whose t is the row's get the values they
+ * would without any shift, bit for bit; the others hold only positions masked harder than
+ * the row's best, whose weights underflow either way.
+ *
+ * This is one row's work for the kernel below; `full`: the row fills the group's vectors
+ * exactly (the compiler drops the bounds tests of that copy); `ragged`: the row lies o
+ * elements past the grid point p (or ends off the grid, or its mask row is off it): nvec
+ * words from p, read whole (the neighbours' elements in the first and last weigh nothing
+ * and are never written: those two are written element by element). The mask row
+ * lies om elements past its own grid point: each lane reads the mask word its score word
+ * starts in (q0 words before or at it) and takes the next from the lane above by a shuffle
+ * (the last lane of a group reads it itself), then shifts the pair by d elements into
+ * place. Only a word that would cross the end of its tensor is read element by element. */
+static __device__ __forceinline__ void ft_softmax_row_fp32_w16_r4_g1_sh(const ft_softmax_args_fp32 &a, float *p,
+    const float *mrow, int len, int row_in, int nvec, bool live, const bool full, const bool ragged, int o)
+{
+    enum { g = 1 };
+    const int lane = threadIdx.x & (g - 1);
+    ft_word_fp32x4 sw[4], mw[4]; /* the row's score and mask words */
+    /* the row shifted into row order: lane c's word holds columns c*4.. (nvec = the row's
+     * words), made of memory words c and c + 1 from the grid point p (o elements before the
+     * row), the next one from the lane above by a shuffle (lane 0's next word for the group's
+     * last lane; the group's last lane reads word 4 itself), shifted by o; the mask
+     * the same way by its own offset om. The row's memory words: nmem, from p. */
+    const int om = mrow ? (int)(((uintptr_t)mrow / sizeof(float)) % 4) : 0;
+    const float *mb = mrow ? mrow - om : NULL;
+    const int nmem = (o + a.S + 3) / 4, mwords = (om + a.S + 3) / 4;
+    /* 1 where the row's last memory word (scores, mask) would cross the tensor's end */
+    const int stail = p + nmem * 4 > a.scores + a.rows * a.S;
+    const int mtail = mrow && mb + mwords * 4 > a.mask + (int64_t)a.B * a.S * a.S;
+    const bool last = lane == g - 1;
+    ft_word_fp32x4 sx, mx_; /* the group's last lane: memory word 4 */
+    memset(&sx, 0, sizeof sx);
+    memset(&mx_, 0, sizeof mx_);
+#pragma unroll
+    for (int k = 0; k < 4; k++) {
+        const int c = lane + k * g;
+        memset(&sw[k], 0, sizeof sw[k]);
+        memset(&mw[k], 0, sizeof mw[k]);
+        if (c < nmem - stail)
+            sw[k] = __ldcs((const ft_word_fp32x4 *)(p + c * 4));
+        if (mrow && c < mwords - mtail)
+            mw[k] = *(const ft_word_fp32x4 *)(mb + c * 4);
+    }
+    if (last && 4 < nmem - stail)
+        sx = __ldcs((const ft_word_fp32x4 *)(p + 4 * 4));
+    if (last && mrow && 4 < mwords - mtail)
+        mx_ = *(const ft_word_fp32x4 *)(mb + 4 * 4);
+    if (stail | mtail) { /* the tensor's last row: its last memory word element by element */
+#pragma unroll
+        for (int k = 0; k < 4; k++) {
+            const int c = lane + k * g;
+            if (stail && c == nmem - 1)
+                sw[k] = ft_softmax_word_fp32_w16(p, c, o, a.S);
+            if (mtail && c == mwords - 1)
+                mw[k] = ft_softmax_word_fp32_w16(mb, c, om, a.S);
+        }
+        if (last && stail && 4 == nmem - 1)
+            sx = ft_softmax_word_fp32_w16(p, 4, o, a.S);
+        if (last && mtail && 4 == mwords - 1)
+            mx_ = ft_softmax_word_fp32_w16(mb, 4, om, a.S);
+    }
+#pragma unroll
+    for (int k = 0; k < 4; k++) { /* into row order, k ascending (lane 0 gives word k + 1 unshifted) */
+        ft_word_fp32x4 nx = ft_softmax_shfl_next_fp32_w16(sw[k], sw[k + 1 < 4 ? k + 1 : k], lane, g);
+        if (last && k == 3)
+            nx = sx;
+        ft_word_fp32x4 ny = ft_softmax_shfl_next_fp32_w16(mw[k], mw[k + 1 < 4 ? k + 1 : k], lane, g);
+        if (last && k == 3)
+            ny = mx_;
+        sw[k] = ft_softmax_shift_fp32_w16(sw[k], nx, o);
+        mw[k] = ft_softmax_shift_fp32_w16(mw[k], ny, om);
+    }
+    nvec = (a.S + 3) / 4; /* row words from here on */
+    const int po = 0;
+    float x[4][4]; /* first the mask values (keep flags without a mask), then the shifted values */
+    float t = -INFINITY;            /* this lane's largest mask value, then its term */
+#pragma unroll
+    for (int k = 0; k < 4; k++)
+        if (full || lane + k * g < nvec) {
+            /* a ragged row's word c holds positions c*4 - o ...; o = 0 otherwise */
+            const int c = lane + k * g;
+            ft_softmax_keep_vec_fp32_w16(mrow != NULL, mw[k], row_in, len + po, c, x[k]);
+            if (ragged && (c == 0 || c == nvec - 1)) /* positions outside the row weigh nothing */
+#pragma unroll
+                for (int e = 0; e < 4; e++) {
+                    const int j = c * 4 + e - po;
+                    if (j < 0 || j >= a.S)
+                        x[k][e] = -INFINITY;
+                }
+#pragma unroll
+            for (int e = 0; e < 4; e++)
+                t = fmaxf(t, x[k][e]);
+        }
+    /* the terms (1 - m)*-10000 are monotone in m: the largest term from the largest value,
+     * and each term less it as m*10000 - (10000 + t) in one rounding (an instruction a
+     * position instead of three) */
+    t = fmaf(t, 10000.0f, -10000.0f);
+    const float tb = -10000.0f - t;
+    float mx = -INFINITY;
+#pragma unroll
+    for (int k = 0; k < 4; k++)
+        if (full || lane + k * g < nvec) {
+            float sc[4];
+            ft_unpack_fp32x4(sw[k], sc);
+            const int c = lane + k * g;
+            if (ragged && (c == 0 || c == nvec - 1)) /* the neighbours' scores (anything, NaN too) as 0 */
+#pragma unroll
+                for (int e = 0; e < 4; e++) {
+                    const int j = c * 4 + e - po;
+                    if (j < 0 || j >= a.S)
+                        sc[e] = 0.0f;
+                }
+#pragma unroll
+            for (int e = 0; e < 4; e++) {
+                x[k][e] = fmaf(sc[e], a.scale, fmaf(x[k][e], 10000.0f, tb));
+                mx = fmaxf(mx, x[k][e]);
+            }
+        }
+    float top = t;
+    ft_group_max_shifted(top, mx, g, 0xffffffffu);
+    mx -= t - top; /* the row maximum relative to this lane's shift */
+    /* exp(x - mx) as 2^(x*log2(e) - mx*log2(e)): one FFMA and the approximate unit, weights
+     * below 2^-126 of the row's largest flushed to 0 (an absolute error under 2^-126);
+     * __expf's non-flushing form took four more instructions a position */
+    const float mxl = mx * 1.4426950408889634f;
+    float sum = 0.0f;
+#pragma unroll
+    for (int k = 0; k < 4; k++)
+        if (full || lane + k * g < nvec)
+#pragma unroll
+            for (int e = 0; e < 4; e++) {
+                x[k][e] = ft_exp2_approx(fmaf(x[k][e], 1.4426950408889634f, -mxl));
+                sum += x[k][e];
+            }
+    sum = ft_group_sum(sum, g, 0xffffffffu);
+    const float inv = 1.0f / sum;
+    /* back to memory order: memory word c is the last o elements of row word c - 1 (from
+     * the lane below by a shuffle; the group's last lane gives lane 0 its word k - 1) and
+     * the first 4 - o of row word c; the first and last memory words element by element,
+     * and memory word 4 (when the row reaches it) by the group's last lane */
+    ft_word_fp32x4 ow[4];
+#pragma unroll
+    for (int k = 0; k < 4; k++) {
+#pragma unroll
+        for (int e = 0; e < 4; e++)
+            x[k][e] *= inv;
+        ow[k] = ft_pack_fp32x4(x[k]);
+    }
+    union {
+        ft_word_fp32x4 w;
+        float e[4];
+    } mwd;
+#pragma unroll
+    for (int k = 0; k < 4; k++) {
+        const int c = lane + k * g;
+        const ft_word_fp32x4 pv = ft_softmax_shfl_prev_fp32_w16(ow[k], ow[k > 0 ? k - 1 : 0], lane, g);
+        mwd.w = o ? ft_softmax_shift_fp32_w16(pv, ow[k], 4 - o) : ow[k];
+        if (live && c < nmem) {
+            if (c > 0 && c < nmem - 1) {
+                __stcs((ft_word_fp32x4 *)(p + c * 4), mwd.w);
+            } else {
+#pragma unroll
+                for (int e = 0; e < 4; e++) {
+                    const int j = c * 4 + e - o;
+                    if (j >= 0 && j < a.S)
+                        p[c * 4 + e] = mwd.e[e];
+                }
+            }
+        }
+    }
+    if (live && last && 4 < nmem) { /* o > 0 here: the row's last o elements */
+        mwd.w = ft_softmax_shift_fp32_w16(ow[3], ow[3], 4 - o);
+#pragma unroll
+        for (int e = 0; e < 4; e++) {
+            const int j = 4 * 4 + e - o;
+            if (j < a.S)
+                p[4 * 4 + e] = mwd.e[e];
+        }
+    }
+}
+
+/* ft_softmax_fp32_w16_r4_g1 for rows off the 16-byte grid that fit its bucket in row order
+ * (ceil(S / 4) words) but whose memory words from the grid point below them may not: the
+ * row shifted into row order by shuffles, and back before the stores. */
+static __global__ void __launch_bounds__(128) ft_softmax_fp32_w16_r4_g1_shifted(ft_softmax_args_fp32 a)
+{
+    enum { g = 1 };
+    /* rows < 2^31 (the launcher checks); a group past the last row works on the last row
+     * and stores nothing, so every lane of a warp reaches the shuffles (full-warp masks:
+     * a per-group mask makes the compiler emulate the shuffle lane group by lane group).
+     * Rows in order (a grid over (b*H + h, row pieces) measured 4% slower: S512 49.6 us
+     * against 47.6 in the same form) */
+    const int row0 = blockIdx.x * (128 / g) + (int)threadIdx.x / g;
+    const bool live = row0 < a.rows;
+    if (__all_sync(0xffffffffu, !live))
+        return;
+    /* launched dependent (sm_90): wait for the previous kernel's writes, then let the next
+     * launch be scheduled behind this one's last blocks */
+    ft_pdl_wait();
+    ft_pdl_trigger();
+    const int row = live ? row0 : (int)a.rows - 1;
+    const int S = a.S;
+    const int b = ft_fastdiv_q(a.div_hs, row), i = row - ft_fastdiv_q(a.div_s, row) * S;
+    float *p = a.scores + (int64_t)row * S;
+    const float *mrow = a.mask ? a.mask + ((int64_t)b * S + i) * S : NULL;
+    const int len = a.lengths ? min(max(a.lengths[b], 0), S) : S;
+    /* o elements past the grid point below the row; its words run from there */
+    const int o = (int)(((uintptr_t)p / sizeof(float)) % 4);
+    ft_softmax_row_fp32_w16_r4_g1_sh(a, p - o, mrow, len, i < len, (o + S + 3) / 4, live, false, true, o);
+
+}
+
+/* Softmax of rows of up to 16 columns: 2 lanes per row, 2 vector(s) of 4 per lane
+ * kept in registers; one read and one write of the row. The lane count is fixed per
+ * kernel (no index division, unrolled shuffles; rows that need more than one vector per
+ * lane always take 32 lanes). Every load of the row (score and mask words) is issued
+ * before the first reduction.
+ * Score words are read and written as streaming (evict-first): no other access shares
+ * their sectors.
+ *
+ * Each lane subtracts its own largest mask term t from its positions, so a row masked
+ * everywhere (all terms -10000, where fp32 would keep only ~10 bits of score*scale) keeps
+ * score*scale exactly; the row maximum is reduced as (largest t, maximum relative to
+ * it) in one pass (ft_group_max_shifted). Lanes whose t is the row's get the values they
+ * would without any shift, bit for bit; the others hold only positions masked harder than
+ * the row's best, whose weights underflow either way.
+ *
+ * This is one row's work for the kernel below; `full`: the row fills the group's vectors
+ * exactly (the compiler drops the bounds tests of that copy); `ragged`: the row lies o
+ * elements past the grid point p (or ends off the grid, or its mask row is off it): nvec
+ * words from p, read whole (the neighbours' elements in the first and last weigh nothing
+ * and are never written: those two are written element by element). The mask row
+ * lies om elements past its own grid point: each lane reads the mask word its score word
+ * starts in (q0 words before or at it) and takes the next from the lane above by a shuffle
+ * (the last lane of a group reads it itself), then shifts the pair by d elements into
+ * place. Only a word that would cross the end of its tensor is read element by element. */
+static __device__ __forceinline__ void ft_softmax_row_fp32_w16_r2_g2_sh(const ft_softmax_args_fp32 &a, float *p,
+    const float *mrow, int len, int row_in, int nvec, bool live, const bool full, const bool ragged, int o)
+{
+    enum { g = 2 };
+    const int lane = threadIdx.x & (g - 1);
+    ft_word_fp32x4 sw[2], mw[2]; /* the row's score and mask words */
+    /* the row shifted into row order: lane c's word holds columns c*4.. (nvec = the row's
+     * words), made of memory words c and c + 1 from the grid point p (o elements before the
+     * row), the next one from the lane above by a shuffle (lane 0's next word for the group's
+     * last lane; the group's last lane reads word 4 itself), shifted by o; the mask
+     * the same way by its own offset om. The row's memory words: nmem, from p. */
+    const int om = mrow ? (int)(((uintptr_t)mrow / sizeof(float)) % 4) : 0;
+    const float *mb = mrow ? mrow - om : NULL;
+    const int nmem = (o + a.S + 3) / 4, mwords = (om + a.S + 3) / 4;
+    /* 1 where the row's last memory word (scores, mask) would cross the tensor's end */
+    const int stail = p + nmem * 4 > a.scores + a.rows * a.S;
+    const int mtail = mrow && mb + mwords * 4 > a.mask + (int64_t)a.B * a.S * a.S;
+    const bool last = lane == g - 1;
+    ft_word_fp32x4 sx, mx_; /* the group's last lane: memory word 4 */
+    memset(&sx, 0, sizeof sx);
+    memset(&mx_, 0, sizeof mx_);
+#pragma unroll
+    for (int k = 0; k < 2; k++) {
+        const int c = lane + k * g;
+        memset(&sw[k], 0, sizeof sw[k]);
+        memset(&mw[k], 0, sizeof mw[k]);
+        if (c < nmem - stail)
+            sw[k] = __ldcs((const ft_word_fp32x4 *)(p + c * 4));
+        if (mrow && c < mwords - mtail)
+            mw[k] = *(const ft_word_fp32x4 *)(mb + c * 4);
+    }
+    if (last && 4 < nmem - stail)
+        sx = __ldcs((const ft_word_fp32x4 *)(p + 4 * 4));
+    if (last && mrow && 4 < mwords - mtail)
+        mx_ = *(const ft_word_fp32x4 *)(mb + 4 * 4);
+    if (stail | mtail) { /* the tensor's last row: its last memory word element by element */
+#pragma unroll
+        for (int k = 0; k < 2; k++) {
+            const int c = lane + k * g;
+            if (stail && c == nmem - 1)
+                sw[k] = ft_softmax_word_fp32_w16(p, c, o, a.S);
+            if (mtail && c == mwords - 1)
+                mw[k] = ft_softmax_word_fp32_w16(mb, c, om, a.S);
+        }
+        if (last && stail && 4 == nmem - 1)
+            sx = ft_softmax_word_fp32_w16(p, 4, o, a.S);
+        if (last && mtail && 4 == mwords - 1)
+            mx_ = ft_softmax_word_fp32_w16(mb, 4, om, a.S);
+    }
+#pragma unroll
+    for (int k = 0; k < 2; k++) { /* into row order, k ascending (lane 0 gives word k + 1 unshifted) */
+        ft_word_fp32x4 nx = ft_softmax_shfl_next_fp32_w16(sw[k], sw[k + 1 < 2 ? k + 1 : k], lane, g);
+        if (last && k == 1)
+            nx = sx;
+        ft_word_fp32x4 ny = ft_softmax_shfl_next_fp32_w16(mw[k], mw[k + 1 < 2 ? k + 1 : k], lane, g);
+        if (last && k == 1)
+            ny = mx_;
+        sw[k] = ft_softmax_shift_fp32_w16(sw[k], nx, o);
+        mw[k] = ft_softmax_shift_fp32_w16(mw[k], ny, om);
+    }
+    nvec = (a.S + 3) / 4; /* row words from here on */
+    const int po = 0;
+    float x[2][4]; /* first the mask values (keep flags without a mask), then the shifted values */
+    float t = -INFINITY;            /* this lane's largest mask value, then its term */
+#pragma unroll
+    for (int k = 0; k < 2; k++)
+        if (full || lane + k * g < nvec) {
+            /* a ragged row's word c holds positions c*4 - o ...; o = 0 otherwise */
+            const int c = lane + k * g;
+            ft_softmax_keep_vec_fp32_w16(mrow != NULL, mw[k], row_in, len + po, c, x[k]);
+            if (ragged && (c == 0 || c == nvec - 1)) /* positions outside the row weigh nothing */
+#pragma unroll
+                for (int e = 0; e < 4; e++) {
+                    const int j = c * 4 + e - po;
+                    if (j < 0 || j >= a.S)
+                        x[k][e] = -INFINITY;
+                }
+#pragma unroll
+            for (int e = 0; e < 4; e++)
+                t = fmaxf(t, x[k][e]);
+        }
+    /* the terms (1 - m)*-10000 are monotone in m: the largest term from the largest value,
+     * and each term less it as m*10000 - (10000 + t) in one rounding (an instruction a
+     * position instead of three) */
+    t = fmaf(t, 10000.0f, -10000.0f);
+    const float tb = -10000.0f - t;
+    float mx = -INFINITY;
+#pragma unroll
+    for (int k = 0; k < 2; k++)
+        if (full || lane + k * g < nvec) {
+            float sc[4];
+            ft_unpack_fp32x4(sw[k], sc);
+            const int c = lane + k * g;
+            if (ragged && (c == 0 || c == nvec - 1)) /* the neighbours' scores (anything, NaN too) as 0 */
+#pragma unroll
+                for (int e = 0; e < 4; e++) {
+                    const int j = c * 4 + e - po;
+                    if (j < 0 || j >= a.S)
+                        sc[e] = 0.0f;
+                }
+#pragma unroll
+            for (int e = 0; e < 4; e++) {
+                x[k][e] = fmaf(sc[e], a.scale, fmaf(x[k][e], 10000.0f, tb));
+                mx = fmaxf(mx, x[k][e]);
+            }
+        }
+    float top = t;
+    ft_group_max_shifted(top, mx, g, 0xffffffffu);
+    mx -= t - top; /* the row maximum relative to this lane's shift */
+    /* exp(x - mx) as 2^(x*log2(e) - mx*log2(e)): one FFMA and the approximate unit, weights
+     * below 2^-126 of the row's largest flushed to 0 (an absolute error under 2^-126);
+     * __expf's non-flushing form took four more instructions a position */
+    const float mxl = mx * 1.4426950408889634f;
+    float sum = 0.0f;
+#pragma unroll
+    for (int k = 0; k < 2; k++)
+        if (full || lane + k * g < nvec)
+#pragma unroll
+            for (int e = 0; e < 4; e++) {
+                x[k][e] = ft_exp2_approx(fmaf(x[k][e], 1.4426950408889634f, -mxl));
+                sum += x[k][e];
+            }
+    sum = ft_group_sum(sum, g, 0xffffffffu);
+    const float inv = 1.0f / sum;
+    /* back to memory order: memory word c is the last o elements of row word c - 1 (from
+     * the lane below by a shuffle; the group's last lane gives lane 0 its word k - 1) and
+     * the first 4 - o of row word c; the first and last memory words element by element,
+     * and memory word 4 (when the row reaches it) by the group's last lane */
+    ft_word_fp32x4 ow[2];
+#pragma unroll
+    for (int k = 0; k < 2; k++) {
+#pragma unroll
+        for (int e = 0; e < 4; e++)
+            x[k][e] *= inv;
+        ow[k] = ft_pack_fp32x4(x[k]);
+    }
+    union {
+        ft_word_fp32x4 w;
+        float e[4];
+    } mwd;
+#pragma unroll
+    for (int k = 0; k < 2; k++) {
+        const int c = lane + k * g;
+        const ft_word_fp32x4 pv = ft_softmax_shfl_prev_fp32_w16(ow[k], ow[k > 0 ? k - 1 : 0], lane, g);
+        mwd.w = o ? ft_softmax_shift_fp32_w16(pv, ow[k], 4 - o) : ow[k];
+        if (live && c < nmem) {
+            if (c > 0 && c < nmem - 1) {
+                __stcs((ft_word_fp32x4 *)(p + c * 4), mwd.w);
+            } else {
+#pragma unroll
+                for (int e = 0; e < 4; e++) {
+                    const int j = c * 4 + e - o;
+                    if (j >= 0 && j < a.S)
+                        p[c * 4 + e] = mwd.e[e];
+                }
+            }
+        }
+    }
+    if (live && last && 4 < nmem) { /* o > 0 here: the row's last o elements */
+        mwd.w = ft_softmax_shift_fp32_w16(ow[1], ow[1], 4 - o);
+#pragma unroll
+        for (int e = 0; e < 4; e++) {
+            const int j = 4 * 4 + e - o;
+            if (j < a.S)
+                p[4 * 4 + e] = mwd.e[e];
+        }
+    }
+}
+
+/* ft_softmax_fp32_w16_r2_g2 for rows off the 16-byte grid that fit its bucket in row order
+ * (ceil(S / 4) words) but whose memory words from the grid point below them may not: the
+ * row shifted into row order by shuffles, and back before the stores. */
+static __global__ void __launch_bounds__(128) ft_softmax_fp32_w16_r2_g2_shifted(ft_softmax_args_fp32 a)
+{
+    enum { g = 2 };
+    /* rows < 2^31 (the launcher checks); a group past the last row works on the last row
+     * and stores nothing, so every lane of a warp reaches the shuffles (full-warp masks:
+     * a per-group mask makes the compiler emulate the shuffle lane group by lane group).
+     * Rows in order (a grid over (b*H + h, row pieces) measured 4% slower: S512 49.6 us
+     * against 47.6 in the same form) */
+    const int row0 = blockIdx.x * (128 / g) + (int)threadIdx.x / g;
+    const bool live = row0 < a.rows;
+    if (__all_sync(0xffffffffu, !live))
+        return;
+    /* launched dependent (sm_90): wait for the previous kernel's writes, then let the next
+     * launch be scheduled behind this one's last blocks */
+    ft_pdl_wait();
+    ft_pdl_trigger();
+    const int row = live ? row0 : (int)a.rows - 1;
+    const int S = a.S;
+    const int b = ft_fastdiv_q(a.div_hs, row), i = row - ft_fastdiv_q(a.div_s, row) * S;
+    float *p = a.scores + (int64_t)row * S;
+    const float *mrow = a.mask ? a.mask + ((int64_t)b * S + i) * S : NULL;
+    const int len = a.lengths ? min(max(a.lengths[b], 0), S) : S;
+    /* o elements past the grid point below the row; its words run from there */
+    const int o = (int)(((uintptr_t)p / sizeof(float)) % 4);
+    ft_softmax_row_fp32_w16_r2_g2_sh(a, p - o, mrow, len, i < len, (o + S + 3) / 4, live, false, true, o);
+
+}
+
+/* Softmax of rows of up to 32 columns: 2 lanes per row, 4 vector(s) of 4 per lane
+ * kept in registers; one read and one write of the row. The lane count is fixed per
+ * kernel (no index division, unrolled shuffles; rows that need more than one vector per
+ * lane always take 32 lanes). Every load of the row (score and mask words) is issued
+ * before the first reduction.
+ * Score words are read and written as streaming (evict-first): no other access shares
+ * their sectors.
+ *
+ * Each lane subtracts its own largest mask term t from its positions, so a row masked
+ * everywhere (all terms -10000, where fp32 would keep only ~10 bits of score*scale) keeps
+ * score*scale exactly; the row maximum is reduced as (largest t, maximum relative to
+ * it) in one pass (ft_group_max_shifted). Lanes whose t is the row's get the values they
+ * would without any shift, bit for bit; the others hold only positions masked harder than
+ * the row's best, whose weights underflow either way.
+ *
+ * This is one row's work for the kernel below; `full`: the row fills the group's vectors
+ * exactly (the compiler drops the bounds tests of that copy); `ragged`: the row lies o
+ * elements past the grid point p (or ends off the grid, or its mask row is off it): nvec
+ * words from p, read whole (the neighbours' elements in the first and last weigh nothing
+ * and are never written: those two are written element by element). The mask row
+ * lies om elements past its own grid point: each lane reads the mask word its score word
+ * starts in (q0 words before or at it) and takes the next from the lane above by a shuffle
+ * (the last lane of a group reads it itself), then shifts the pair by d elements into
+ * place. Only a word that would cross the end of its tensor is read element by element. */
+static __device__ __forceinline__ void ft_softmax_row_fp32_w16_r4_g2_sh(const ft_softmax_args_fp32 &a, float *p,
+    const float *mrow, int len, int row_in, int nvec, bool live, const bool full, const bool ragged, int o)
+{
+    enum { g = 2 };
+    const int lane = threadIdx.x & (g - 1);
+    ft_word_fp32x4 sw[4], mw[4]; /* the row's score and mask words */
+    /* the row shifted into row order: lane c's word holds columns c*4.. (nvec = the row's
+     * words), made of memory words c and c + 1 from the grid point p (o elements before the
+     * row), the next one from the lane above by a shuffle (lane 0's next word for the group's
+     * last lane; the group's last lane reads word 8 itself), shifted by o; the mask
+     * the same way by its own offset om. The row's memory words: nmem, from p. */
+    const int om = mrow ? (int)(((uintptr_t)mrow / sizeof(float)) % 4) : 0;
+    const float *mb = mrow ? mrow - om : NULL;
+    const int nmem = (o + a.S + 3) / 4, mwords = (om + a.S + 3) / 4;
+    /* 1 where the row's last memory word (scores, mask) would cross the tensor's end */
+    const int stail = p + nmem * 4 > a.scores + a.rows * a.S;
+    const int mtail = mrow && mb + mwords * 4 > a.mask + (int64_t)a.B * a.S * a.S;
+    const bool last = lane == g - 1;
+    ft_word_fp32x4 sx, mx_; /* the group's last lane: memory word 8 */
+    memset(&sx, 0, sizeof sx);
+    memset(&mx_, 0, sizeof mx_);
+#pragma unroll
+    for (int k = 0; k < 4; k++) {
+        const int c = lane + k * g;
+        memset(&sw[k], 0, sizeof sw[k]);
+        memset(&mw[k], 0, sizeof mw[k]);
+        if (c < nmem - stail)
+            sw[k] = __ldcs((const ft_word_fp32x4 *)(p + c * 4));
+        if (mrow && c < mwords - mtail)
+            mw[k] = *(const ft_word_fp32x4 *)(mb + c * 4);
+    }
+    if (last && 8 < nmem - stail)
+        sx = __ldcs((const ft_word_fp32x4 *)(p + 8 * 4));
+    if (last && mrow && 8 < mwords - mtail)
+        mx_ = *(const ft_word_fp32x4 *)(mb + 8 * 4);
+    if (stail | mtail) { /* the tensor's last row: its last memory word element by element */
+#pragma unroll
+        for (int k = 0; k < 4; k++) {
+            const int c = lane + k * g;
+            if (stail && c == nmem - 1)
+                sw[k] = ft_softmax_word_fp32_w16(p, c, o, a.S);
+            if (mtail && c == mwords - 1)
+                mw[k] = ft_softmax_word_fp32_w16(mb, c, om, a.S);
+        }
+        if (last && stail && 8 == nmem - 1)
+            sx = ft_softmax_word_fp32_w16(p, 8, o, a.S);
+        if (last && mtail && 8 == mwords - 1)
+            mx_ = ft_softmax_word_fp32_w16(mb, 8, om, a.S);
+    }
+#pragma unroll
+    for (int k = 0; k < 4; k++) { /* into row order, k ascending (lane 0 gives word k + 1 unshifted) */
+        ft_word_fp32x4 nx = ft_softmax_shfl_next_fp32_w16(sw[k], sw[k + 1 < 4 ? k + 1 : k], lane, g);
+        if (last && k == 3)
+            nx = sx;
+        ft_word_fp32x4 ny = ft_softmax_shfl_next_fp32_w16(mw[k], mw[k + 1 < 4 ? k + 1 : k], lane, g);
+        if (last && k == 3)
+            ny = mx_;
+        sw[k] = ft_softmax_shift_fp32_w16(sw[k], nx, o);
+        mw[k] = ft_softmax_shift_fp32_w16(mw[k], ny, om);
+    }
+    nvec = (a.S + 3) / 4; /* row words from here on */
+    const int po = 0;
+    float x[4][4]; /* first the mask values (keep flags without a mask), then the shifted values */
+    float t = -INFINITY;            /* this lane's largest mask value, then its term */
+#pragma unroll
+    for (int k = 0; k < 4; k++)
+        if (full || lane + k * g < nvec) {
+            /* a ragged row's word c holds positions c*4 - o ...; o = 0 otherwise */
+            const int c = lane + k * g;
+            ft_softmax_keep_vec_fp32_w16(mrow != NULL, mw[k], row_in, len + po, c, x[k]);
+            if (ragged && (c == 0 || c == nvec - 1)) /* positions outside the row weigh nothing */
+#pragma unroll
+                for (int e = 0; e < 4; e++) {
+                    const int j = c * 4 + e - po;
+                    if (j < 0 || j >= a.S)
+                        x[k][e] = -INFINITY;
+                }
+#pragma unroll
+            for (int e = 0; e < 4; e++)
+                t = fmaxf(t, x[k][e]);
+        }
+    /* the terms (1 - m)*-10000 are monotone in m: the largest term from the largest value,
+     * and each term less it as m*10000 - (10000 + t) in one rounding (an instruction a
+     * position instead of three) */
+    t = fmaf(t, 10000.0f, -10000.0f);
+    const float tb = -10000.0f - t;
+    float mx = -INFINITY;
+#pragma unroll
+    for (int k = 0; k < 4; k++)
+        if (full || lane + k * g < nvec) {
+            float sc[4];
+            ft_unpack_fp32x4(sw[k], sc);
+            const int c = lane + k * g;
+            if (ragged && (c == 0 || c == nvec - 1)) /* the neighbours' scores (anything, NaN too) as 0 */
+#pragma unroll
+                for (int e = 0; e < 4; e++) {
+                    const int j = c * 4 + e - po;
+                    if (j < 0 || j >= a.S)
+                        sc[e] = 0.0f;
+                }
+#pragma unroll
+            for (int e = 0; e < 4; e++) {
+                x[k][e] = fmaf(sc[e], a.scale, fmaf(x[k][e], 10000.0f, tb));
+                mx = fmaxf(mx, x[k][e]);
+            }
+        }
+    float top = t;
+    ft_group_max_shifted(top, mx, g, 0xffffffffu);
+    mx -= t - top; /* the row maximum relative to this lane's shift */
+    /* exp(x - mx) as 2^(x*log2(e) - mx*log2(e)): one FFMA and the approximate unit, weights
+     * below 2^-126 of the row's largest flushed to 0 (an absolute error under 2^-126);
+     * __expf's non-flushing form took four more instructions a position */
+    const float mxl = mx * 1.4426950408889634f;
+    float sum = 0.0f;
+#pragma unroll
+    for (int k = 0; k < 4; k++)
+        if (full || lane + k * g < nvec)
+#pragma unroll
+            for (int e = 0; e < 4; e++) {
+                x[k][e] = ft_exp2_approx(fmaf(x[k][e], 1.4426950408889634f, -mxl));
+                sum += x[k][e];
+            }
+    sum = ft_group_sum(sum, g, 0xffffffffu);
+    const float inv = 1.0f / sum;
+    /* back to memory order: memory word c is the last o elements of row word c - 1 (from
+     * the lane below by a shuffle; the group's last lane gives lane 0 its word k - 1) and
+     * the first 4 - o of row word c; the first and last memory words element by element,
+     * and memory word 8 (when the row reaches it) by the group's last lane */
+    ft_word_fp32x4 ow[4];
+#pragma unroll
+    for (int k = 0; k < 4; k++) {
+#pragma unroll
+        for (int e = 0; e < 4; e++)
+            x[k][e] *= inv;
+        ow[k] = ft_pack_fp32x4(x[k]);
+    }
+    union {
+        ft_word_fp32x4 w;
+        float e[4];
+    } mwd;
+#pragma unroll
+    for (int k = 0; k < 4; k++) {
+        const int c = lane + k * g;
+        const ft_word_fp32x4 pv = ft_softmax_shfl_prev_fp32_w16(ow[k], ow[k > 0 ? k - 1 : 0], lane, g);
+        mwd.w = o ? ft_softmax_shift_fp32_w16(pv, ow[k], 4 - o) : ow[k];
+        if (live && c < nmem) {
+            if (c > 0 && c < nmem - 1) {
+                __stcs((ft_word_fp32x4 *)(p + c * 4), mwd.w);
+            } else {
+#pragma unroll
+                for (int e = 0; e < 4; e++) {
+                    const int j = c * 4 + e - o;
+                    if (j >= 0 && j < a.S)
+                        p[c * 4 + e] = mwd.e[e];
+                }
+            }
+        }
+    }
+    if (live && last && 8 < nmem) { /* o > 0 here: the row's last o elements */
+        mwd.w = ft_softmax_shift_fp32_w16(ow[3], ow[3], 4 - o);
+#pragma unroll
+        for (int e = 0; e < 4; e++) {
+            const int j = 8 * 4 + e - o;
+            if (j < a.S)
+                p[8 * 4 + e] = mwd.e[e];
+        }
+    }
+}
+
+/* ft_softmax_fp32_w16_r4_g2 for rows off the 16-byte grid that fit its bucket in row order
+ * (ceil(S / 4) words) but whose memory words from the grid point below them may not: the
+ * row shifted into row order by shuffles, and back before the stores. */
+static __global__ void __launch_bounds__(128) ft_softmax_fp32_w16_r4_g2_shifted(ft_softmax_args_fp32 a)
+{
+    enum { g = 2 };
+    /* rows < 2^31 (the launcher checks); a group past the last row works on the last row
+     * and stores nothing, so every lane of a warp reaches the shuffles (full-warp masks:
+     * a per-group mask makes the compiler emulate the shuffle lane group by lane group).
+     * Rows in order (a grid over (b*H + h, row pieces) measured 4% slower: S512 49.6 us
+     * against 47.6 in the same form) */
+    const int row0 = blockIdx.x * (128 / g) + (int)threadIdx.x / g;
+    const bool live = row0 < a.rows;
+    if (__all_sync(0xffffffffu, !live))
+        return;
+    /* launched dependent (sm_90): wait for the previous kernel's writes, then let the next
+     * launch be scheduled behind this one's last blocks */
+    ft_pdl_wait();
+    ft_pdl_trigger();
+    const int row = live ? row0 : (int)a.rows - 1;
+    const int S = a.S;
+    const int b = ft_fastdiv_q(a.div_hs, row), i = row - ft_fastdiv_q(a.div_s, row) * S;
+    float *p = a.scores + (int64_t)row * S;
+    const float *mrow = a.mask ? a.mask + ((int64_t)b * S + i) * S : NULL;
+    const int len = a.lengths ? min(max(a.lengths[b], 0), S) : S;
+    /* o elements past the grid point below the row; its words run from there */
+    const int o = (int)(((uintptr_t)p / sizeof(float)) % 4);
+    ft_softmax_row_fp32_w16_r4_g2_sh(a, p - o, mrow, len, i < len, (o + S + 3) / 4, live, false, true, o);
+
+}
+
+/* Softmax of rows of up to 32 columns: 4 lanes per row, 2 vector(s) of 4 per lane
+ * kept in registers; one read and one write of the row. The lane count is fixed per
+ * kernel (no index division, unrolled shuffles; rows that need more than one vector per
+ * lane always take 32 lanes). Every load of the row (score and mask words) is issued
+ * before the first reduction.
+ * Score words are read and written as streaming (evict-first): no other access shares
+ * their sectors.
+ *
+ * Each lane subtracts its own largest mask term t from its positions, so a row masked
+ * everywhere (all terms -10000, where fp32 would keep only ~10 bits of score*scale) keeps
+ * score*scale exactly; the row maximum is reduced as (largest t, maximum relative to
+ * it) in one pass (ft_group_max_shifted). Lanes whose t is the row's get the values they
+ * would without any shift, bit for bit; the others hold only positions masked harder than
+ * the row's best, whose weights underflow either way.
+ *
+ * This is one row's work for the kernel below; `full`: the row fills the group's vectors
+ * exactly (the compiler drops the bounds tests of that copy); `ragged`: the row lies o
+ * elements past the grid point p (or ends off the grid, or its mask row is off it): nvec
+ * words from p, read whole (the neighbours' elements in the first and last weigh nothing
+ * and are never written: those two are written element by element). The mask row
+ * lies om elements past its own grid point: each lane reads the mask word its score word
+ * starts in (q0 words before or at it) and takes the next from the lane above by a shuffle
+ * (the last lane of a group reads it itself), then shifts the pair by d elements into
+ * place. Only a word that would cross the end of its tensor is read element by element. */
+static __device__ __forceinline__ void ft_softmax_row_fp32_w16_r2_g4_sh(const ft_softmax_args_fp32 &a, float *p,
+    const float *mrow, int len, int row_in, int nvec, bool live, const bool full, const bool ragged, int o)
+{
+    enum { g = 4 };
+    const int lane = threadIdx.x & (g - 1);
+    ft_word_fp32x4 sw[2], mw[2]; /* the row's score and mask words */
+    /* the row shifted into row order: lane c's word holds columns c*4.. (nvec = the row's
+     * words), made of memory words c and c + 1 from the grid point p (o elements before the
+     * row), the next one from the lane above by a shuffle (lane 0's next word for the group's
+     * last lane; the group's last lane reads word 8 itself), shifted by o; the mask
+     * the same way by its own offset om. The row's memory words: nmem, from p. */
+    const int om = mrow ? (int)(((uintptr_t)mrow / sizeof(float)) % 4) : 0;
+    const float *mb = mrow ? mrow - om : NULL;
+    const int nmem = (o + a.S + 3) / 4, mwords = (om + a.S + 3) / 4;
+    /* 1 where the row's last memory word (scores, mask) would cross the tensor's end */
+    const int stail = p + nmem * 4 > a.scores + a.rows * a.S;
+    const int mtail = mrow && mb + mwords * 4 > a.mask + (int64_t)a.B * a.S * a.S;
+    const bool last = lane == g - 1;
+    ft_word_fp32x4 sx, mx_; /* the group's last lane: memory word 8 */
+    memset(&sx, 0, sizeof sx);
+    memset(&mx_, 0, sizeof mx_);
+#pragma unroll
+    for (int k = 0; k < 2; k++) {
+        const int c = lane + k * g;
+        memset(&sw[k], 0, sizeof sw[k]);
+        memset(&mw[k], 0, sizeof mw[k]);
+        if (c < nmem - stail)
+            sw[k] = __ldcs((const ft_word_fp32x4 *)(p + c * 4));
+        if (mrow && c < mwords - mtail)
+            mw[k] = *(const ft_word_fp32x4 *)(mb + c * 4);
+    }
+    if (last && 8 < nmem - stail)
+        sx = __ldcs((const ft_word_fp32x4 *)(p + 8 * 4));
+    if (last && mrow && 8 < mwords - mtail)
+        mx_ = *(const ft_word_fp32x4 *)(mb + 8 * 4);
+    if (stail | mtail) { /* the tensor's last row: its last memory word element by element */
+#pragma unroll
+        for (int k = 0; k < 2; k++) {
+            const int c = lane + k * g;
+            if (stail && c == nmem - 1)
+                sw[k] = ft_softmax_word_fp32_w16(p, c, o, a.S);
+            if (mtail && c == mwords - 1)
+                mw[k] = ft_softmax_word_fp32_w16(mb, c, om, a.S);
+        }
+        if (last && stail && 8 == nmem - 1)
+            sx = ft_softmax_word_fp32_w16(p, 8, o, a.S);
+        if (last && mtail && 8 == mwords - 1)
+            mx_ = ft_softmax_word_fp32_w16(mb, 8, om, a.S);
+    }
+#pragma unroll
+    for (int k = 0; k < 2; k++) { /* into row order, k ascending (lane 0 gives word k + 1 unshifted) */
+        ft_word_fp32x4 nx = ft_softmax_shfl_next_fp32_w16(sw[k], sw[k + 1 < 2 ? k + 1 : k], lane, g);
+        if (last && k == 1)
+            nx = sx;
+        ft_word_fp32x4 ny = ft_softmax_shfl_next_fp32_w16(mw[k], mw[k + 1 < 2 ? k + 1 : k], lane, g);
+        if (last && k == 1)
+            ny = mx_;
+        sw[k] = ft_softmax_shift_fp32_w16(sw[k], nx, o);
+        mw[k] = ft_softmax_shift_fp32_w16(mw[k], ny, om);
+    }
+    nvec = (a.S + 3) / 4; /* row words from here on */
+    const int po = 0;
+    float x[2][4]; /* first the mask values (keep flags without a mask), then the shifted values */
+    float t = -INFINITY;            /* this lane's largest mask value, then its term */
+#pragma unroll
+    for (int k = 0; k < 2; k++)
+        if (full || lane + k * g < nvec) {
+            /* a ragged row's word c holds positions c*4 - o ...; o = 0 otherwise */
+            const int c = lane + k * g;
+            ft_softmax_keep_vec_fp32_w16(mrow != NULL, mw[k], row_in, len + po, c, x[k]);
+            if (ragged && (c == 0 || c == nvec - 1)) /* positions outside the row weigh nothing */
+#pragma unroll
+                for (int e = 0; e < 4; e++) {
+                    const int j = c * 4 + e - po;
+                    if (j < 0 || j >= a.S)
+                        x[k][e] = -INFINITY;
+                }
+#pragma unroll
+            for (int e = 0; e < 4; e++)
+                t = fmaxf(t, x[k][e]);
+        }
+    /* the terms (1 - m)*-10000 are monotone in m: the largest term from the largest value,
+     * and each term less it as m*10000 - (10000 + t) in one rounding (an instruction a
+     * position instead of three) */
+    t = fmaf(t, 10000.0f, -10000.0f);
+    const float tb = -10000.0f - t;
+    float mx = -INFINITY;
+#pragma unroll
+    for (int k = 0; k < 2; k++)
+        if (full || lane + k * g < nvec) {
+            float sc[4];
+            ft_unpack_fp32x4(sw[k], sc);
+            const int c = lane + k * g;
+            if (ragged && (c == 0 || c == nvec - 1)) /* the neighbours' scores (anything, NaN too) as 0 */
+#pragma unroll
+                for (int e = 0; e < 4; e++) {
+                    const int j = c * 4 + e - po;
+                    if (j < 0 || j >= a.S)
+                        sc[e] = 0.0f;
+                }
+#pragma unroll
+            for (int e = 0; e < 4; e++) {
+                x[k][e] = fmaf(sc[e], a.scale, fmaf(x[k][e], 10000.0f, tb));
+                mx = fmaxf(mx, x[k][e]);
+            }
+        }
+    float top = t;
+    ft_group_max_shifted(top, mx, g, 0xffffffffu);
+    mx -= t - top; /* the row maximum relative to this lane's shift */
+    /* exp(x - mx) as 2^(x*log2(e) - mx*log2(e)): one FFMA and the approximate unit, weights
+     * below 2^-126 of the row's largest flushed to 0 (an absolute error under 2^-126);
+     * __expf's non-flushing form took four more instructions a position */
+    const float mxl = mx * 1.4426950408889634f;
+    float sum = 0.0f;
+#pragma unroll
+    for (int k = 0; k < 2; k++)
+        if (full || lane + k * g < nvec)
+#pragma unroll
+            for (int e = 0; e < 4; e++) {
+                x[k][e] = ft_exp2_approx(fmaf(x[k][e], 1.4426950408889634f, -mxl));
+                sum += x[k][e];
+            }
+    sum = ft_group_sum(sum, g, 0xffffffffu);
+    const float inv = 1.0f / sum;
+    /* back to memory order: memory word c is the last o elements of row word c - 1 (from
+     * the lane below by a shuffle; the group's last lane gives lane 0 its word k - 1) and
+     * the first 4 - o of row word c; the first and last memory words element by element,
+     * and memory word 8 (when the row reaches it) by the group's last lane */
+    ft_word_fp32x4 ow[2];
+#pragma unroll
+    for (int k = 0; k < 2; k++) {
+#pragma unroll
+        for (int e = 0; e < 4; e++)
+            x[k][e] *= inv;
+        ow[k] = ft_pack_fp32x4(x[k]);
+    }
+    union {
+        ft_word_fp32x4 w;
+        float e[4];
+    } mwd;
+#pragma unroll
+    for (int k = 0; k < 2; k++) {
+        const int c = lane + k * g;
+        const ft_word_fp32x4 pv = ft_softmax_shfl_prev_fp32_w16(ow[k], ow[k > 0 ? k - 1 : 0], lane, g);
+        mwd.w = o ? ft_softmax_shift_fp32_w16(pv, ow[k], 4 - o) : ow[k];
+        if (live && c < nmem) {
+            if (c > 0 && c < nmem - 1) {
+                __stcs((ft_word_fp32x4 *)(p + c * 4), mwd.w);
+            } else {
+#pragma unroll
+                for (int e = 0; e < 4; e++) {
+                    const int j = c * 4 + e - o;
+                    if (j >= 0 && j < a.S)
+                        p[c * 4 + e] = mwd.e[e];
+                }
+            }
+        }
+    }
+    if (live && last && 8 < nmem) { /* o > 0 here: the row's last o elements */
+        mwd.w = ft_softmax_shift_fp32_w16(ow[1], ow[1], 4 - o);
+#pragma unroll
+        for (int e = 0; e < 4; e++) {
+            const int j = 8 * 4 + e - o;
+            if (j < a.S)
+                p[8 * 4 + e] = mwd.e[e];
+        }
+    }
+}
+
+/* ft_softmax_fp32_w16_r2_g4 for rows off the 16-byte grid that fit its bucket in row order
+ * (ceil(S / 4) words) but whose memory words from the grid point below them may not: the
+ * row shifted into row order by shuffles, and back before the stores. */
+static __global__ void __launch_bounds__(128) ft_softmax_fp32_w16_r2_g4_shifted(ft_softmax_args_fp32 a)
+{
+    enum { g = 4 };
+    /* rows < 2^31 (the launcher checks); a group past the last row works on the last row
+     * and stores nothing, so every lane of a warp reaches the shuffles (full-warp masks:
+     * a per-group mask makes the compiler emulate the shuffle lane group by lane group).
+     * Rows in order (a grid over (b*H + h, row pieces) measured 4% slower: S512 49.6 us
+     * against 47.6 in the same form) */
+    const int row0 = blockIdx.x * (128 / g) + (int)threadIdx.x / g;
+    const bool live = row0 < a.rows;
+    if (__all_sync(0xffffffffu, !live))
+        return;
+    /* launched dependent (sm_90): wait for the previous kernel's writes, then let the next
+     * launch be scheduled behind this one's last blocks */
+    ft_pdl_wait();
+    ft_pdl_trigger();
+    const int row = live ? row0 : (int)a.rows - 1;
+    const int S = a.S;
+    const int b = ft_fastdiv_q(a.div_hs, row), i = row - ft_fastdiv_q(a.div_s, row) * S;
+    float *p = a.scores + (int64_t)row * S;
+    const float *mrow = a.mask ? a.mask + ((int64_t)b * S + i) * S : NULL;
+    const int len = a.lengths ? min(max(a.lengths[b], 0), S) : S;
+    /* o elements past the grid point below the row; its words run from there */
+    const int o = (int)(((uintptr_t)p / sizeof(float)) % 4);
+    ft_softmax_row_fp32_w16_r2_g4_sh(a, p - o, mrow, len, i < len, (o + S + 3) / 4, live, false, true, o);
+
+}
+
+/* Softmax of rows of up to 64 columns: 4 lanes per row, 4 vector(s) of 4 per lane
+ * kept in registers; one read and one write of the row. The lane count is fixed per
+ * kernel (no index division, unrolled shuffles; rows that need more than one vector per
+ * lane always take 32 lanes). Every load of the row (score and mask words) is issued
+ * before the first reduction.
+ * Score words are read and written as streaming (evict-first): no other access shares
+ * their sectors.
+ *
+ * Each lane subtracts its own largest mask term t from its positions, so a row masked
+ * everywhere (all terms -10000, where fp32 would keep only ~10 bits of score*scale) keeps
+ * score*scale exactly; the row maximum is reduced as (largest t, maximum relative to
+ * it) in one pass (ft_group_max_shifted). Lanes whose t is the row's get the values they
+ * would without any shift, bit for bit; the others hold only positions masked harder than
+ * the row's best, whose weights underflow either way.
+ *
+ * This is one row's work for the kernel below; `full`: the row fills the group's vectors
+ * exactly (the compiler drops the bounds tests of that copy); `ragged`: the row lies o
+ * elements past the grid point p (or ends off the grid, or its mask row is off it): nvec
+ * words from p, read whole (the neighbours' elements in the first and last weigh nothing
+ * and are never written: those two are written element by element). The mask row
+ * lies om elements past its own grid point: each lane reads the mask word its score word
+ * starts in (q0 words before or at it) and takes the next from the lane above by a shuffle
+ * (the last lane of a group reads it itself), then shifts the pair by d elements into
+ * place. Only a word that would cross the end of its tensor is read element by element. */
+static __device__ __forceinline__ void ft_softmax_row_fp32_w16_r4_g4_sh(const ft_softmax_args_fp32 &a, float *p,
+    const float *mrow, int len, int row_in, int nvec, bool live, const bool full, const bool ragged, int o)
+{
+    enum { g = 4 };
+    const int lane = threadIdx.x & (g - 1);
+    ft_word_fp32x4 sw[4], mw[4]; /* the row's score and mask words */
+    /* the row shifted into row order: lane c's word holds columns c*4.. (nvec = the row's
+     * words), made of memory words c and c + 1 from the grid point p (o elements before the
+     * row), the next one from the lane above by a shuffle (lane 0's next word for the group's
+     * last lane; the group's last lane reads word 16 itself), shifted by o; the mask
+     * the same way by its own offset om. The row's memory words: nmem, from p. */
+    const int om = mrow ? (int)(((uintptr_t)mrow / sizeof(float)) % 4) : 0;
+    const float *mb = mrow ? mrow - om : NULL;
+    const int nmem = (o + a.S + 3) / 4, mwords = (om + a.S + 3) / 4;
+    /* 1 where the row's last memory word (scores, mask) would cross the tensor's end */
+    const int stail = p + nmem * 4 > a.scores + a.rows * a.S;
+    const int mtail = mrow && mb + mwords * 4 > a.mask + (int64_t)a.B * a.S * a.S;
+    const bool last = lane == g - 1;
+    ft_word_fp32x4 sx, mx_; /* the group's last lane: memory word 16 */
+    memset(&sx, 0, sizeof sx);
+    memset(&mx_, 0, sizeof mx_);
+#pragma unroll
+    for (int k = 0; k < 4; k++) {
+        const int c = lane + k * g;
+        memset(&sw[k], 0, sizeof sw[k]);
+        memset(&mw[k], 0, sizeof mw[k]);
+        if (c < nmem - stail)
+            sw[k] = __ldcs((const ft_word_fp32x4 *)(p + c * 4));
+        if (mrow && c < mwords - mtail)
+            mw[k] = *(const ft_word_fp32x4 *)(mb + c * 4);
+    }
+    if (last && 16 < nmem - stail)
+        sx = __ldcs((const ft_word_fp32x4 *)(p + 16 * 4));
+    if (last && mrow && 16 < mwords - mtail)
+        mx_ = *(const ft_word_fp32x4 *)(mb + 16 * 4);
+    if (stail | mtail) { /* the tensor's last row: its last memory word element by element */
+#pragma unroll
+        for (int k = 0; k < 4; k++) {
+            const int c = lane + k * g;
+            if (stail && c == nmem - 1)
+                sw[k] = ft_softmax_word_fp32_w16(p, c, o, a.S);
+            if (mtail && c == mwords - 1)
+                mw[k] = ft_softmax_word_fp32_w16(mb, c, om, a.S);
+        }
+        if (last && stail && 16 == nmem - 1)
+            sx = ft_softmax_word_fp32_w16(p, 16, o, a.S);
+        if (last && mtail && 16 == mwords - 1)
+            mx_ = ft_softmax_word_fp32_w16(mb, 16, om, a.S);
+    }
+#pragma unroll
+    for (int k = 0; k < 4; k++) { /* into row order, k ascending (lane 0 gives word k + 1 unshifted) */
+        ft_word_fp32x4 nx = ft_softmax_shfl_next_fp32_w16(sw[k], sw[k + 1 < 4 ? k + 1 : k], lane, g);
+        if (last && k == 3)
+            nx = sx;
+        ft_word_fp32x4 ny = ft_softmax_shfl_next_fp32_w16(mw[k], mw[k + 1 < 4 ? k + 1 : k], lane, g);
+        if (last && k == 3)
+            ny = mx_;
+        sw[k] = ft_softmax_shift_fp32_w16(sw[k], nx, o);
+        mw[k] = ft_softmax_shift_fp32_w16(mw[k], ny, om);
+    }
+    nvec = (a.S + 3) / 4; /* row words from here on */
+    const int po = 0;
+    float x[4][4]; /* first the mask values (keep flags without a mask), then the shifted values */
+    float t = -INFINITY;            /* this lane's largest mask value, then its term */
+#pragma unroll
+    for (int k = 0; k < 4; k++)
+        if (full || lane + k * g < nvec) {
+            /* a ragged row's word c holds positions c*4 - o ...; o = 0 otherwise */
+            const int c = lane + k * g;
+            ft_softmax_keep_vec_fp32_w16(mrow != NULL, mw[k], row_in, len + po, c, x[k]);
+            if (ragged && (c == 0 || c == nvec - 1)) /* positions outside the row weigh nothing */
+#pragma unroll
+                for (int e = 0; e < 4; e++) {
+                    const int j = c * 4 + e - po;
+                    if (j < 0 || j >= a.S)
+                        x[k][e] = -INFINITY;
+                }
+#pragma unroll
+            for (int e = 0; e < 4; e++)
+                t = fmaxf(t, x[k][e]);
+        }
+    /* the terms (1 - m)*-10000 are monotone in m: the largest term from the largest value,
+     * and each term less it as m*10000 - (10000 + t) in one rounding (an instruction a
+     * position instead of three) */
+    t = fmaf(t, 10000.0f, -10000.0f);
+    const float tb = -10000.0f - t;
+    float mx = -INFINITY;
+#pragma unroll
+    for (int k = 0; k < 4; k++)
+        if (full || lane + k * g < nvec) {
+            float sc[4];
+            ft_unpack_fp32x4(sw[k], sc);
+            const int c = lane + k * g;
+            if (ragged && (c == 0 || c == nvec - 1)) /* the neighbours' scores (anything, NaN too) as 0 */
+#pragma unroll
+                for (int e = 0; e < 4; e++) {
+                    const int j = c * 4 + e - po;
+                    if (j < 0 || j >= a.S)
+                        sc[e] = 0.0f;
+                }
+#pragma unroll
+            for (int e = 0; e < 4; e++) {
+                x[k][e] = fmaf(sc[e], a.scale, fmaf(x[k][e], 10000.0f, tb));
+                mx = fmaxf(mx, x[k][e]);
+            }
+        }
+    float top = t;
+    ft_group_max_shifted(top, mx, g, 0xffffffffu);
+    mx -= t - top; /* the row maximum relative to this lane's shift */
+    /* exp(x - mx) as 2^(x*log2(e) - mx*log2(e)): one FFMA and the approximate unit, weights
+     * below 2^-126 of the row's largest flushed to 0 (an absolute error under 2^-126);
+     * __expf's non-flushing form took four more instructions a position */
+    const float mxl = mx * 1.4426950408889634f;
+    float sum = 0.0f;
+#pragma unroll
+    for (int k = 0; k < 4; k++)
+        if (full || lane + k * g < nvec)
+#pragma unroll
+            for (int e = 0; e < 4; e++) {
+                x[k][e] = ft_exp2_approx(fmaf(x[k][e], 1.4426950408889634f, -mxl));
+                sum += x[k][e];
+            }
+    sum = ft_group_sum(sum, g, 0xffffffffu);
+    const float inv = 1.0f / sum;
+    /* back to memory order: memory word c is the last o elements of row word c - 1 (from
+     * the lane below by a shuffle; the group's last lane gives lane 0 its word k - 1) and
+     * the first 4 - o of row word c; the first and last memory words element by element,
+     * and memory word 16 (when the row reaches it) by the group's last lane */
+    ft_word_fp32x4 ow[4];
+#pragma unroll
+    for (int k = 0; k < 4; k++) {
+#pragma unroll
+        for (int e = 0; e < 4; e++)
+            x[k][e] *= inv;
+        ow[k] = ft_pack_fp32x4(x[k]);
+    }
+    union {
+        ft_word_fp32x4 w;
+        float e[4];
+    } mwd;
+#pragma unroll
+    for (int k = 0; k < 4; k++) {
+        const int c = lane + k * g;
+        const ft_word_fp32x4 pv = ft_softmax_shfl_prev_fp32_w16(ow[k], ow[k > 0 ? k - 1 : 0], lane, g);
+        mwd.w = o ? ft_softmax_shift_fp32_w16(pv, ow[k], 4 - o) : ow[k];
+        if (live && c < nmem) {
+            if (c > 0 && c < nmem - 1) {
+                __stcs((ft_word_fp32x4 *)(p + c * 4), mwd.w);
+            } else {
+#pragma unroll
+                for (int e = 0; e < 4; e++) {
+                    const int j = c * 4 + e - o;
+                    if (j >= 0 && j < a.S)
+                        p[c * 4 + e] = mwd.e[e];
+                }
+            }
+        }
+    }
+    if (live && last && 16 < nmem) { /* o > 0 here: the row's last o elements */
+        mwd.w = ft_softmax_shift_fp32_w16(ow[3], ow[3], 4 - o);
+#pragma unroll
+        for (int e = 0; e < 4; e++) {
+            const int j = 16 * 4 + e - o;
+            if (j < a.S)
+                p[16 * 4 + e] = mwd.e[e];
+        }
+    }
+}
+
+/* ft_softmax_fp32_w16_r4_g4 for rows off the 16-byte grid that fit its bucket in row order
+ * (ceil(S / 4) words) but whose memory words from the grid point below them may not: the
+ * row shifted into row order by shuffles, and back before the stores. */
+static __global__ void __launch_bounds__(128) ft_softmax_fp32_w16_r4_g4_shifted(ft_softmax_args_fp32 a)
+{
+    enum { g = 4 };
+    /* rows < 2^31 (the launcher checks); a group past the last row works on the last row
+     * and stores nothing, so every lane of a warp reaches the shuffles (full-warp masks:
+     * a per-group mask makes the compiler emulate the shuffle lane group by lane group).
+     * Rows in order (a grid over (b*H + h, row pieces) measured 4% slower: S512 49.6 us
+     * against 47.6 in the same form) */
+    const int row0 = blockIdx.x * (128 / g) + (int)threadIdx.x / g;
+    const bool live = row0 < a.rows;
+    if (__all_sync(0xffffffffu, !live))
+        return;
+    /* launched dependent (sm_90): wait for the previous kernel's writes, then let the next
+     * launch be scheduled behind this one's last blocks */
+    ft_pdl_wait();
+    ft_pdl_trigger();
+    const int row = live ? row0 : (int)a.rows - 1;
+    const int S = a.S;
+    const int b = ft_fastdiv_q(a.div_hs, row), i = row - ft_fastdiv_q(a.div_s, row) * S;
+    float *p = a.scores + (int64_t)row * S;
+    const float *mrow = a.mask ? a.mask + ((int64_t)b * S + i) * S : NULL;
+    const int len = a.lengths ? min(max(a.lengths[b], 0), S) : S;
+    /* o elements past the grid point below the row; its words run from there */
+    const int o = (int)(((uintptr_t)p / sizeof(float)) % 4);
+    ft_softmax_row_fp32_w16_r4_g4_sh(a, p - o, mrow, len, i < len, (o + S + 3) / 4, live, false, true, o);
+
+}
+
+/* Softmax of rows of up to 128 columns: 8 lanes per row, 4 vector(s) of 4 per lane
+ * kept in registers; one read and one write of the row. The lane count is fixed per
+ * kernel (no index division, unrolled shuffles; rows that need more than one vector per
+ * lane always take 32 lanes). Every load of the row (score and mask words) is issued
+ * before the first reduction.
+ * Score words are read and written as streaming (evict-first): no other access shares
+ * their sectors.
+ *
+ * Each lane subtracts its own largest mask term t from its positions, so a row masked
+ * everywhere (all terms -10000, where fp32 would keep only ~10 bits of score*scale) keeps
+ * score*scale exactly; the row maximum is reduced as (largest t, maximum relative to
+ * it) in one pass (ft_group_max_shifted). Lanes whose t is the row's get the values they
+ * would without any shift, bit for bit; the others hold only positions masked harder than
+ * the row's best, whose weights underflow either way.
+ *
+ * This is one row's work for the kernel below; `full`: the row fills the group's vectors
+ * exactly (the compiler drops the bounds tests of that copy); `ragged`: the row lies o
+ * elements past the grid point p (or ends off the grid, or its mask row is off it): nvec
+ * words from p, read whole (the neighbours' elements in the first and last weigh nothing
+ * and are never written: those two are written element by element). The mask row
+ * lies om elements past its own grid point: each lane reads the mask word its score word
+ * starts in (q0 words before or at it) and takes the next from the lane above by a shuffle
+ * (the last lane of a group reads it itself), then shifts the pair by d elements into
+ * place. Only a word that would cross the end of its tensor is read element by element. */
+static __device__ __forceinline__ void ft_softmax_row_fp32_w16_r4_g8_sh(const ft_softmax_args_fp32 &a, float *p,
+    const float *mrow, int len, int row_in, int nvec, bool live, const bool full, const bool ragged, int o)
+{
+    enum { g = 8 };
+    const int lane = threadIdx.x & (g - 1);
+    ft_word_fp32x4 sw[4], mw[4]; /* the row's score and mask words */
+    /* the row shifted into row order: lane c's word holds columns c*4.. (nvec = the row's
+     * words), made of memory words c and c + 1 from the grid point p (o elements before the
+     * row), the next one from the lane above by a shuffle (lane 0's next word for the group's
+     * last lane; the group's last lane reads word 32 itself), shifted by o; the mask
+     * the same way by its own offset om. The row's memory words: nmem, from p. */
+    const int om = mrow ? (int)(((uintptr_t)mrow / sizeof(float)) % 4) : 0;
+    const float *mb = mrow ? mrow - om : NULL;
+    const int nmem = (o + a.S + 3) / 4, mwords = (om + a.S + 3) / 4;
+    /* 1 where the row's last memory word (scores, mask) would cross the tensor's end */
+    const int stail = p + nmem * 4 > a.scores + a.rows * a.S;
+    const int mtail = mrow && mb + mwords * 4 > a.mask + (int64_t)a.B * a.S * a.S;
+    const bool last = lane == g - 1;
+    ft_word_fp32x4 sx, mx_; /* the group's last lane: memory word 32 */
+    memset(&sx, 0, sizeof sx);
+    memset(&mx_, 0, sizeof mx_);
+#pragma unroll
+    for (int k = 0; k < 4; k++) {
+        const int c = lane + k * g;
+        memset(&sw[k], 0, sizeof sw[k]);
+        memset(&mw[k], 0, sizeof mw[k]);
+        if (c < nmem - stail)
+            sw[k] = __ldcs((const ft_word_fp32x4 *)(p + c * 4));
+        if (mrow && c < mwords - mtail)
+            mw[k] = *(const ft_word_fp32x4 *)(mb + c * 4);
+    }
+    if (last && 32 < nmem - stail)
+        sx = __ldcs((const ft_word_fp32x4 *)(p + 32 * 4));
+    if (last && mrow && 32 < mwords - mtail)
+        mx_ = *(const ft_word_fp32x4 *)(mb + 32 * 4);
+    if (stail | mtail) { /* the tensor's last row: its last memory word element by element */
+#pragma unroll
+        for (int k = 0; k < 4; k++) {
+            const int c = lane + k * g;
+            if (stail && c == nmem - 1)
+                sw[k] = ft_softmax_word_fp32_w16(p, c, o, a.S);
+            if (mtail && c == mwords - 1)
+                mw[k] = ft_softmax_word_fp32_w16(mb, c, om, a.S);
+        }
+        if (last && stail && 32 == nmem - 1)
+            sx = ft_softmax_word_fp32_w16(p, 32, o, a.S);
+        if (last && mtail && 32 == mwords - 1)
+            mx_ = ft_softmax_word_fp32_w16(mb, 32, om, a.S);
+    }
+#pragma unroll
+    for (int k = 0; k < 4; k++) { /* into row order, k ascending (lane 0 gives word k + 1 unshifted) */
+        ft_word_fp32x4 nx = ft_softmax_shfl_next_fp32_w16(sw[k], sw[k + 1 < 4 ? k + 1 : k], lane, g);
+        if (last && k == 3)
+            nx = sx;
+        ft_word_fp32x4 ny = ft_softmax_shfl_next_fp32_w16(mw[k], mw[k + 1 < 4 ? k + 1 : k], lane, g);
+        if (last && k == 3)
+            ny = mx_;
+        sw[k] = ft_softmax_shift_fp32_w16(sw[k], nx, o);
+        mw[k] = ft_softmax_shift_fp32_w16(mw[k], ny, om);
+    }
+    nvec = (a.S + 3) / 4; /* row words from here on */
+    const int po = 0;
+    float x[4][4]; /* first the mask values (keep flags without a mask), then the shifted values */
+    float t = -INFINITY;            /* this lane's largest mask value, then its term */
+#pragma unroll
+    for (int k = 0; k < 4; k++)
+        if (full || lane + k * g < nvec) {
+            /* a ragged row's word c holds positions c*4 - o ...; o = 0 otherwise */
+            const int c = lane + k * g;
+            ft_softmax_keep_vec_fp32_w16(mrow != NULL, mw[k], row_in, len + po, c, x[k]);
+            if (ragged && (c == 0 || c == nvec - 1)) /* positions outside the row weigh nothing */
+#pragma unroll
+                for (int e = 0; e < 4; e++) {
+                    const int j = c * 4 + e - po;
+                    if (j < 0 || j >= a.S)
+                        x[k][e] = -INFINITY;
+                }
+#pragma unroll
+            for (int e = 0; e < 4; e++)
+                t = fmaxf(t, x[k][e]);
+        }
+    /* the terms (1 - m)*-10000 are monotone in m: the largest term from the largest value,
+     * and each term less it as m*10000 - (10000 + t) in one rounding (an instruction a
+     * position instead of three) */
+    t = fmaf(t, 10000.0f, -10000.0f);
+    const float tb = -10000.0f - t;
+    float mx = -INFINITY;
+#pragma unroll
+    for (int k = 0; k < 4; k++)
+        if (full || lane + k * g < nvec) {
+            float sc[4];
+            ft_unpack_fp32x4(sw[k], sc);
+            const int c = lane + k * g;
+            if (ragged && (c == 0 || c == nvec - 1)) /* the neighbours' scores (anything, NaN too) as 0 */
+#pragma unroll
+                for (int e = 0; e < 4; e++) {
+                    const int j = c * 4 + e - po;
+                    if (j < 0 || j >= a.S)
+                        sc[e] = 0.0f;
+                }
+#pragma unroll
+            for (int e = 0; e < 4; e++) {
+                x[k][e] = fmaf(sc[e], a.scale, fmaf(x[k][e], 10000.0f, tb));
+                mx = fmaxf(mx, x[k][e]);
+            }
+        }
+    float top = t;
+    ft_group_max_shifted(top, mx, g, 0xffffffffu);
+    mx -= t - top; /* the row maximum relative to this lane's shift */
+    /* exp(x - mx) as 2^(x*log2(e) - mx*log2(e)): one FFMA and the approximate unit, weights
+     * below 2^-126 of the row's largest flushed to 0 (an absolute error under 2^-126);
+     * __expf's non-flushing form took four more instructions a position */
+    const float mxl = mx * 1.4426950408889634f;
+    float sum = 0.0f;
+#pragma unroll
+    for (int k = 0; k < 4; k++)
+        if (full || lane + k * g < nvec)
+#pragma unroll
+            for (int e = 0; e < 4; e++) {
+                x[k][e] = ft_exp2_approx(fmaf(x[k][e], 1.4426950408889634f, -mxl));
+                sum += x[k][e];
+            }
+    sum = ft_group_sum(sum, g, 0xffffffffu);
+    const float inv = 1.0f / sum;
+    /* back to memory order: memory word c is the last o elements of row word c - 1 (from
+     * the lane below by a shuffle; the group's last lane gives lane 0 its word k - 1) and
+     * the first 4 - o of row word c; the first and last memory words element by element,
+     * and memory word 32 (when the row reaches it) by the group's last lane */
+    ft_word_fp32x4 ow[4];
+#pragma unroll
+    for (int k = 0; k < 4; k++) {
+#pragma unroll
+        for (int e = 0; e < 4; e++)
+            x[k][e] *= inv;
+        ow[k] = ft_pack_fp32x4(x[k]);
+    }
+    union {
+        ft_word_fp32x4 w;
+        float e[4];
+    } mwd;
+#pragma unroll
+    for (int k = 0; k < 4; k++) {
+        const int c = lane + k * g;
+        const ft_word_fp32x4 pv = ft_softmax_shfl_prev_fp32_w16(ow[k], ow[k > 0 ? k - 1 : 0], lane, g);
+        mwd.w = o ? ft_softmax_shift_fp32_w16(pv, ow[k], 4 - o) : ow[k];
+        if (live && c < nmem) {
+            if (c > 0 && c < nmem - 1) {
+                __stcs((ft_word_fp32x4 *)(p + c * 4), mwd.w);
+            } else {
+#pragma unroll
+                for (int e = 0; e < 4; e++) {
+                    const int j = c * 4 + e - o;
+                    if (j >= 0 && j < a.S)
+                        p[c * 4 + e] = mwd.e[e];
+                }
+            }
+        }
+    }
+    if (live && last && 32 < nmem) { /* o > 0 here: the row's last o elements */
+        mwd.w = ft_softmax_shift_fp32_w16(ow[3], ow[3], 4 - o);
+#pragma unroll
+        for (int e = 0; e < 4; e++) {
+            const int j = 32 * 4 + e - o;
+            if (j < a.S)
+                p[32 * 4 + e] = mwd.e[e];
+        }
+    }
+}
+
+/* ft_softmax_fp32_w16_r4_g8 for rows off the 16-byte grid that fit its bucket in row order
+ * (ceil(S / 4) words) but whose memory words from the grid point below them may not: the
+ * row shifted into row order by shuffles, and back before the stores. */
+static __global__ void __launch_bounds__(128) ft_softmax_fp32_w16_r4_g8_shifted(ft_softmax_args_fp32 a)
+{
+    enum { g = 8 };
+    /* rows < 2^31 (the launcher checks); a group past the last row works on the last row
+     * and stores nothing, so every lane of a warp reaches the shuffles (full-warp masks:
+     * a per-group mask makes the compiler emulate the shuffle lane group by lane group).
+     * Rows in order (a grid over (b*H + h, row pieces) measured 4% slower: S512 49.6 us
+     * against 47.6 in the same form) */
+    const int row0 = blockIdx.x * (128 / g) + (int)threadIdx.x / g;
+    const bool live = row0 < a.rows;
+    if (__all_sync(0xffffffffu, !live))
+        return;
+    /* launched dependent (sm_90): wait for the previous kernel's writes, then let the next
+     * launch be scheduled behind this one's last blocks */
+    ft_pdl_wait();
+    ft_pdl_trigger();
+    const int row = live ? row0 : (int)a.rows - 1;
+    const int S = a.S;
+    const int b = ft_fastdiv_q(a.div_hs, row), i = row - ft_fastdiv_q(a.div_s, row) * S;
+    float *p = a.scores + (int64_t)row * S;
+    const float *mrow = a.mask ? a.mask + ((int64_t)b * S + i) * S : NULL;
+    const int len = a.lengths ? min(max(a.lengths[b], 0), S) : S;
+    /* o elements past the grid point below the row; its words run from there */
+    const int o = (int)(((uintptr_t)p / sizeof(float)) % 4);
+    ft_softmax_row_fp32_w16_r4_g8_sh(a, p - o, mrow, len, i < len, (o + S + 3) / 4, live, false, true, o);
 
 }
 
@@ -3470,13 +5270,13 @@ static inline ft_status ft_enc_copy_launch_fp32(const char *fn, ft_enc_copy_args
     }
     if ((st = ft_check_opt_ptr(fn, "seq_offsets", a->seq_offsets, sizeof(int))) != FT_OK)
         return st;
-if (aligned) {
+    if (aligned) {
         const dim3 block = ft_enc_row_block_fp32(a->H * a->D / 4);
         const dim3 grid((unsigned)((a->B * a->S + block.y - 1) / block.y), (unsigned)a->parts, 1);
         ft_enc_copy_fp32_w16<<<grid, block, 0, stream>>>(*a, to_heads);
         return ft_launch_status(fn);
     }
-{
+    {
         const dim3 block = ft_enc_row_block_fp32(a->H * a->D / 1);
         const dim3 grid((unsigned)((a->B * a->S + block.y - 1) / block.y), (unsigned)a->parts, 1);
         ft_enc_copy_fp32_w4<<<grid, block, 0, stream>>>(*a, to_heads);
@@ -3614,13 +5414,13 @@ static inline ft_status ft_enc_pad_launch_fp32(const char *fn, const float *x, f
     if (N > INT32_MAX)
         return ft_fail(FT_ERR_INVALID_ARGUMENT, "%s: N = %lld exceeds int32 column indices", fn, (long long)N);
     const int aligned = N % 4 == 0 && ft_aligned(x, 16) && ft_aligned(y, 16);
-if (aligned) {
+    if (aligned) {
         const dim3 block = ft_enc_row_block_fp32((int)(N / 4));
         const dim3 grid((unsigned)((B * S + block.y - 1) / block.y), 1, 1);
         ft_enc_pad_fp32_w16<<<grid, block, 0, stream>>>(x, y, seq_offsets, B, S, (int)N, to_padded);
         return ft_launch_status(fn);
     }
-{
+    {
         const dim3 block = ft_enc_row_block_fp32((int)(N / 1));
         const dim3 grid((unsigned)((B * S + block.y - 1) / block.y), 1, 1);
         ft_enc_pad_fp32_w4<<<grid, block, 0, stream>>>(x, y, seq_offsets, B, S, (int)N, to_padded);
@@ -3677,7 +5477,47 @@ static inline ft_status ft_masked_softmax_fp32(float *scores, const float *mask,
     a.rows = rows, a.B = B, a.H = H, a.S = S, a.scale = scale;
     a.div_s = ft_fastdiv_make(S), a.div_hs = ft_fastdiv_make(H * S), a.div_h = ft_fastdiv_make(H);
     const int aligned = S % 4 == 0 && ft_aligned(scores, 16) && ft_aligned(mask, 16);
-if (aligned) {
+    if (!aligned) {
+        /* rows off the 16-byte grid in one warp, as 16-byte words from the grid point below
+         * each row (words: the most a row touches), or shifted into row order (nrow: the row's
+         * own words), where that beat element-wise accesses. These kernels are issue-bound, so a
+         * row takes few lanes of several words, which share its setup and shuffles among more
+         * positions. A row of one word (and two memory words): in one lane, shifted into row
+         * order;
+         * then by row words, as measured fastest for fp32 on the H200 (gen/ftgen.py's rg_rule,
+         * bench/RESULTS.md):
+         * 2-3: 1 lane of 4 words, shifted
+         * 4: 2 lanes of 2 words, shifted
+         * 5-7: 2 lanes of 4 words, shifted
+         * 8: 4 lanes of 2 words, shifted
+         * 9-16: 4 lanes of 4 words, shifted
+         * 17-20: 8 lanes of 4 words, ragged
+         * 21-32: 8 lanes of 4 words, shifted
+         * past that element by element. */
+        const int words = (S + 6) / 4, nrow = (S + 3) / 4;
+        const void *k = NULL;
+        int g = 0; /* lanes a row */
+        if (nrow <= 1) {
+            if (words > 1) /* the row in one word, its memory words two */
+                k = (const void *)ft_softmax_fp32_w16_r1_g1_shifted, g = 1;
+        } else if (nrow <= 3)
+            k = (const void *)ft_softmax_fp32_w16_r4_g1_shifted, g = 1;
+        else if (nrow <= 4)
+            k = (const void *)ft_softmax_fp32_w16_r2_g2_shifted, g = 2;
+        else if (nrow <= 7)
+            k = (const void *)ft_softmax_fp32_w16_r4_g2_shifted, g = 2;
+        else if (nrow <= 8)
+            k = (const void *)ft_softmax_fp32_w16_r2_g4_shifted, g = 4;
+        else if (nrow <= 16)
+            k = (const void *)ft_softmax_fp32_w16_r4_g4_shifted, g = 4;
+        else if (nrow <= 20)
+            k = (const void *)ft_softmax_fp32_w16_r4_g8_ragged, g = 8;
+        else if (nrow <= 32)
+            k = (const void *)ft_softmax_fp32_w16_r4_g8_shifted, g = 8;
+        if (k)
+            return ft_softmax_launch_fp32(fn, k, (unsigned)((rows + 128 / g - 1) / (128 / g)), 128, a, stream);
+    }
+    if (aligned) {
         const int nvec = S / 4;
         /* the smallest register bucket that holds the row in one warp, then the fewest
          * lanes (more lanes per row measured faster on the H100 than more vectors per
@@ -3740,7 +5580,7 @@ if (aligned) {
                                           (unsigned)((nvec + 127) / 128 * 32), a, stream);
         return ft_softmax_launch_fp32(fn, (const void *)ft_softmax_fp32_w16_stream, (unsigned)rows, 512, a, stream);
     }
-{
+    {
         const int nvec = S / 1;
         /* the smallest register bucket that holds the row in one warp, then the fewest
          * lanes (more lanes per row measured faster on the H100 than more vectors per
