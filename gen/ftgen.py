@@ -216,6 +216,26 @@ class EncoderFamily(NormFamily):
                 w["rg_small"] = 1
                 w["rg_rule"] = [(3, 4, 1, "shifted"), (4, 2, 2, "shifted"), (7, 4, 2, "shifted"), (8, 2, 4, "shifted"),
                                 (16, 4, 4, "shifted"), (20, 4, 8, "ragged"), (32, 4, 8, "shifted")]
+            # rows on the grid of the first width in one warp, up to 32 row words: few lanes of
+            # several words, which share the row's setup and shuffles among more positions,
+            # rather than one word a lane in the fewest lanes (issue-bound likewise): grid_rule,
+            # (most row words, nvl, G) in order, as measured fastest on the H200 (bench/RESULTS.md,
+            # sixty-seventh session; with a mask, ~150 MB, us against one word a lane): fp16 S24
+            # 46 / 60 in 2 lanes of 2, S40 46 / 72 in 2 of 4, S56 42 / 53 in 4 of 2, S72 46 / 81
+            # and S96 40 / 62 in 4 of 4, S112 42 / 54 and S128 38 / 46 in 8 of 2, S136 49 / 91
+            # and S192 40 / 66 in 8 of 4, S256 38 / 47 in 16 of 2; fp32 S12 43 / 60, S20 42 / 71,
+            # S36 42 / 79 in 4 of 4, S40 42 / 71 and S64 38 / 45 in 8 of 2, S68 42 / 84 and S96 38
+            # / 60 in 8 of 4, S100 40 / 58 and S128 37 / 45 in 16 of 2 (bf16 takes fp16's rule).
+            # Rows of one or two words keep one word a lane.
+            if w["ragged"] and esize == 2:
+                w["grid_rule"] = [(4, 2, 2), (6, 4, 2), (8, 2, 4), (12, 4, 4), (16, 2, 8), (31, 4, 8), (32, 2, 16)]
+            elif w["ragged"] and esize == 4:
+                w["grid_rule"] = [(4, 2, 2), (8, 2, 4), (9, 4, 4), (16, 2, 8), (24, 4, 8), (32, 2, 16)]
+            else:
+                w["grid_rule"] = []
+            assert not w["grid_rule"] or (len(w["grid_rule"]) > 1 and w["grid_rule"][0][0] > 2)
+            w["one_g"] = [1, 2] if w["grid_rule"] else [1, 2, 4, 8, 16, 32]  # one word a lane: G lanes
+            w["grid_g"] = {n: sorted({g for _, nv, g in w["grid_rule"] if nv == n}) for n in w["buckets"] if n > 1}
             top = [(w["rg_top"], 32)] if w["rg_top"] else []
             w["rg_kernels"] = ([(1, G) for G in (2, 4) if G <= w["rg_small"]] +
                                [(n, g) for _, n, g, f in w["rg_rule"] if f == "ragged"] + top)

@@ -306,6 +306,14 @@ static const int softmax_ragged[][3] = {
     {255, 2, 2},  {256, 2, 1},  {257, 2, 1},  {300, 1, 0},  {400, 2, 1},  {401, 2, 0},  {505, 2, 1},  {511, 2, 0},
     {515, 2, 0},  {700, 1, 0},  {1011, 2, 0}, {1017, 2, 1}, {1009, 1, 0}, {1018, 2, 1}, {1023, 2, 0}};
 
+/* rows on the 16-byte grid in one warp of 3-32 words, in few lanes of several words
+ * ({S, mask mode}): each bucket's edges, fp16/bf16 (8 columns a word: 24, 32 | 40, 48 | 56,
+ * 64 | 72, 96 | 104, 128 | 136, 248 | 256, and 264 past them) and fp32 (4: 12, 16 | 20,
+ * 32 | 36 | 40, 64 | 68, 96 | 100, 128, and 132 past them) */
+static const int softmax_grid[][2] = {{12, 2}, {16, 1}, {20, 0}, {24, 2}, {32, 1}, {36, 2},  {40, 0},
+                                      {48, 1}, {56, 2}, {64, 0}, {68, 1}, {72, 2}, {96, 1},  {100, 2},
+                                      {104, 0}, {128, 2}, {132, 1}, {136, 2}, {248, 1}, {256, 2}, {264, 0}};
+
 /* rows past the block kernels, streamed ({S, mask mode, misalign, B, H}): on the 16-byte
  * grid as words with a mask (heads fastest: two heads) and with lengths; off it as words
  * from the grid point below each row, with lengths (scores and mask one element off), with
@@ -356,6 +364,8 @@ static void enc_test(ft_test *t)
             run_softmax(t, dt, &rng, S > 1000 ? 2 : 3, S > 1000 ? 2 : 3, S, softmax_ragged[i][1], softmax_ragged[i][2],
                         i % 3 == 1 ? 40.0 : 3.0);
         }
+        for (size_t i = 0; i < sizeof softmax_grid / sizeof softmax_grid[0] && !t->failures; i++)
+            run_softmax(t, dt, &rng, 3, 3, softmax_grid[i][0], softmax_grid[i][1], 0, i % 3 == 1 ? 40.0 : 3.0);
         for (size_t i = 0; i < sizeof softmax_long / sizeof softmax_long[0] && !t->failures; i++)
             run_softmax(t, dt, &rng, softmax_long[i][3], softmax_long[i][4], softmax_long[i][0], softmax_long[i][1],
                         softmax_long[i][2], i % 2 ? 40.0 : 3.0);

@@ -26,7 +26,8 @@
  * The softmax keeps a row in registers: rows of up to 2048 columns (16-byte accesses) or
  * 1024 (element by element, rows off the 16-byte grid) are served by a group of 1..32
  * lanes, chosen per call as the fewest lanes that hold the row (the register buckets per
- * lane are fixed when the header is generated); rows off the grid of up to 400 and of
+ * lane are fixed when the header is generated), but rows of 3-32 words on the grid
+ * take few lanes of several words each; rows off the grid of up to 400 and of
  * 513-1010 columns in one warp through 16-byte words from the grid point below each row, in
  * groups of lanes of one or more words each (for some lengths the row shifted into row
  * order by shuffles);
@@ -496,7 +497,7 @@ static __global__ void __launch_bounds__(128, 12) ft_softmax_fp16_w16_r1_g2(ft_s
 
 }
 
-/* Softmax of rows of up to 32 columns: 4 lanes per row, 1 vector(s) of 8 per lane
+/* Softmax of rows of up to 32 columns: 2 lanes per row, 2 vector(s) of 8 per lane
  * kept in registers; one read and one write of the row. The lane count is fixed per
  * kernel (no index division, unrolled shuffles; rows that need more than one vector per
  * lane always take 32 lanes). Every load of the row (score and mask words) is issued
@@ -513,14 +514,14 @@ static __global__ void __launch_bounds__(128, 12) ft_softmax_fp16_w16_r1_g2(ft_s
  *
  * This is one row's work for the kernel below; `full`: the row fills the group's vectors
  * exactly (the compiler drops the bounds tests of that copy). */
-static __device__ __forceinline__ void ft_softmax_row_fp16_w16_r1_g4(const ft_softmax_args_fp16 &a, __half *p,
+static __device__ __forceinline__ void ft_softmax_row_fp16_w16_r2_g2(const ft_softmax_args_fp16 &a, __half *p,
     const __half *mrow, int len, int row_in, int nvec, bool live, const bool full)
 {
-    enum { g = 4 };
+    enum { g = 2 };
     const int lane = threadIdx.x & (g - 1);
-    ft_word_fp16x8 sw[1], mw[1]; /* the row's score and mask words */
+    ft_word_fp16x8 sw[2], mw[2]; /* the row's score and mask words */
 #pragma unroll
-    for (int k = 0; k < 1; k++) {
+    for (int k = 0; k < 2; k++) {
         const int c = lane + k * g;
         if (full || c < nvec) {
             sw[k] = __ldcs((const ft_word_fp16x8 *)(p + c * 8));
@@ -528,10 +529,10 @@ static __device__ __forceinline__ void ft_softmax_row_fp16_w16_r1_g4(const ft_so
                 mw[k] = *(const ft_word_fp16x8 *)(mrow + c * 8);
         }
     }
-    float x[1][8]; /* first the mask values (keep flags without a mask), then the shifted values */
+    float x[2][8]; /* first the mask values (keep flags without a mask), then the shifted values */
     float t = -INFINITY;            /* this lane's largest mask value, then its term */
 #pragma unroll
-    for (int k = 0; k < 1; k++)
+    for (int k = 0; k < 2; k++)
         if (full || lane + k * g < nvec) {
             ft_softmax_keep_vec_fp16_w16(mrow != NULL, mw[k], row_in, len, lane + k * g, x[k]);
 #pragma unroll
@@ -545,7 +546,7 @@ static __device__ __forceinline__ void ft_softmax_row_fp16_w16_r1_g4(const ft_so
     const float tb = -10000.0f - t;
     float mx = -INFINITY;
 #pragma unroll
-    for (int k = 0; k < 1; k++)
+    for (int k = 0; k < 2; k++)
         if (full || lane + k * g < nvec) {
             float sc[8];
             ft_unpack_fp16x8(sw[k], sc);
@@ -564,7 +565,7 @@ static __device__ __forceinline__ void ft_softmax_row_fp16_w16_r1_g4(const ft_so
     const float mxl = mx * 1.4426950408889634f;
     float sum = 0.0f;
 #pragma unroll
-    for (int k = 0; k < 1; k++)
+    for (int k = 0; k < 2; k++)
         if (full || lane + k * g < nvec)
 #pragma unroll
             for (int e = 0; e < 8; e++) {
@@ -574,7 +575,7 @@ static __device__ __forceinline__ void ft_softmax_row_fp16_w16_r1_g4(const ft_so
     sum = ft_group_sum(sum, g, 0xffffffffu);
     const float inv = 1.0f / sum;
 #pragma unroll
-    for (int k = 0; k < 1; k++) {
+    for (int k = 0; k < 2; k++) {
         const int c = lane + k * g;
         if (live && (full || c < nvec)) {
 #pragma unroll
@@ -585,9 +586,9 @@ static __device__ __forceinline__ void ft_softmax_row_fp16_w16_r1_g4(const ft_so
     }
 }
 
-static __global__ void __launch_bounds__(128, 12) ft_softmax_fp16_w16_r1_g4(ft_softmax_args_fp16 a)
+static __global__ void __launch_bounds__(128, 12) ft_softmax_fp16_w16_r2_g2(ft_softmax_args_fp16 a)
 {
-    enum { g = 4 };
+    enum { g = 2 };
     /* rows < 2^31 (the launcher checks); a group past the last row works on the last row
      * and stores nothing, so every lane of a warp reaches the shuffles (full-warp masks:
      * a per-group mask makes the compiler emulate the shuffle lane group by lane group).
@@ -609,13 +610,13 @@ static __global__ void __launch_bounds__(128, 12) ft_softmax_fp16_w16_r1_g4(ft_s
     const int len = a.lengths ? min(max(a.lengths[b], 0), S) : S;
     const int nvec = S / 8;
     if (nvec == 4)
-        ft_softmax_row_fp16_w16_r1_g4(a, p, mrow, len, i < len, nvec, live, true);
+        ft_softmax_row_fp16_w16_r2_g2(a, p, mrow, len, i < len, nvec, live, true);
     else
-        ft_softmax_row_fp16_w16_r1_g4(a, p, mrow, len, i < len, nvec, live, false);
+        ft_softmax_row_fp16_w16_r2_g2(a, p, mrow, len, i < len, nvec, live, false);
 
 }
 
-/* Softmax of rows of up to 64 columns: 8 lanes per row, 1 vector(s) of 8 per lane
+/* Softmax of rows of up to 64 columns: 4 lanes per row, 2 vector(s) of 8 per lane
  * kept in registers; one read and one write of the row. The lane count is fixed per
  * kernel (no index division, unrolled shuffles; rows that need more than one vector per
  * lane always take 32 lanes). Every load of the row (score and mask words) is issued
@@ -632,14 +633,14 @@ static __global__ void __launch_bounds__(128, 12) ft_softmax_fp16_w16_r1_g4(ft_s
  *
  * This is one row's work for the kernel below; `full`: the row fills the group's vectors
  * exactly (the compiler drops the bounds tests of that copy). */
-static __device__ __forceinline__ void ft_softmax_row_fp16_w16_r1_g8(const ft_softmax_args_fp16 &a, __half *p,
+static __device__ __forceinline__ void ft_softmax_row_fp16_w16_r2_g4(const ft_softmax_args_fp16 &a, __half *p,
     const __half *mrow, int len, int row_in, int nvec, bool live, const bool full)
 {
-    enum { g = 8 };
+    enum { g = 4 };
     const int lane = threadIdx.x & (g - 1);
-    ft_word_fp16x8 sw[1], mw[1]; /* the row's score and mask words */
+    ft_word_fp16x8 sw[2], mw[2]; /* the row's score and mask words */
 #pragma unroll
-    for (int k = 0; k < 1; k++) {
+    for (int k = 0; k < 2; k++) {
         const int c = lane + k * g;
         if (full || c < nvec) {
             sw[k] = __ldcs((const ft_word_fp16x8 *)(p + c * 8));
@@ -647,10 +648,10 @@ static __device__ __forceinline__ void ft_softmax_row_fp16_w16_r1_g8(const ft_so
                 mw[k] = *(const ft_word_fp16x8 *)(mrow + c * 8);
         }
     }
-    float x[1][8]; /* first the mask values (keep flags without a mask), then the shifted values */
+    float x[2][8]; /* first the mask values (keep flags without a mask), then the shifted values */
     float t = -INFINITY;            /* this lane's largest mask value, then its term */
 #pragma unroll
-    for (int k = 0; k < 1; k++)
+    for (int k = 0; k < 2; k++)
         if (full || lane + k * g < nvec) {
             ft_softmax_keep_vec_fp16_w16(mrow != NULL, mw[k], row_in, len, lane + k * g, x[k]);
 #pragma unroll
@@ -664,7 +665,7 @@ static __device__ __forceinline__ void ft_softmax_row_fp16_w16_r1_g8(const ft_so
     const float tb = -10000.0f - t;
     float mx = -INFINITY;
 #pragma unroll
-    for (int k = 0; k < 1; k++)
+    for (int k = 0; k < 2; k++)
         if (full || lane + k * g < nvec) {
             float sc[8];
             ft_unpack_fp16x8(sw[k], sc);
@@ -683,7 +684,7 @@ static __device__ __forceinline__ void ft_softmax_row_fp16_w16_r1_g8(const ft_so
     const float mxl = mx * 1.4426950408889634f;
     float sum = 0.0f;
 #pragma unroll
-    for (int k = 0; k < 1; k++)
+    for (int k = 0; k < 2; k++)
         if (full || lane + k * g < nvec)
 #pragma unroll
             for (int e = 0; e < 8; e++) {
@@ -693,7 +694,7 @@ static __device__ __forceinline__ void ft_softmax_row_fp16_w16_r1_g8(const ft_so
     sum = ft_group_sum(sum, g, 0xffffffffu);
     const float inv = 1.0f / sum;
 #pragma unroll
-    for (int k = 0; k < 1; k++) {
+    for (int k = 0; k < 2; k++) {
         const int c = lane + k * g;
         if (live && (full || c < nvec)) {
 #pragma unroll
@@ -704,9 +705,9 @@ static __device__ __forceinline__ void ft_softmax_row_fp16_w16_r1_g8(const ft_so
     }
 }
 
-static __global__ void __launch_bounds__(128, 12) ft_softmax_fp16_w16_r1_g8(ft_softmax_args_fp16 a)
+static __global__ void __launch_bounds__(128, 12) ft_softmax_fp16_w16_r2_g4(ft_softmax_args_fp16 a)
 {
-    enum { g = 8 };
+    enum { g = 4 };
     /* rows < 2^31 (the launcher checks); a group past the last row works on the last row
      * and stores nothing, so every lane of a warp reaches the shuffles (full-warp masks:
      * a per-group mask makes the compiler emulate the shuffle lane group by lane group).
@@ -728,13 +729,13 @@ static __global__ void __launch_bounds__(128, 12) ft_softmax_fp16_w16_r1_g8(ft_s
     const int len = a.lengths ? min(max(a.lengths[b], 0), S) : S;
     const int nvec = S / 8;
     if (nvec == 8)
-        ft_softmax_row_fp16_w16_r1_g8(a, p, mrow, len, i < len, nvec, live, true);
+        ft_softmax_row_fp16_w16_r2_g4(a, p, mrow, len, i < len, nvec, live, true);
     else
-        ft_softmax_row_fp16_w16_r1_g8(a, p, mrow, len, i < len, nvec, live, false);
+        ft_softmax_row_fp16_w16_r2_g4(a, p, mrow, len, i < len, nvec, live, false);
 
 }
 
-/* Softmax of rows of up to 128 columns: 16 lanes per row, 1 vector(s) of 8 per lane
+/* Softmax of rows of up to 128 columns: 8 lanes per row, 2 vector(s) of 8 per lane
  * kept in registers; one read and one write of the row. The lane count is fixed per
  * kernel (no index division, unrolled shuffles; rows that need more than one vector per
  * lane always take 32 lanes). Every load of the row (score and mask words) is issued
@@ -751,14 +752,14 @@ static __global__ void __launch_bounds__(128, 12) ft_softmax_fp16_w16_r1_g8(ft_s
  *
  * This is one row's work for the kernel below; `full`: the row fills the group's vectors
  * exactly (the compiler drops the bounds tests of that copy). */
-static __device__ __forceinline__ void ft_softmax_row_fp16_w16_r1_g16(const ft_softmax_args_fp16 &a, __half *p,
+static __device__ __forceinline__ void ft_softmax_row_fp16_w16_r2_g8(const ft_softmax_args_fp16 &a, __half *p,
     const __half *mrow, int len, int row_in, int nvec, bool live, const bool full)
 {
-    enum { g = 16 };
+    enum { g = 8 };
     const int lane = threadIdx.x & (g - 1);
-    ft_word_fp16x8 sw[1], mw[1]; /* the row's score and mask words */
+    ft_word_fp16x8 sw[2], mw[2]; /* the row's score and mask words */
 #pragma unroll
-    for (int k = 0; k < 1; k++) {
+    for (int k = 0; k < 2; k++) {
         const int c = lane + k * g;
         if (full || c < nvec) {
             sw[k] = __ldcs((const ft_word_fp16x8 *)(p + c * 8));
@@ -766,10 +767,10 @@ static __device__ __forceinline__ void ft_softmax_row_fp16_w16_r1_g16(const ft_s
                 mw[k] = *(const ft_word_fp16x8 *)(mrow + c * 8);
         }
     }
-    float x[1][8]; /* first the mask values (keep flags without a mask), then the shifted values */
+    float x[2][8]; /* first the mask values (keep flags without a mask), then the shifted values */
     float t = -INFINITY;            /* this lane's largest mask value, then its term */
 #pragma unroll
-    for (int k = 0; k < 1; k++)
+    for (int k = 0; k < 2; k++)
         if (full || lane + k * g < nvec) {
             ft_softmax_keep_vec_fp16_w16(mrow != NULL, mw[k], row_in, len, lane + k * g, x[k]);
 #pragma unroll
@@ -783,7 +784,7 @@ static __device__ __forceinline__ void ft_softmax_row_fp16_w16_r1_g16(const ft_s
     const float tb = -10000.0f - t;
     float mx = -INFINITY;
 #pragma unroll
-    for (int k = 0; k < 1; k++)
+    for (int k = 0; k < 2; k++)
         if (full || lane + k * g < nvec) {
             float sc[8];
             ft_unpack_fp16x8(sw[k], sc);
@@ -802,7 +803,7 @@ static __device__ __forceinline__ void ft_softmax_row_fp16_w16_r1_g16(const ft_s
     const float mxl = mx * 1.4426950408889634f;
     float sum = 0.0f;
 #pragma unroll
-    for (int k = 0; k < 1; k++)
+    for (int k = 0; k < 2; k++)
         if (full || lane + k * g < nvec)
 #pragma unroll
             for (int e = 0; e < 8; e++) {
@@ -812,7 +813,7 @@ static __device__ __forceinline__ void ft_softmax_row_fp16_w16_r1_g16(const ft_s
     sum = ft_group_sum(sum, g, 0xffffffffu);
     const float inv = 1.0f / sum;
 #pragma unroll
-    for (int k = 0; k < 1; k++) {
+    for (int k = 0; k < 2; k++) {
         const int c = lane + k * g;
         if (live && (full || c < nvec)) {
 #pragma unroll
@@ -823,9 +824,9 @@ static __device__ __forceinline__ void ft_softmax_row_fp16_w16_r1_g16(const ft_s
     }
 }
 
-static __global__ void __launch_bounds__(128, 12) ft_softmax_fp16_w16_r1_g16(ft_softmax_args_fp16 a)
+static __global__ void __launch_bounds__(128, 12) ft_softmax_fp16_w16_r2_g8(ft_softmax_args_fp16 a)
 {
-    enum { g = 16 };
+    enum { g = 8 };
     /* rows < 2^31 (the launcher checks); a group past the last row works on the last row
      * and stores nothing, so every lane of a warp reaches the shuffles (full-warp masks:
      * a per-group mask makes the compiler emulate the shuffle lane group by lane group).
@@ -847,13 +848,13 @@ static __global__ void __launch_bounds__(128, 12) ft_softmax_fp16_w16_r1_g16(ft_
     const int len = a.lengths ? min(max(a.lengths[b], 0), S) : S;
     const int nvec = S / 8;
     if (nvec == 16)
-        ft_softmax_row_fp16_w16_r1_g16(a, p, mrow, len, i < len, nvec, live, true);
+        ft_softmax_row_fp16_w16_r2_g8(a, p, mrow, len, i < len, nvec, live, true);
     else
-        ft_softmax_row_fp16_w16_r1_g16(a, p, mrow, len, i < len, nvec, live, false);
+        ft_softmax_row_fp16_w16_r2_g8(a, p, mrow, len, i < len, nvec, live, false);
 
 }
 
-/* Softmax of rows of up to 256 columns: 32 lanes per row, 1 vector(s) of 8 per lane
+/* Softmax of rows of up to 256 columns: 16 lanes per row, 2 vector(s) of 8 per lane
  * kept in registers; one read and one write of the row. The lane count is fixed per
  * kernel (no index division, unrolled shuffles; rows that need more than one vector per
  * lane always take 32 lanes). Every load of the row (score and mask words) is issued
@@ -870,14 +871,14 @@ static __global__ void __launch_bounds__(128, 12) ft_softmax_fp16_w16_r1_g16(ft_
  *
  * This is one row's work for the kernel below; `full`: the row fills the group's vectors
  * exactly (the compiler drops the bounds tests of that copy). */
-static __device__ __forceinline__ void ft_softmax_row_fp16_w16_r1_g32(const ft_softmax_args_fp16 &a, __half *p,
+static __device__ __forceinline__ void ft_softmax_row_fp16_w16_r2_g16(const ft_softmax_args_fp16 &a, __half *p,
     const __half *mrow, int len, int row_in, int nvec, bool live, const bool full)
 {
-    enum { g = 32 };
+    enum { g = 16 };
     const int lane = threadIdx.x & (g - 1);
-    ft_word_fp16x8 sw[1], mw[1]; /* the row's score and mask words */
+    ft_word_fp16x8 sw[2], mw[2]; /* the row's score and mask words */
 #pragma unroll
-    for (int k = 0; k < 1; k++) {
+    for (int k = 0; k < 2; k++) {
         const int c = lane + k * g;
         if (full || c < nvec) {
             sw[k] = __ldcs((const ft_word_fp16x8 *)(p + c * 8));
@@ -885,10 +886,10 @@ static __device__ __forceinline__ void ft_softmax_row_fp16_w16_r1_g32(const ft_s
                 mw[k] = *(const ft_word_fp16x8 *)(mrow + c * 8);
         }
     }
-    float x[1][8]; /* first the mask values (keep flags without a mask), then the shifted values */
+    float x[2][8]; /* first the mask values (keep flags without a mask), then the shifted values */
     float t = -INFINITY;            /* this lane's largest mask value, then its term */
 #pragma unroll
-    for (int k = 0; k < 1; k++)
+    for (int k = 0; k < 2; k++)
         if (full || lane + k * g < nvec) {
             ft_softmax_keep_vec_fp16_w16(mrow != NULL, mw[k], row_in, len, lane + k * g, x[k]);
 #pragma unroll
@@ -902,7 +903,7 @@ static __device__ __forceinline__ void ft_softmax_row_fp16_w16_r1_g32(const ft_s
     const float tb = -10000.0f - t;
     float mx = -INFINITY;
 #pragma unroll
-    for (int k = 0; k < 1; k++)
+    for (int k = 0; k < 2; k++)
         if (full || lane + k * g < nvec) {
             float sc[8];
             ft_unpack_fp16x8(sw[k], sc);
@@ -921,7 +922,7 @@ static __device__ __forceinline__ void ft_softmax_row_fp16_w16_r1_g32(const ft_s
     const float mxl = mx * 1.4426950408889634f;
     float sum = 0.0f;
 #pragma unroll
-    for (int k = 0; k < 1; k++)
+    for (int k = 0; k < 2; k++)
         if (full || lane + k * g < nvec)
 #pragma unroll
             for (int e = 0; e < 8; e++) {
@@ -931,7 +932,7 @@ static __device__ __forceinline__ void ft_softmax_row_fp16_w16_r1_g32(const ft_s
     sum = ft_group_sum(sum, g, 0xffffffffu);
     const float inv = 1.0f / sum;
 #pragma unroll
-    for (int k = 0; k < 1; k++) {
+    for (int k = 0; k < 2; k++) {
         const int c = lane + k * g;
         if (live && (full || c < nvec)) {
 #pragma unroll
@@ -942,9 +943,9 @@ static __device__ __forceinline__ void ft_softmax_row_fp16_w16_r1_g32(const ft_s
     }
 }
 
-static __global__ void __launch_bounds__(128, 12) ft_softmax_fp16_w16_r1_g32(ft_softmax_args_fp16 a)
+static __global__ void __launch_bounds__(128, 12) ft_softmax_fp16_w16_r2_g16(ft_softmax_args_fp16 a)
 {
-    enum { g = 32 };
+    enum { g = 16 };
     /* rows < 2^31 (the launcher checks); a group past the last row works on the last row
      * and stores nothing, so every lane of a warp reaches the shuffles (full-warp masks:
      * a per-group mask makes the compiler emulate the shuffle lane group by lane group).
@@ -966,9 +967,9 @@ static __global__ void __launch_bounds__(128, 12) ft_softmax_fp16_w16_r1_g32(ft_
     const int len = a.lengths ? min(max(a.lengths[b], 0), S) : S;
     const int nvec = S / 8;
     if (nvec == 32)
-        ft_softmax_row_fp16_w16_r1_g32(a, p, mrow, len, i < len, nvec, live, true);
+        ft_softmax_row_fp16_w16_r2_g16(a, p, mrow, len, i < len, nvec, live, true);
     else
-        ft_softmax_row_fp16_w16_r1_g32(a, p, mrow, len, i < len, nvec, live, false);
+        ft_softmax_row_fp16_w16_r2_g16(a, p, mrow, len, i < len, nvec, live, false);
 
 }
 
@@ -1088,6 +1089,363 @@ static __global__ void __launch_bounds__(128, 12) ft_softmax_fp16_w16_r2_g32(ft_
         ft_softmax_row_fp16_w16_r2_g32(a, p, mrow, len, i < len, nvec, live, true);
     else
         ft_softmax_row_fp16_w16_r2_g32(a, p, mrow, len, i < len, nvec, live, false);
+
+}
+
+/* Softmax of rows of up to 64 columns: 2 lanes per row, 4 vector(s) of 8 per lane
+ * kept in registers; one read and one write of the row. The lane count is fixed per
+ * kernel (no index division, unrolled shuffles; rows that need more than one vector per
+ * lane always take 32 lanes). Every load of the row (score and mask words) is issued
+ * before the first reduction.
+ * Score words are read and written as streaming (evict-first): no other access shares
+ * their sectors.
+ *
+ * Each lane subtracts its own largest mask term t from its positions, so a row masked
+ * everywhere (all terms -10000, where fp32 would keep only ~10 bits of score*scale) keeps
+ * score*scale exactly; the row maximum is reduced as (largest t, maximum relative to
+ * it) in one pass (ft_group_max_shifted). Lanes whose t is the row's get the values they
+ * would without any shift, bit for bit; the others hold only positions masked harder than
+ * the row's best, whose weights underflow either way.
+ *
+ * This is one row's work for the kernel below; `full`: the row fills the group's vectors
+ * exactly (the compiler drops the bounds tests of that copy). */
+static __device__ __forceinline__ void ft_softmax_row_fp16_w16_r4_g2(const ft_softmax_args_fp16 &a, __half *p,
+    const __half *mrow, int len, int row_in, int nvec, bool live, const bool full)
+{
+    enum { g = 2 };
+    const int lane = threadIdx.x & (g - 1);
+    ft_word_fp16x8 sw[4], mw[4]; /* the row's score and mask words */
+#pragma unroll
+    for (int k = 0; k < 4; k++) {
+        const int c = lane + k * g;
+        if (full || c < nvec) {
+            sw[k] = __ldcs((const ft_word_fp16x8 *)(p + c * 8));
+            if (mrow)
+                mw[k] = *(const ft_word_fp16x8 *)(mrow + c * 8);
+        }
+    }
+    float x[4][8]; /* first the mask values (keep flags without a mask), then the shifted values */
+    float t = -INFINITY;            /* this lane's largest mask value, then its term */
+#pragma unroll
+    for (int k = 0; k < 4; k++)
+        if (full || lane + k * g < nvec) {
+            ft_softmax_keep_vec_fp16_w16(mrow != NULL, mw[k], row_in, len, lane + k * g, x[k]);
+#pragma unroll
+            for (int e = 0; e < 8; e++)
+                t = fmaxf(t, x[k][e]);
+        }
+    /* the terms (1 - m)*-10000 are monotone in m: the largest term from the largest value,
+     * and each term less it as m*10000 - (10000 + t) in one rounding (an instruction a
+     * position instead of three) */
+    t = fmaf(t, 10000.0f, -10000.0f);
+    const float tb = -10000.0f - t;
+    float mx = -INFINITY;
+#pragma unroll
+    for (int k = 0; k < 4; k++)
+        if (full || lane + k * g < nvec) {
+            float sc[8];
+            ft_unpack_fp16x8(sw[k], sc);
+#pragma unroll
+            for (int e = 0; e < 8; e++) {
+                x[k][e] = fmaf(sc[e], a.scale, fmaf(x[k][e], 10000.0f, tb));
+                mx = fmaxf(mx, x[k][e]);
+            }
+        }
+    float top = t;
+    ft_group_max_shifted(top, mx, g, 0xffffffffu);
+    mx -= t - top; /* the row maximum relative to this lane's shift */
+    /* exp(x - mx) as 2^(x*log2(e) - mx*log2(e)): one FFMA and the approximate unit, weights
+     * below 2^-126 of the row's largest flushed to 0 (an absolute error under 2^-126);
+     * __expf's non-flushing form took four more instructions a position */
+    const float mxl = mx * 1.4426950408889634f;
+    float sum = 0.0f;
+#pragma unroll
+    for (int k = 0; k < 4; k++)
+        if (full || lane + k * g < nvec)
+#pragma unroll
+            for (int e = 0; e < 8; e++) {
+                x[k][e] = ft_exp2_approx(fmaf(x[k][e], 1.4426950408889634f, -mxl));
+                sum += x[k][e];
+            }
+    sum = ft_group_sum(sum, g, 0xffffffffu);
+    const float inv = 1.0f / sum;
+#pragma unroll
+    for (int k = 0; k < 4; k++) {
+        const int c = lane + k * g;
+        if (live && (full || c < nvec)) {
+#pragma unroll
+            for (int e = 0; e < 8; e++)
+                x[k][e] *= inv;
+            ft_store_cs_fp16x8(p + c * 8, x[k]);
+        }
+    }
+}
+
+static __global__ void __launch_bounds__(128) ft_softmax_fp16_w16_r4_g2(ft_softmax_args_fp16 a)
+{
+    enum { g = 2 };
+    /* rows < 2^31 (the launcher checks); a group past the last row works on the last row
+     * and stores nothing, so every lane of a warp reaches the shuffles (full-warp masks:
+     * a per-group mask makes the compiler emulate the shuffle lane group by lane group).
+     * Rows in order (a grid over (b*H + h, row pieces) measured 4% slower: S512 49.6 us
+     * against 47.6 in the same form) */
+    const int row0 = blockIdx.x * (128 / g) + (int)threadIdx.x / g;
+    const bool live = row0 < a.rows;
+    if (__all_sync(0xffffffffu, !live))
+        return;
+    /* launched dependent (sm_90): wait for the previous kernel's writes, then let the next
+     * launch be scheduled behind this one's last blocks */
+    ft_pdl_wait();
+    ft_pdl_trigger();
+    const int row = live ? row0 : (int)a.rows - 1;
+    const int S = a.S;
+    const int b = ft_fastdiv_q(a.div_hs, row), i = row - ft_fastdiv_q(a.div_s, row) * S;
+    __half *p = a.scores + (int64_t)row * S;
+    const __half *mrow = a.mask ? a.mask + ((int64_t)b * S + i) * S : NULL;
+    const int len = a.lengths ? min(max(a.lengths[b], 0), S) : S;
+    const int nvec = S / 8;
+    if (nvec == 8)
+        ft_softmax_row_fp16_w16_r4_g2(a, p, mrow, len, i < len, nvec, live, true);
+    else
+        ft_softmax_row_fp16_w16_r4_g2(a, p, mrow, len, i < len, nvec, live, false);
+
+}
+
+/* Softmax of rows of up to 128 columns: 4 lanes per row, 4 vector(s) of 8 per lane
+ * kept in registers; one read and one write of the row. The lane count is fixed per
+ * kernel (no index division, unrolled shuffles; rows that need more than one vector per
+ * lane always take 32 lanes). Every load of the row (score and mask words) is issued
+ * before the first reduction.
+ * Score words are read and written as streaming (evict-first): no other access shares
+ * their sectors.
+ *
+ * Each lane subtracts its own largest mask term t from its positions, so a row masked
+ * everywhere (all terms -10000, where fp32 would keep only ~10 bits of score*scale) keeps
+ * score*scale exactly; the row maximum is reduced as (largest t, maximum relative to
+ * it) in one pass (ft_group_max_shifted). Lanes whose t is the row's get the values they
+ * would without any shift, bit for bit; the others hold only positions masked harder than
+ * the row's best, whose weights underflow either way.
+ *
+ * This is one row's work for the kernel below; `full`: the row fills the group's vectors
+ * exactly (the compiler drops the bounds tests of that copy). */
+static __device__ __forceinline__ void ft_softmax_row_fp16_w16_r4_g4(const ft_softmax_args_fp16 &a, __half *p,
+    const __half *mrow, int len, int row_in, int nvec, bool live, const bool full)
+{
+    enum { g = 4 };
+    const int lane = threadIdx.x & (g - 1);
+    ft_word_fp16x8 sw[4], mw[4]; /* the row's score and mask words */
+#pragma unroll
+    for (int k = 0; k < 4; k++) {
+        const int c = lane + k * g;
+        if (full || c < nvec) {
+            sw[k] = __ldcs((const ft_word_fp16x8 *)(p + c * 8));
+            if (mrow)
+                mw[k] = *(const ft_word_fp16x8 *)(mrow + c * 8);
+        }
+    }
+    float x[4][8]; /* first the mask values (keep flags without a mask), then the shifted values */
+    float t = -INFINITY;            /* this lane's largest mask value, then its term */
+#pragma unroll
+    for (int k = 0; k < 4; k++)
+        if (full || lane + k * g < nvec) {
+            ft_softmax_keep_vec_fp16_w16(mrow != NULL, mw[k], row_in, len, lane + k * g, x[k]);
+#pragma unroll
+            for (int e = 0; e < 8; e++)
+                t = fmaxf(t, x[k][e]);
+        }
+    /* the terms (1 - m)*-10000 are monotone in m: the largest term from the largest value,
+     * and each term less it as m*10000 - (10000 + t) in one rounding (an instruction a
+     * position instead of three) */
+    t = fmaf(t, 10000.0f, -10000.0f);
+    const float tb = -10000.0f - t;
+    float mx = -INFINITY;
+#pragma unroll
+    for (int k = 0; k < 4; k++)
+        if (full || lane + k * g < nvec) {
+            float sc[8];
+            ft_unpack_fp16x8(sw[k], sc);
+#pragma unroll
+            for (int e = 0; e < 8; e++) {
+                x[k][e] = fmaf(sc[e], a.scale, fmaf(x[k][e], 10000.0f, tb));
+                mx = fmaxf(mx, x[k][e]);
+            }
+        }
+    float top = t;
+    ft_group_max_shifted(top, mx, g, 0xffffffffu);
+    mx -= t - top; /* the row maximum relative to this lane's shift */
+    /* exp(x - mx) as 2^(x*log2(e) - mx*log2(e)): one FFMA and the approximate unit, weights
+     * below 2^-126 of the row's largest flushed to 0 (an absolute error under 2^-126);
+     * __expf's non-flushing form took four more instructions a position */
+    const float mxl = mx * 1.4426950408889634f;
+    float sum = 0.0f;
+#pragma unroll
+    for (int k = 0; k < 4; k++)
+        if (full || lane + k * g < nvec)
+#pragma unroll
+            for (int e = 0; e < 8; e++) {
+                x[k][e] = ft_exp2_approx(fmaf(x[k][e], 1.4426950408889634f, -mxl));
+                sum += x[k][e];
+            }
+    sum = ft_group_sum(sum, g, 0xffffffffu);
+    const float inv = 1.0f / sum;
+#pragma unroll
+    for (int k = 0; k < 4; k++) {
+        const int c = lane + k * g;
+        if (live && (full || c < nvec)) {
+#pragma unroll
+            for (int e = 0; e < 8; e++)
+                x[k][e] *= inv;
+            ft_store_cs_fp16x8(p + c * 8, x[k]);
+        }
+    }
+}
+
+static __global__ void __launch_bounds__(128) ft_softmax_fp16_w16_r4_g4(ft_softmax_args_fp16 a)
+{
+    enum { g = 4 };
+    /* rows < 2^31 (the launcher checks); a group past the last row works on the last row
+     * and stores nothing, so every lane of a warp reaches the shuffles (full-warp masks:
+     * a per-group mask makes the compiler emulate the shuffle lane group by lane group).
+     * Rows in order (a grid over (b*H + h, row pieces) measured 4% slower: S512 49.6 us
+     * against 47.6 in the same form) */
+    const int row0 = blockIdx.x * (128 / g) + (int)threadIdx.x / g;
+    const bool live = row0 < a.rows;
+    if (__all_sync(0xffffffffu, !live))
+        return;
+    /* launched dependent (sm_90): wait for the previous kernel's writes, then let the next
+     * launch be scheduled behind this one's last blocks */
+    ft_pdl_wait();
+    ft_pdl_trigger();
+    const int row = live ? row0 : (int)a.rows - 1;
+    const int S = a.S;
+    const int b = ft_fastdiv_q(a.div_hs, row), i = row - ft_fastdiv_q(a.div_s, row) * S;
+    __half *p = a.scores + (int64_t)row * S;
+    const __half *mrow = a.mask ? a.mask + ((int64_t)b * S + i) * S : NULL;
+    const int len = a.lengths ? min(max(a.lengths[b], 0), S) : S;
+    const int nvec = S / 8;
+    if (nvec == 16)
+        ft_softmax_row_fp16_w16_r4_g4(a, p, mrow, len, i < len, nvec, live, true);
+    else
+        ft_softmax_row_fp16_w16_r4_g4(a, p, mrow, len, i < len, nvec, live, false);
+
+}
+
+/* Softmax of rows of up to 256 columns: 8 lanes per row, 4 vector(s) of 8 per lane
+ * kept in registers; one read and one write of the row. The lane count is fixed per
+ * kernel (no index division, unrolled shuffles; rows that need more than one vector per
+ * lane always take 32 lanes). Every load of the row (score and mask words) is issued
+ * before the first reduction.
+ * Score words are read and written as streaming (evict-first): no other access shares
+ * their sectors.
+ *
+ * Each lane subtracts its own largest mask term t from its positions, so a row masked
+ * everywhere (all terms -10000, where fp32 would keep only ~10 bits of score*scale) keeps
+ * score*scale exactly; the row maximum is reduced as (largest t, maximum relative to
+ * it) in one pass (ft_group_max_shifted). Lanes whose t is the row's get the values they
+ * would without any shift, bit for bit; the others hold only positions masked harder than
+ * the row's best, whose weights underflow either way.
+ *
+ * This is one row's work for the kernel below; `full`: the row fills the group's vectors
+ * exactly (the compiler drops the bounds tests of that copy). */
+static __device__ __forceinline__ void ft_softmax_row_fp16_w16_r4_g8(const ft_softmax_args_fp16 &a, __half *p,
+    const __half *mrow, int len, int row_in, int nvec, bool live, const bool full)
+{
+    enum { g = 8 };
+    const int lane = threadIdx.x & (g - 1);
+    ft_word_fp16x8 sw[4], mw[4]; /* the row's score and mask words */
+#pragma unroll
+    for (int k = 0; k < 4; k++) {
+        const int c = lane + k * g;
+        if (full || c < nvec) {
+            sw[k] = __ldcs((const ft_word_fp16x8 *)(p + c * 8));
+            if (mrow)
+                mw[k] = *(const ft_word_fp16x8 *)(mrow + c * 8);
+        }
+    }
+    float x[4][8]; /* first the mask values (keep flags without a mask), then the shifted values */
+    float t = -INFINITY;            /* this lane's largest mask value, then its term */
+#pragma unroll
+    for (int k = 0; k < 4; k++)
+        if (full || lane + k * g < nvec) {
+            ft_softmax_keep_vec_fp16_w16(mrow != NULL, mw[k], row_in, len, lane + k * g, x[k]);
+#pragma unroll
+            for (int e = 0; e < 8; e++)
+                t = fmaxf(t, x[k][e]);
+        }
+    /* the terms (1 - m)*-10000 are monotone in m: the largest term from the largest value,
+     * and each term less it as m*10000 - (10000 + t) in one rounding (an instruction a
+     * position instead of three) */
+    t = fmaf(t, 10000.0f, -10000.0f);
+    const float tb = -10000.0f - t;
+    float mx = -INFINITY;
+#pragma unroll
+    for (int k = 0; k < 4; k++)
+        if (full || lane + k * g < nvec) {
+            float sc[8];
+            ft_unpack_fp16x8(sw[k], sc);
+#pragma unroll
+            for (int e = 0; e < 8; e++) {
+                x[k][e] = fmaf(sc[e], a.scale, fmaf(x[k][e], 10000.0f, tb));
+                mx = fmaxf(mx, x[k][e]);
+            }
+        }
+    float top = t;
+    ft_group_max_shifted(top, mx, g, 0xffffffffu);
+    mx -= t - top; /* the row maximum relative to this lane's shift */
+    /* exp(x - mx) as 2^(x*log2(e) - mx*log2(e)): one FFMA and the approximate unit, weights
+     * below 2^-126 of the row's largest flushed to 0 (an absolute error under 2^-126);
+     * __expf's non-flushing form took four more instructions a position */
+    const float mxl = mx * 1.4426950408889634f;
+    float sum = 0.0f;
+#pragma unroll
+    for (int k = 0; k < 4; k++)
+        if (full || lane + k * g < nvec)
+#pragma unroll
+            for (int e = 0; e < 8; e++) {
+                x[k][e] = ft_exp2_approx(fmaf(x[k][e], 1.4426950408889634f, -mxl));
+                sum += x[k][e];
+            }
+    sum = ft_group_sum(sum, g, 0xffffffffu);
+    const float inv = 1.0f / sum;
+#pragma unroll
+    for (int k = 0; k < 4; k++) {
+        const int c = lane + k * g;
+        if (live && (full || c < nvec)) {
+#pragma unroll
+            for (int e = 0; e < 8; e++)
+                x[k][e] *= inv;
+            ft_store_cs_fp16x8(p + c * 8, x[k]);
+        }
+    }
+}
+
+static __global__ void __launch_bounds__(128) ft_softmax_fp16_w16_r4_g8(ft_softmax_args_fp16 a)
+{
+    enum { g = 8 };
+    /* rows < 2^31 (the launcher checks); a group past the last row works on the last row
+     * and stores nothing, so every lane of a warp reaches the shuffles (full-warp masks:
+     * a per-group mask makes the compiler emulate the shuffle lane group by lane group).
+     * Rows in order (a grid over (b*H + h, row pieces) measured 4% slower: S512 49.6 us
+     * against 47.6 in the same form) */
+    const int row0 = blockIdx.x * (128 / g) + (int)threadIdx.x / g;
+    const bool live = row0 < a.rows;
+    if (__all_sync(0xffffffffu, !live))
+        return;
+    /* launched dependent (sm_90): wait for the previous kernel's writes, then let the next
+     * launch be scheduled behind this one's last blocks */
+    ft_pdl_wait();
+    ft_pdl_trigger();
+    const int row = live ? row0 : (int)a.rows - 1;
+    const int S = a.S;
+    const int b = ft_fastdiv_q(a.div_hs, row), i = row - ft_fastdiv_q(a.div_s, row) * S;
+    __half *p = a.scores + (int64_t)row * S;
+    const __half *mrow = a.mask ? a.mask + ((int64_t)b * S + i) * S : NULL;
+    const int len = a.lengths ? min(max(a.lengths[b], 0), S) : S;
+    const int nvec = S / 8;
+    if (nvec == 32)
+        ft_softmax_row_fp16_w16_r4_g8(a, p, mrow, len, i < len, nvec, live, true);
+    else
+        ft_softmax_row_fp16_w16_r4_g8(a, p, mrow, len, i < len, nvec, live, false);
 
 }
 
@@ -6646,21 +7004,48 @@ static inline ft_status ft_masked_softmax_fp16(__half *scores, const __half *mas
     }
     if (aligned) {
         const int nvec = S / 8;
+        /* rows of 3-32 words: few lanes of several words, which share the
+         * row's setup and shuffles among more positions (these kernels are bound by
+         * instruction issue), by row words as measured fastest for fp16 on the H200
+         * (gen/ftgen.py's grid_rule, bench/RESULTS.md):
+         * 3-4: 2 lanes of 2 words
+         * 5-6: 2 lanes of 4 words
+         * 7-8: 4 lanes of 2 words
+         * 9-12: 4 lanes of 4 words
+         * 13-16: 8 lanes of 2 words
+         * 17-31: 8 lanes of 4 words
+         * 32: 16 lanes of 2 words
+         */
+        if (nvec > 2 && nvec <= 32) {
+            const void *k;
+            int g;
+            if (nvec <= 4)
+                k = (const void *)ft_softmax_fp16_w16_r2_g2, g = 2;
+            else if (nvec <= 6)
+                k = (const void *)ft_softmax_fp16_w16_r4_g2, g = 2;
+            else if (nvec <= 8)
+                k = (const void *)ft_softmax_fp16_w16_r2_g4, g = 4;
+            else if (nvec <= 12)
+                k = (const void *)ft_softmax_fp16_w16_r4_g4, g = 4;
+            else if (nvec <= 16)
+                k = (const void *)ft_softmax_fp16_w16_r2_g8, g = 8;
+            else if (nvec <= 31)
+                k = (const void *)ft_softmax_fp16_w16_r4_g8, g = 8;
+            else
+                k = (const void *)ft_softmax_fp16_w16_r2_g16, g = 16;
+            return ft_softmax_launch_fp16(fn, k, (unsigned)((rows + 128 / g - 1) / (128 / g)), 128, a, stream);
+        }
         /* the smallest register bucket that holds the row in one warp, then the fewest
          * lanes (more lanes per row measured faster on the H100 than more vectors per
          * lane: S=512 fp16 61 us with 32 lanes x 2 vectors, 74 us with 16 x 4) */
-        if (nvec <= 32) {
+        if (nvec <= 2) {
             int g = 1; /* the fewest lanes for that bucket */
             while (g * 1 < nvec)
                 g <<= 1;
             const unsigned grid = (unsigned)((rows + 128 / g - 1) / (128 / g));
             switch (g) {
             case 1: return ft_softmax_launch_fp16(fn, (const void *)ft_softmax_fp16_w16_r1_g1, grid, 128, a, stream);
-            case 2: return ft_softmax_launch_fp16(fn, (const void *)ft_softmax_fp16_w16_r1_g2, grid, 128, a, stream);
-            case 4: return ft_softmax_launch_fp16(fn, (const void *)ft_softmax_fp16_w16_r1_g4, grid, 128, a, stream);
-            case 8: return ft_softmax_launch_fp16(fn, (const void *)ft_softmax_fp16_w16_r1_g8, grid, 128, a, stream);
-            case 16: return ft_softmax_launch_fp16(fn, (const void *)ft_softmax_fp16_w16_r1_g16, grid, 128, a, stream);
-            default: return ft_softmax_launch_fp16(fn, (const void *)ft_softmax_fp16_w16_r1_g32, grid, 128, a, stream);
+            default: return ft_softmax_launch_fp16(fn, (const void *)ft_softmax_fp16_w16_r1_g2, grid, 128, a, stream);
             }
         }
         if (nvec <= 64) {
