@@ -204,7 +204,8 @@ class EncoderFamily(NormFamily):
             # of 2 (S13 69 / 218); 5-7 in 2 lanes of 4 (S18 70 / 314, S25 64 / 226); 8 in 4 lanes
             # of 2 (S30 61 / 189); 9-16 in 4 lanes of 4 (S41 62 / 138, S63 50 / 91); 17-20 as
             # memory words in 8 lanes of 4 (S77 66 / 75, 60 / 75 with lengths); 21-32 shifted in
-            # 8 lanes of 4 (S101 55 / 59, S125 47 / 49); not past 32 (S129 74 / 68 in 16 lanes).
+            # 8 lanes of 4 (S101 55 / 59, S125 47 / 49); 33-40 shifted in 8 lanes of 5 (S129 55 /
+            # 68, S159 49 / 56); not past 40 (S170 54 / 54 in 8 lanes of 6, S197 56 / 50 in 16 of 4).
             esize = DTYPES[dt]["esize"]
             w["ragged"] = w is ctx["widths"][0] and w["vec"] > 1
             w["rg_small"], w["rg_top"], w["rg_rule"] = (0, 0, [])
@@ -215,7 +216,7 @@ class EncoderFamily(NormFamily):
             elif w["ragged"] and esize == 4:
                 w["rg_small"] = 1
                 w["rg_rule"] = [(3, 4, 1, "shifted"), (4, 2, 2, "shifted"), (7, 4, 2, "shifted"), (8, 2, 4, "shifted"),
-                                (16, 4, 4, "shifted"), (20, 4, 8, "ragged"), (32, 4, 8, "shifted")]
+                                (16, 4, 4, "shifted"), (20, 4, 8, "ragged"), (32, 4, 8, "shifted"), (40, 5, 8, "shifted")]
             # rows on the grid of the first width in one warp, up to 32 row words: few lanes of
             # several words, which share the row's setup and shuffles among more positions,
             # rather than one word a lane in the fewest lanes (issue-bound likewise): grid_rule,
@@ -226,16 +227,24 @@ class EncoderFamily(NormFamily):
             # and S192 40 / 66 in 8 of 4, S256 38 / 47 in 16 of 2; fp32 S12 43 / 60, S20 42 / 71,
             # S36 42 / 79 in 4 of 4, S40 42 / 71 and S64 38 / 45 in 8 of 2, S68 42 / 84 and S96 38
             # / 60 in 8 of 4, S100 40 / 58 and S128 37 / 45 in 16 of 2 (bf16 takes fp16's rule).
-            # Rows of one or two words keep one word a lane.
+            # Rows of one or two words keep one word a lane. Past 32 words (against 32 lanes of 2):
+            # fp16 S264 43 / 68 and S320 40 / 59 in 8 lanes of 5, S352 41 / 54 and S384 38 / 50 in
+            # 16 of 3, S416 42 / 48 and S480 41 / 45 in 16 of 4 (S512 40 / 38); fp32 S132 41 / 54
+            # and S192 38 / 41 in 16 of 3, S208 39 / 40 and S224 39 / 39 in 16 of 4 (S240 40 / 38).
             if w["ragged"] and esize == 2:
-                w["grid_rule"] = [(4, 2, 2), (6, 4, 2), (8, 2, 4), (12, 4, 4), (16, 2, 8), (31, 4, 8), (32, 2, 16)]
+                w["grid_rule"] = [(4, 2, 2), (6, 4, 2), (8, 2, 4), (12, 4, 4), (16, 2, 8), (31, 4, 8), (32, 2, 16),
+                                  (40, 5, 8), (48, 3, 16), (60, 4, 16)]
             elif w["ragged"] and esize == 4:
-                w["grid_rule"] = [(4, 2, 2), (8, 2, 4), (9, 4, 4), (16, 2, 8), (24, 4, 8), (32, 2, 16)]
+                w["grid_rule"] = [(4, 2, 2), (8, 2, 4), (9, 4, 4), (16, 2, 8), (24, 4, 8), (32, 2, 16), (48, 3, 16),
+                                  (56, 4, 16)]
             else:
                 w["grid_rule"] = []
             assert not w["grid_rule"] or (len(w["grid_rule"]) > 1 and w["grid_rule"][0][0] > 2)
             w["one_g"] = [1, 2] if w["grid_rule"] else [1, 2, 4, 8, 16, 32]  # one word a lane: G lanes
-            w["grid_g"] = {n: sorted({g for _, nv, g in w["grid_rule"] if nv == n}) for n in w["buckets"] if n > 1}
+            # the warp kernels on the grid, (nvl, G): one word a lane in one_g lanes, each bucket
+            # past one word in 32 lanes, and the grid rule's
+            w["warp_kernels"] = sorted({(1, g) for g in w["one_g"]} | {(n, 32) for n in w["buckets"] if n > 1} |
+                                       {(n, g) for _, n, g in w["grid_rule"]})
             top = [(w["rg_top"], 32)] if w["rg_top"] else []
             w["rg_kernels"] = ([(1, G) for G in (2, 4) if G <= w["rg_small"]] +
                                [(n, g) for _, n, g, f in w["rg_rule"] if f == "ragged"] + top)

@@ -26,8 +26,8 @@
  * The softmax keeps a row in registers: rows of up to 2048 columns (16-byte accesses) or
  * 1024 (element by element, rows off the 16-byte grid) are served by a group of 1..32
  * lanes, chosen per call as the fewest lanes that hold the row (the register buckets per
- * lane are fixed when the header is generated), but rows of 3-32 words on the grid
- * take few lanes of several words each; rows off the grid of up to 128 columns in one warp through 16-byte words from the grid point below each row, in
+ * lane are fixed when the header is generated), but rows of 3-56 words on the grid
+ * take few lanes of several words each; rows off the grid of up to 160 columns in one warp through 16-byte words from the grid point below each row, in
  * groups of lanes of one or more words each (for some lengths the row shifted into row
  * order by shuffles);
  * rows of up to 8192 columns by one block, 16-byte accesses (a row off the grid
@@ -1090,6 +1090,125 @@ static __global__ void __launch_bounds__(128, 12) ft_softmax_fp32_w16_r2_g32(ft_
 
 }
 
+/* Softmax of rows of up to 192 columns: 16 lanes per row, 3 vector(s) of 4 per lane
+ * kept in registers; one read and one write of the row. The lane count is fixed per
+ * kernel (no index division, unrolled shuffles; rows that need more than one vector per
+ * lane always take 32 lanes). Every load of the row (score and mask words) is issued
+ * before the first reduction.
+ * Score words are read and written as streaming (evict-first): no other access shares
+ * their sectors.
+ *
+ * Each lane subtracts its own largest mask term t from its positions, so a row masked
+ * everywhere (all terms -10000, where fp32 would keep only ~10 bits of score*scale) keeps
+ * score*scale exactly; the row maximum is reduced as (largest t, maximum relative to
+ * it) in one pass (ft_group_max_shifted). Lanes whose t is the row's get the values they
+ * would without any shift, bit for bit; the others hold only positions masked harder than
+ * the row's best, whose weights underflow either way.
+ *
+ * This is one row's work for the kernel below; `full`: the row fills the group's vectors
+ * exactly (the compiler drops the bounds tests of that copy). */
+static __device__ __forceinline__ void ft_softmax_row_fp32_w16_r3_g16(const ft_softmax_args_fp32 &a, float *p,
+    const float *mrow, int len, int row_in, int nvec, bool live, const bool full)
+{
+    enum { g = 16 };
+    const int lane = threadIdx.x & (g - 1);
+    ft_word_fp32x4 sw[3], mw[3]; /* the row's score and mask words */
+#pragma unroll
+    for (int k = 0; k < 3; k++) {
+        const int c = lane + k * g;
+        if (full || c < nvec) {
+            sw[k] = __ldcs((const ft_word_fp32x4 *)(p + c * 4));
+            if (mrow)
+                mw[k] = *(const ft_word_fp32x4 *)(mrow + c * 4);
+        }
+    }
+    float x[3][4]; /* first the mask values (keep flags without a mask), then the shifted values */
+    float t = -INFINITY;            /* this lane's largest mask value, then its term */
+#pragma unroll
+    for (int k = 0; k < 3; k++)
+        if (full || lane + k * g < nvec) {
+            ft_softmax_keep_vec_fp32_w16(mrow != NULL, mw[k], row_in, len, lane + k * g, x[k]);
+#pragma unroll
+            for (int e = 0; e < 4; e++)
+                t = fmaxf(t, x[k][e]);
+        }
+    /* the terms (1 - m)*-10000 are monotone in m: the largest term from the largest value,
+     * and each term less it as m*10000 - (10000 + t) in one rounding (an instruction a
+     * position instead of three) */
+    t = fmaf(t, 10000.0f, -10000.0f);
+    const float tb = -10000.0f - t;
+    float mx = -INFINITY;
+#pragma unroll
+    for (int k = 0; k < 3; k++)
+        if (full || lane + k * g < nvec) {
+            float sc[4];
+            ft_unpack_fp32x4(sw[k], sc);
+#pragma unroll
+            for (int e = 0; e < 4; e++) {
+                x[k][e] = fmaf(sc[e], a.scale, fmaf(x[k][e], 10000.0f, tb));
+                mx = fmaxf(mx, x[k][e]);
+            }
+        }
+    float top = t;
+    ft_group_max_shifted(top, mx, g, 0xffffffffu);
+    mx -= t - top; /* the row maximum relative to this lane's shift */
+    /* exp(x - mx) as 2^(x*log2(e) - mx*log2(e)): one FFMA and the approximate unit, weights
+     * below 2^-126 of the row's largest flushed to 0 (an absolute error under 2^-126);
+     * __expf's non-flushing form took four more instructions a position */
+    const float mxl = mx * 1.4426950408889634f;
+    float sum = 0.0f;
+#pragma unroll
+    for (int k = 0; k < 3; k++)
+        if (full || lane + k * g < nvec)
+#pragma unroll
+            for (int e = 0; e < 4; e++) {
+                x[k][e] = ft_exp2_approx(fmaf(x[k][e], 1.4426950408889634f, -mxl));
+                sum += x[k][e];
+            }
+    sum = ft_group_sum(sum, g, 0xffffffffu);
+    const float inv = 1.0f / sum;
+#pragma unroll
+    for (int k = 0; k < 3; k++) {
+        const int c = lane + k * g;
+        if (live && (full || c < nvec)) {
+#pragma unroll
+            for (int e = 0; e < 4; e++)
+                x[k][e] *= inv;
+            ft_store_cs_fp32x4(p + c * 4, x[k]);
+        }
+    }
+}
+
+static __global__ void __launch_bounds__(128) ft_softmax_fp32_w16_r3_g16(ft_softmax_args_fp32 a)
+{
+    enum { g = 16 };
+    /* rows < 2^31 (the launcher checks); a group past the last row works on the last row
+     * and stores nothing, so every lane of a warp reaches the shuffles (full-warp masks:
+     * a per-group mask makes the compiler emulate the shuffle lane group by lane group).
+     * Rows in order (a grid over (b*H + h, row pieces) measured 4% slower: S512 49.6 us
+     * against 47.6 in the same form) */
+    const int row0 = blockIdx.x * (128 / g) + (int)threadIdx.x / g;
+    const bool live = row0 < a.rows;
+    if (__all_sync(0xffffffffu, !live))
+        return;
+    /* launched dependent (sm_90): wait for the previous kernel's writes, then let the next
+     * launch be scheduled behind this one's last blocks */
+    ft_pdl_wait();
+    ft_pdl_trigger();
+    const int row = live ? row0 : (int)a.rows - 1;
+    const int S = a.S;
+    const int b = ft_fastdiv_q(a.div_hs, row), i = row - ft_fastdiv_q(a.div_s, row) * S;
+    float *p = a.scores + (int64_t)row * S;
+    const float *mrow = a.mask ? a.mask + ((int64_t)b * S + i) * S : NULL;
+    const int len = a.lengths ? min(max(a.lengths[b], 0), S) : S;
+    const int nvec = S / 4;
+    if (nvec == 48)
+        ft_softmax_row_fp32_w16_r3_g16(a, p, mrow, len, i < len, nvec, live, true);
+    else
+        ft_softmax_row_fp32_w16_r3_g16(a, p, mrow, len, i < len, nvec, live, false);
+
+}
+
 /* Softmax of rows of up to 64 columns: 4 lanes per row, 4 vector(s) of 4 per lane
  * kept in registers; one read and one write of the row. The lane count is fixed per
  * kernel (no index division, unrolled shuffles; rows that need more than one vector per
@@ -1325,6 +1444,125 @@ static __global__ void __launch_bounds__(128) ft_softmax_fp32_w16_r4_g8(ft_softm
         ft_softmax_row_fp32_w16_r4_g8(a, p, mrow, len, i < len, nvec, live, true);
     else
         ft_softmax_row_fp32_w16_r4_g8(a, p, mrow, len, i < len, nvec, live, false);
+
+}
+
+/* Softmax of rows of up to 256 columns: 16 lanes per row, 4 vector(s) of 4 per lane
+ * kept in registers; one read and one write of the row. The lane count is fixed per
+ * kernel (no index division, unrolled shuffles; rows that need more than one vector per
+ * lane always take 32 lanes). Every load of the row (score and mask words) is issued
+ * before the first reduction.
+ * Score words are read and written as streaming (evict-first): no other access shares
+ * their sectors.
+ *
+ * Each lane subtracts its own largest mask term t from its positions, so a row masked
+ * everywhere (all terms -10000, where fp32 would keep only ~10 bits of score*scale) keeps
+ * score*scale exactly; the row maximum is reduced as (largest t, maximum relative to
+ * it) in one pass (ft_group_max_shifted). Lanes whose t is the row's get the values they
+ * would without any shift, bit for bit; the others hold only positions masked harder than
+ * the row's best, whose weights underflow either way.
+ *
+ * This is one row's work for the kernel below; `full`: the row fills the group's vectors
+ * exactly (the compiler drops the bounds tests of that copy). */
+static __device__ __forceinline__ void ft_softmax_row_fp32_w16_r4_g16(const ft_softmax_args_fp32 &a, float *p,
+    const float *mrow, int len, int row_in, int nvec, bool live, const bool full)
+{
+    enum { g = 16 };
+    const int lane = threadIdx.x & (g - 1);
+    ft_word_fp32x4 sw[4], mw[4]; /* the row's score and mask words */
+#pragma unroll
+    for (int k = 0; k < 4; k++) {
+        const int c = lane + k * g;
+        if (full || c < nvec) {
+            sw[k] = __ldcs((const ft_word_fp32x4 *)(p + c * 4));
+            if (mrow)
+                mw[k] = *(const ft_word_fp32x4 *)(mrow + c * 4);
+        }
+    }
+    float x[4][4]; /* first the mask values (keep flags without a mask), then the shifted values */
+    float t = -INFINITY;            /* this lane's largest mask value, then its term */
+#pragma unroll
+    for (int k = 0; k < 4; k++)
+        if (full || lane + k * g < nvec) {
+            ft_softmax_keep_vec_fp32_w16(mrow != NULL, mw[k], row_in, len, lane + k * g, x[k]);
+#pragma unroll
+            for (int e = 0; e < 4; e++)
+                t = fmaxf(t, x[k][e]);
+        }
+    /* the terms (1 - m)*-10000 are monotone in m: the largest term from the largest value,
+     * and each term less it as m*10000 - (10000 + t) in one rounding (an instruction a
+     * position instead of three) */
+    t = fmaf(t, 10000.0f, -10000.0f);
+    const float tb = -10000.0f - t;
+    float mx = -INFINITY;
+#pragma unroll
+    for (int k = 0; k < 4; k++)
+        if (full || lane + k * g < nvec) {
+            float sc[4];
+            ft_unpack_fp32x4(sw[k], sc);
+#pragma unroll
+            for (int e = 0; e < 4; e++) {
+                x[k][e] = fmaf(sc[e], a.scale, fmaf(x[k][e], 10000.0f, tb));
+                mx = fmaxf(mx, x[k][e]);
+            }
+        }
+    float top = t;
+    ft_group_max_shifted(top, mx, g, 0xffffffffu);
+    mx -= t - top; /* the row maximum relative to this lane's shift */
+    /* exp(x - mx) as 2^(x*log2(e) - mx*log2(e)): one FFMA and the approximate unit, weights
+     * below 2^-126 of the row's largest flushed to 0 (an absolute error under 2^-126);
+     * __expf's non-flushing form took four more instructions a position */
+    const float mxl = mx * 1.4426950408889634f;
+    float sum = 0.0f;
+#pragma unroll
+    for (int k = 0; k < 4; k++)
+        if (full || lane + k * g < nvec)
+#pragma unroll
+            for (int e = 0; e < 4; e++) {
+                x[k][e] = ft_exp2_approx(fmaf(x[k][e], 1.4426950408889634f, -mxl));
+                sum += x[k][e];
+            }
+    sum = ft_group_sum(sum, g, 0xffffffffu);
+    const float inv = 1.0f / sum;
+#pragma unroll
+    for (int k = 0; k < 4; k++) {
+        const int c = lane + k * g;
+        if (live && (full || c < nvec)) {
+#pragma unroll
+            for (int e = 0; e < 4; e++)
+                x[k][e] *= inv;
+            ft_store_cs_fp32x4(p + c * 4, x[k]);
+        }
+    }
+}
+
+static __global__ void __launch_bounds__(128) ft_softmax_fp32_w16_r4_g16(ft_softmax_args_fp32 a)
+{
+    enum { g = 16 };
+    /* rows < 2^31 (the launcher checks); a group past the last row works on the last row
+     * and stores nothing, so every lane of a warp reaches the shuffles (full-warp masks:
+     * a per-group mask makes the compiler emulate the shuffle lane group by lane group).
+     * Rows in order (a grid over (b*H + h, row pieces) measured 4% slower: S512 49.6 us
+     * against 47.6 in the same form) */
+    const int row0 = blockIdx.x * (128 / g) + (int)threadIdx.x / g;
+    const bool live = row0 < a.rows;
+    if (__all_sync(0xffffffffu, !live))
+        return;
+    /* launched dependent (sm_90): wait for the previous kernel's writes, then let the next
+     * launch be scheduled behind this one's last blocks */
+    ft_pdl_wait();
+    ft_pdl_trigger();
+    const int row = live ? row0 : (int)a.rows - 1;
+    const int S = a.S;
+    const int b = ft_fastdiv_q(a.div_hs, row), i = row - ft_fastdiv_q(a.div_s, row) * S;
+    float *p = a.scores + (int64_t)row * S;
+    const float *mrow = a.mask ? a.mask + ((int64_t)b * S + i) * S : NULL;
+    const int len = a.lengths ? min(max(a.lengths[b], 0), S) : S;
+    const int nvec = S / 4;
+    if (nvec == 64)
+        ft_softmax_row_fp32_w16_r4_g16(a, p, mrow, len, i < len, nvec, live, true);
+    else
+        ft_softmax_row_fp32_w16_r4_g16(a, p, mrow, len, i < len, nvec, live, false);
 
 }
 
@@ -3450,6 +3688,230 @@ static __global__ void __launch_bounds__(128) ft_softmax_fp32_w16_r4_g8_shifted(
     /* o elements past the grid point below the row; its words run from there */
     const int o = (int)(((uintptr_t)p / sizeof(float)) % 4);
     ft_softmax_row_fp32_w16_r4_g8_sh(a, p - o, mrow, len, i < len, (o + S + 3) / 4, live, false, true, o);
+
+}
+
+/* Softmax of rows of up to 160 columns: 8 lanes per row, 5 vector(s) of 4 per lane
+ * kept in registers; one read and one write of the row. The lane count is fixed per
+ * kernel (no index division, unrolled shuffles; rows that need more than one vector per
+ * lane always take 32 lanes). Every load of the row (score and mask words) is issued
+ * before the first reduction.
+ * Score words are read and written as streaming (evict-first): no other access shares
+ * their sectors.
+ *
+ * Each lane subtracts its own largest mask term t from its positions, so a row masked
+ * everywhere (all terms -10000, where fp32 would keep only ~10 bits of score*scale) keeps
+ * score*scale exactly; the row maximum is reduced as (largest t, maximum relative to
+ * it) in one pass (ft_group_max_shifted). Lanes whose t is the row's get the values they
+ * would without any shift, bit for bit; the others hold only positions masked harder than
+ * the row's best, whose weights underflow either way.
+ *
+ * This is one row's work for the kernel below; `full`: the row fills the group's vectors
+ * exactly (the compiler drops the bounds tests of that copy); `ragged`: the row lies o
+ * elements past the grid point p (or ends off the grid, or its mask row is off it): nvec
+ * words from p, read whole (the neighbours' elements in the first and last weigh nothing
+ * and are never written: those two are written element by element). The mask row
+ * lies om elements past its own grid point: each lane reads the mask word its score word
+ * starts in (q0 words before or at it) and takes the next from the lane above by a shuffle
+ * (the last lane of a group reads it itself), then shifts the pair by d elements into
+ * place. Only a word that would cross the end of its tensor is read element by element. */
+static __device__ __forceinline__ void ft_softmax_row_fp32_w16_r5_g8_sh(const ft_softmax_args_fp32 &a, float *p,
+    const float *mrow, int len, int row_in, int nvec, bool live, const bool full, const bool ragged, int o)
+{
+    enum { g = 8 };
+    const int lane = threadIdx.x & (g - 1);
+    ft_word_fp32x4 sw[5], mw[5]; /* the row's score and mask words */
+    /* the row shifted into row order: lane c's word holds columns c*4.. (nvec = the row's
+     * words), made of memory words c and c + 1 from the grid point p (o elements before the
+     * row), the next one from the lane above by a shuffle (lane 0's next word for the group's
+     * last lane; the group's last lane reads word 40 itself), shifted by o; the mask
+     * the same way by its own offset om. The row's memory words: nmem, from p. */
+    const int om = mrow ? (int)(((uintptr_t)mrow / sizeof(float)) % 4) : 0;
+    const float *mb = mrow ? mrow - om : NULL;
+    const int nmem = (o + a.S + 3) / 4, mwords = (om + a.S + 3) / 4;
+    /* 1 where the row's last memory word (scores, mask) would cross the tensor's end */
+    const int stail = p + nmem * 4 > a.scores + a.rows * a.S;
+    const int mtail = mrow && mb + mwords * 4 > a.mask + (int64_t)a.B * a.S * a.S;
+    const bool last = lane == g - 1;
+    ft_word_fp32x4 sx, mx_; /* the group's last lane: memory word 40 */
+    memset(&sx, 0, sizeof sx);
+    memset(&mx_, 0, sizeof mx_);
+#pragma unroll
+    for (int k = 0; k < 5; k++) {
+        const int c = lane + k * g;
+        memset(&sw[k], 0, sizeof sw[k]);
+        memset(&mw[k], 0, sizeof mw[k]);
+        if (c < nmem - stail)
+            sw[k] = __ldcs((const ft_word_fp32x4 *)(p + c * 4));
+        if (mrow && c < mwords - mtail)
+            mw[k] = *(const ft_word_fp32x4 *)(mb + c * 4);
+    }
+    if (last && 40 < nmem - stail)
+        sx = __ldcs((const ft_word_fp32x4 *)(p + 40 * 4));
+    if (last && mrow && 40 < mwords - mtail)
+        mx_ = *(const ft_word_fp32x4 *)(mb + 40 * 4);
+    if (stail | mtail) { /* the tensor's last row: its last memory word element by element */
+#pragma unroll
+        for (int k = 0; k < 5; k++) {
+            const int c = lane + k * g;
+            if (stail && c == nmem - 1)
+                sw[k] = ft_softmax_word_fp32_w16(p, c, o, a.S);
+            if (mtail && c == mwords - 1)
+                mw[k] = ft_softmax_word_fp32_w16(mb, c, om, a.S);
+        }
+        if (last && stail && 40 == nmem - 1)
+            sx = ft_softmax_word_fp32_w16(p, 40, o, a.S);
+        if (last && mtail && 40 == mwords - 1)
+            mx_ = ft_softmax_word_fp32_w16(mb, 40, om, a.S);
+    }
+#pragma unroll
+    for (int k = 0; k < 5; k++) { /* into row order, k ascending (lane 0 gives word k + 1 unshifted) */
+        ft_word_fp32x4 nx = ft_softmax_shfl_next_fp32_w16(sw[k], sw[k + 1 < 5 ? k + 1 : k], lane, g);
+        if (last && k == 4)
+            nx = sx;
+        ft_word_fp32x4 ny = ft_softmax_shfl_next_fp32_w16(mw[k], mw[k + 1 < 5 ? k + 1 : k], lane, g);
+        if (last && k == 4)
+            ny = mx_;
+        sw[k] = ft_softmax_shift_fp32_w16(sw[k], nx, o);
+        mw[k] = ft_softmax_shift_fp32_w16(mw[k], ny, om);
+    }
+    nvec = (a.S + 3) / 4; /* row words from here on */
+    const int po = 0;
+    float x[5][4]; /* first the mask values (keep flags without a mask), then the shifted values */
+    float t = -INFINITY;            /* this lane's largest mask value, then its term */
+#pragma unroll
+    for (int k = 0; k < 5; k++)
+        if (full || lane + k * g < nvec) {
+            /* a ragged row's word c holds positions c*4 - o ...; o = 0 otherwise */
+            const int c = lane + k * g;
+            ft_softmax_keep_vec_fp32_w16(mrow != NULL, mw[k], row_in, len + po, c, x[k]);
+            if (ragged && (c == 0 || c == nvec - 1)) /* positions outside the row weigh nothing */
+#pragma unroll
+                for (int e = 0; e < 4; e++) {
+                    const int j = c * 4 + e - po;
+                    if (j < 0 || j >= a.S)
+                        x[k][e] = -INFINITY;
+                }
+#pragma unroll
+            for (int e = 0; e < 4; e++)
+                t = fmaxf(t, x[k][e]);
+        }
+    /* the terms (1 - m)*-10000 are monotone in m: the largest term from the largest value,
+     * and each term less it as m*10000 - (10000 + t) in one rounding (an instruction a
+     * position instead of three) */
+    t = fmaf(t, 10000.0f, -10000.0f);
+    const float tb = -10000.0f - t;
+    float mx = -INFINITY;
+#pragma unroll
+    for (int k = 0; k < 5; k++)
+        if (full || lane + k * g < nvec) {
+            float sc[4];
+            ft_unpack_fp32x4(sw[k], sc);
+            const int c = lane + k * g;
+            if (ragged && (c == 0 || c == nvec - 1)) /* the neighbours' scores (anything, NaN too) as 0 */
+#pragma unroll
+                for (int e = 0; e < 4; e++) {
+                    const int j = c * 4 + e - po;
+                    if (j < 0 || j >= a.S)
+                        sc[e] = 0.0f;
+                }
+#pragma unroll
+            for (int e = 0; e < 4; e++) {
+                x[k][e] = fmaf(sc[e], a.scale, fmaf(x[k][e], 10000.0f, tb));
+                mx = fmaxf(mx, x[k][e]);
+            }
+        }
+    float top = t;
+    ft_group_max_shifted(top, mx, g, 0xffffffffu);
+    mx -= t - top; /* the row maximum relative to this lane's shift */
+    /* exp(x - mx) as 2^(x*log2(e) - mx*log2(e)): one FFMA and the approximate unit, weights
+     * below 2^-126 of the row's largest flushed to 0 (an absolute error under 2^-126);
+     * __expf's non-flushing form took four more instructions a position */
+    const float mxl = mx * 1.4426950408889634f;
+    float sum = 0.0f;
+#pragma unroll
+    for (int k = 0; k < 5; k++)
+        if (full || lane + k * g < nvec)
+#pragma unroll
+            for (int e = 0; e < 4; e++) {
+                x[k][e] = ft_exp2_approx(fmaf(x[k][e], 1.4426950408889634f, -mxl));
+                sum += x[k][e];
+            }
+    sum = ft_group_sum(sum, g, 0xffffffffu);
+    const float inv = 1.0f / sum;
+    /* back to memory order: memory word c is the last o elements of row word c - 1 (from
+     * the lane below by a shuffle; the group's last lane gives lane 0 its word k - 1) and
+     * the first 4 - o of row word c; the first and last memory words element by element,
+     * and memory word 40 (when the row reaches it) by the group's last lane */
+    ft_word_fp32x4 ow[5];
+#pragma unroll
+    for (int k = 0; k < 5; k++) {
+#pragma unroll
+        for (int e = 0; e < 4; e++)
+            x[k][e] *= inv;
+        ow[k] = ft_pack_fp32x4(x[k]);
+    }
+    union {
+        ft_word_fp32x4 w;
+        float e[4];
+    } mwd;
+#pragma unroll
+    for (int k = 0; k < 5; k++) {
+        const int c = lane + k * g;
+        const ft_word_fp32x4 pv = ft_softmax_shfl_prev_fp32_w16(ow[k], ow[k > 0 ? k - 1 : 0], lane, g);
+        mwd.w = o ? ft_softmax_shift_fp32_w16(pv, ow[k], 4 - o) : ow[k];
+        if (live && c < nmem) {
+            if (c > 0 && c < nmem - 1) {
+                __stcs((ft_word_fp32x4 *)(p + c * 4), mwd.w);
+            } else {
+#pragma unroll
+                for (int e = 0; e < 4; e++) {
+                    const int j = c * 4 + e - o;
+                    if (j >= 0 && j < a.S)
+                        p[c * 4 + e] = mwd.e[e];
+                }
+            }
+        }
+    }
+    if (live && last && 40 < nmem) { /* o > 0 here: the row's last o elements */
+        mwd.w = ft_softmax_shift_fp32_w16(ow[4], ow[4], 4 - o);
+#pragma unroll
+        for (int e = 0; e < 4; e++) {
+            const int j = 40 * 4 + e - o;
+            if (j < a.S)
+                p[40 * 4 + e] = mwd.e[e];
+        }
+    }
+}
+
+/* ft_softmax_fp32_w16_r5_g8 for rows off the 16-byte grid that fit its bucket in row order
+ * (ceil(S / 4) words) but whose memory words from the grid point below them may not: the
+ * row shifted into row order by shuffles, and back before the stores. */
+static __global__ void __launch_bounds__(128) ft_softmax_fp32_w16_r5_g8_shifted(ft_softmax_args_fp32 a)
+{
+    enum { g = 8 };
+    /* rows < 2^31 (the launcher checks); a group past the last row works on the last row
+     * and stores nothing, so every lane of a warp reaches the shuffles (full-warp masks:
+     * a per-group mask makes the compiler emulate the shuffle lane group by lane group).
+     * Rows in order (a grid over (b*H + h, row pieces) measured 4% slower: S512 49.6 us
+     * against 47.6 in the same form) */
+    const int row0 = blockIdx.x * (128 / g) + (int)threadIdx.x / g;
+    const bool live = row0 < a.rows;
+    if (__all_sync(0xffffffffu, !live))
+        return;
+    /* launched dependent (sm_90): wait for the previous kernel's writes, then let the next
+     * launch be scheduled behind this one's last blocks */
+    ft_pdl_wait();
+    ft_pdl_trigger();
+    const int row = live ? row0 : (int)a.rows - 1;
+    const int S = a.S;
+    const int b = ft_fastdiv_q(a.div_hs, row), i = row - ft_fastdiv_q(a.div_s, row) * S;
+    float *p = a.scores + (int64_t)row * S;
+    const float *mrow = a.mask ? a.mask + ((int64_t)b * S + i) * S : NULL;
+    const int len = a.lengths ? min(max(a.lengths[b], 0), S) : S;
+    /* o elements past the grid point below the row; its words run from there */
+    const int o = (int)(((uintptr_t)p / sizeof(float)) % 4);
+    ft_softmax_row_fp32_w16_r5_g8_sh(a, p - o, mrow, len, i < len, (o + S + 3) / 4, live, false, true, o);
 
 }
 
@@ -5732,6 +6194,7 @@ static inline ft_status ft_masked_softmax_fp32(float *scores, const float *mask,
          * 9-16: 4 lanes of 4 words, shifted
          * 17-20: 8 lanes of 4 words, ragged
          * 21-32: 8 lanes of 4 words, shifted
+         * 33-40: 8 lanes of 5 words, shifted
          * past that element by element. */
         const int words = (S + 6) / 4, nrow = (S + 3) / 4;
         const void *k = NULL;
@@ -5753,12 +6216,14 @@ static inline ft_status ft_masked_softmax_fp32(float *scores, const float *mask,
             k = (const void *)ft_softmax_fp32_w16_r4_g8_ragged, g = 8;
         else if (nrow <= 32)
             k = (const void *)ft_softmax_fp32_w16_r4_g8_shifted, g = 8;
+        else if (nrow <= 40)
+            k = (const void *)ft_softmax_fp32_w16_r5_g8_shifted, g = 8;
         if (k)
             return ft_softmax_launch_fp32(fn, k, (unsigned)((rows + 128 / g - 1) / (128 / g)), 128, a, stream);
     }
     if (aligned) {
         const int nvec = S / 4;
-        /* rows of 3-32 words: few lanes of several words, which share the
+        /* rows of 3-56 words: few lanes of several words, which share the
          * row's setup and shuffles among more positions (these kernels are bound by
          * instruction issue), by row words as measured fastest for fp32 on the H200
          * (gen/ftgen.py's grid_rule, bench/RESULTS.md):
@@ -5768,8 +6233,10 @@ static inline ft_status ft_masked_softmax_fp32(float *scores, const float *mask,
          * 10-16: 8 lanes of 2 words
          * 17-24: 8 lanes of 4 words
          * 25-32: 16 lanes of 2 words
+         * 33-48: 16 lanes of 3 words
+         * 49-56: 16 lanes of 4 words
          */
-        if (nvec > 2 && nvec <= 32) {
+        if (nvec > 2 && nvec <= 56) {
             const void *k;
             int g;
             if (nvec <= 4)
@@ -5782,8 +6249,12 @@ static inline ft_status ft_masked_softmax_fp32(float *scores, const float *mask,
                 k = (const void *)ft_softmax_fp32_w16_r2_g8, g = 8;
             else if (nvec <= 24)
                 k = (const void *)ft_softmax_fp32_w16_r4_g8, g = 8;
-            else
+            else if (nvec <= 32)
                 k = (const void *)ft_softmax_fp32_w16_r2_g16, g = 16;
+            else if (nvec <= 48)
+                k = (const void *)ft_softmax_fp32_w16_r3_g16, g = 16;
+            else
+                k = (const void *)ft_softmax_fp32_w16_r4_g16, g = 16;
             return ft_softmax_launch_fp32(fn, k, (unsigned)((rows + 128 / g - 1) / (128 / g)), 128, a, stream);
         }
         /* the smallest register bucket that holds the row in one warp, then the fewest
