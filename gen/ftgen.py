@@ -208,18 +208,9 @@ class EncoderFamily(NormFamily):
             # 68, S159 49 / 56); not past 40 (S170 54 / 54 in 8 lanes of 6, S197 56 / 50 in 16 of 4).
             esize = DTYPES[dt]["esize"]
             w["ragged"] = w is ctx["widths"][0] and w["vec"] > 1
-            w["rg_small"], w["rg_top"], w["rg_rule"] = (0, 0, [])
-            if w["ragged"] and esize == 2:
-                w["rg_small"], w["rg_top"] = 4, 32 // w["vec"]
-                w["rg_rule"] = [(5, 4, 2, "shifted"), (8, 2, 4, "shifted"), (11, 4, 4, "ragged"), (16, 4, 4, "shifted"),
-                                (25, 4, 8, "ragged"), (32, 4, 8, "shifted"), (50, 4, 16, "ragged")]
-            elif w["ragged"] and esize == 4:
-                w["rg_small"] = 1
-                w["rg_rule"] = [(3, 4, 1, "shifted"), (4, 2, 2, "shifted"), (7, 4, 2, "shifted"), (8, 2, 4, "shifted"),
-                                (16, 4, 4, "shifted"), (20, 4, 8, "ragged"), (32, 4, 8, "shifted"), (40, 5, 8, "shifted")]
-            # rows on the grid of the first width in one warp, up to 32 row words: few lanes of
-            # several words, which share the row's setup and shuffles among more positions,
-            # rather than one word a lane in the fewest lanes (issue-bound likewise): grid_rule,
+            # rows on the grid of the first width in one warp, up to 60 row words (56 for fp32):
+            # few lanes of several words, which share the row's setup and shuffles among more
+            # positions, rather than one word a lane in the fewest lanes (issue-bound too). grid_rule,
             # (most row words, nvl, G) in order, as measured fastest on the H200 (bench/RESULTS.md,
             # sixty-seventh session; with a mask, ~150 MB, us against one word a lane): fp16 S24
             # 46 / 60 in 2 lanes of 2, S40 46 / 72 in 2 of 4, S56 42 / 53 in 4 of 2, S72 46 / 81
@@ -231,14 +222,19 @@ class EncoderFamily(NormFamily):
             # fp16 S264 43 / 68 and S320 40 / 59 in 8 lanes of 5, S352 41 / 54 and S384 38 / 50 in
             # 16 of 3, S416 42 / 48 and S480 41 / 45 in 16 of 4 (S512 40 / 38); fp32 S132 41 / 54
             # and S192 38 / 41 in 16 of 3, S208 39 / 40 and S224 39 / 39 in 16 of 4 (S240 40 / 38).
+            w["rg_small"], w["rg_top"], w["rg_rule"], w["grid_rule"] = (0, 0, [], [])
             if w["ragged"] and esize == 2:
+                w["rg_small"], w["rg_top"] = 4, 32 // w["vec"]
+                w["rg_rule"] = [(5, 4, 2, "shifted"), (8, 2, 4, "shifted"), (11, 4, 4, "ragged"), (16, 4, 4, "shifted"),
+                                (25, 4, 8, "ragged"), (32, 4, 8, "shifted"), (50, 4, 16, "ragged")]
                 w["grid_rule"] = [(4, 2, 2), (6, 4, 2), (8, 2, 4), (12, 4, 4), (16, 2, 8), (31, 4, 8), (32, 2, 16),
                                   (40, 5, 8), (48, 3, 16), (60, 4, 16)]
             elif w["ragged"] and esize == 4:
+                w["rg_small"] = 1
+                w["rg_rule"] = [(3, 4, 1, "shifted"), (4, 2, 2, "shifted"), (7, 4, 2, "shifted"), (8, 2, 4, "shifted"),
+                                (16, 4, 4, "shifted"), (20, 4, 8, "ragged"), (32, 4, 8, "shifted"), (40, 5, 8, "shifted")]
                 w["grid_rule"] = [(4, 2, 2), (8, 2, 4), (9, 4, 4), (16, 2, 8), (24, 4, 8), (32, 2, 16), (48, 3, 16),
                                   (56, 4, 16)]
-            else:
-                w["grid_rule"] = []
             assert not w["grid_rule"] or (len(w["grid_rule"]) > 1 and w["grid_rule"][0][0] > 2)
             w["one_g"] = [1, 2] if w["grid_rule"] else [1, 2, 4, 8, 16, 32]  # one word a lane: G lanes
             # the warp kernels on the grid, (nvl, G): one word a lane in one_g lanes, each bucket
