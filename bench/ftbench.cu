@@ -1272,6 +1272,12 @@ static const char *suite[] = {
     "layernorm --dtype bf16 --m 4096 --n 1024",
     "layernorm --dtype fp16 --m 262144 --n 256",
     "layernorm --dtype fp16 --m 1024 --n 65536",
+    /* the pipeline's stage plan (two stages, four) and its rows of 513 to 1024 threads */
+    "layernorm --dtype fp16 --m 32768 --n 2048",
+    "layernorm --dtype fp16 --m 8192 --n 8192",
+    "layernorm --dtype fp16 --m 4096 --n 16384",
+    "layernorm --dtype fp16 --m 3072 --n 20480",
+    "rmsnorm --dtype fp16 --m 2048 --n 32768",
     "layernorm --dtype fp16 --m 16384 --n 4095",
     "rmsnorm --dtype fp16 --m 16384 --n 4095",
     "layernorm --dtype bf16 --m 8192 --n 8191",

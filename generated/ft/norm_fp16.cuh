@@ -1075,6 +1075,9 @@ static __global__ void __launch_bounds__(256) ft_pointwise_shift_fp16(
 /* ---------------------------------------------------------------- rows through shared memory (sm_90) */
 
 #define FT_NORM_FP16_PIPE_MAX_STAGES 4
+/* The most threads a row of ft_norm_pipe: 1024 for 2-byte types (64 registers a thread
+ * suffice), 512 for fp32 (whose kernel takes 99). */
+#define FT_NORM_FP16_PIPE_MAX_GROUP 1024
 
 /* ft_layernorm and ft_rmsnorm (no residual) over many rows, as a persistent grid: each
  * block takes chunks of `rows` consecutive rows (one row when the row needs the whole
@@ -1086,7 +1089,8 @@ static __global__ void __launch_bounds__(256) ft_pointwise_shift_fp16(
  * as ft_norm_rows from memory, so the sums and the bits out are the same. The outputs go
  * back into the buffer, over the vectors each thread read, and leave as one bulk store;
  * the buffer before this one is refilled once its own store has read it. */
-static __global__ void __launch_bounds__(512) ft_norm_pipe_fp16(ft_norm_args_fp16 a, int rows, int stages)
+static __global__ void __launch_bounds__(FT_NORM_FP16_PIPE_MAX_GROUP) ft_norm_pipe_fp16(ft_norm_args_fp16 a, int rows,
+                                                                                          int stages)
 {
     enum { VEC = FT_NORM_FP16_W16_VEC, CACHE = FT_NORM_FP16_W16_CACHE };
     extern __shared__ __align__(128) unsigned char ft_norm_ring_fp16[];
@@ -1446,20 +1450,33 @@ static inline ft_status ft_norm_staged_launch_fp16(const char *fn, const ft_norm
     return ft_launch_status(fn);
 }
 
-/* Stages of ft_norm_pipe in the launcher's plan (see ft_norm_launch_fp16). */
+/* Stages of ft_norm_pipe in the launcher's plan (see ft_norm_launch_fp16): the default of
+ * ft_norm_pipe_stages_fp16, and ft_norm_pipe_shift's. */
 #define FT_NORM_FP16_PIPE_STAGES 3
+
+/* ft_norm_pipe's device limit on dynamic shared memory a block in the rules below: the
+ * sm_90 opt-in (227 KB) less its static shared memory and some slack. */
+#define FT_NORM_FP16_PIPE_SMEM_MAX (226 * 1024)
+
+/* ft_norm_pipe's dynamic shared-memory limit as raised so far, per device: one record for
+ * the launch and the stage plan, so that neither takes the other's raise for its own. */
+static inline int *ft_norm_pipe_raised_fp16(void)
+{
+    static int raised[64];
+    return raised;
+}
 
 /* ft_norm_rows' launch shape for a (m, n set) over 16-byte vectors (ft_rows_config, whose
  * status it returns), and whether ft_norm_pipe can take the call: no residual, rows of a
  * multiple of 16 bytes, x and y 16-byte aligned, a row within the registers of at most
- * 512 threads. */
+ * FT_NORM_FP16_PIPE_MAX_GROUP threads. */
 static inline ft_status ft_norm_pipe_config_fp16(const char *fn, const ft_norm_args_fp16 *a,
                                                    ft_rows_launch *cfg, int *fits)
 {
     const int nvec = a->n / FT_NORM_FP16_W16_VEC;
     const ft_status st = ft_rows_config(fn, a->m, nvec, FT_NORM_FP16_W16_CACHE, cfg);
     *fits = st == FT_OK && !a->residual && a->n % FT_NORM_FP16_W16_VEC == 0 && (int64_t)a->n * 2 % 16 == 0 &&
-            ft_aligned(a->x, 16) && ft_aligned(a->y, 16) && cfg->group <= 512 &&
+            ft_aligned(a->x, 16) && ft_aligned(a->y, 16) && cfg->group <= FT_NORM_FP16_PIPE_MAX_GROUP &&
             nvec <= cfg->group * FT_NORM_FP16_W16_CACHE;
     return st;
 }
@@ -1468,14 +1485,14 @@ static inline ft_status ft_norm_pipe_config_fp16(const char *fn, const ft_norm_a
  * flight (2 to FT_NORM_FP16_PIPE_MAX_STAGES), `per_sm` blocks an SM at most (0: as many as fit).
  * For the launcher below and the tests: the caller has checked the arguments (no
  * residual, rows of a multiple of 16 bytes, x and y 16-byte aligned, a row within
- * group * FT_NORM_FP16_W16_CACHE vectors, group <= 512) and that the kernel runs as sm_90
+ * group * FT_NORM_FP16_W16_CACHE vectors, group <= FT_NORM_FP16_PIPE_MAX_GROUP) and that the kernel runs as sm_90
  * code (ft_code_arch). *use (may be NULL) is set when the grid gives each block at least two
  * chunks; only then does the launch happen if `only_if_pipelined`. */
 static inline ft_status ft_norm_pipe_launch_fp16(const char *fn, ft_norm_args_fp16 a, int group,
                                                    int block, int stages, int per_sm, int only_if_pipelined,
                                                    int *use, cudaStream_t stream)
 {
-    static int raised[64];
+    int *raised = ft_norm_pipe_raised_fp16();
     static ft_occupancy_memo memo[FT_OCC_MEMO];
     const int rows = group <= 32 ? block / group : 1;
     const int smem = stages * rows * a.n * 2;
@@ -1501,6 +1518,59 @@ static inline ft_status ft_norm_pipe_launch_fp16(const char *fn, ft_norm_args_fp
     ft_norm_pipe_fp16<<<(unsigned)(chunks < slots ? chunks : slots), (unsigned)block, (size_t)smem, stream>>>(
         a, rows, stages);
     return ft_launch_status(fn);
+}
+
+/* The stages of ft_norm_pipe for the launcher over rows of `group` threads in blocks of
+ * `block` (ft_norm_pipe_config's shape; the caller has checked that the kernel runs as sm_90
+ * code). An SM's 256 KB hold its blocks' shared memory (in steps: 0, 8, 16, 32, 64, 100,
+ * 132, 164, 196 or 228 KB) and the L1 cache, which keeps gamma and beta for every row the
+ * blocks take; each block keeps `stages` chunks in flight. The plan: rows of 33 to 64
+ * threads two stages; the others three, else four, else two (with two blocks an SM at
+ * least), the first whose blocks, as many as fit, leave the L1 cache gamma and beta and 4
+ * KB more; three where none does. H200, layernorm fp16 ~128 MB, us, three stages against
+ * the plan's (blocks an SM as many as fit): 32768 x 2048 83.2 against 76.2 (two), 8192 x
+ * 8192 90.5 against 79.2 (two: four blocks of 256 threads leave 92 KB against 28), 4096 x
+ * 16384 87.0 against 78.8 (four: one block of 512 threads leaves 124 KB against 60), 3072 x
+ * 20480 75.8 (three; 127.5 through ft_norm_rows, its rows of 640 threads having been past
+ * the pipeline's 512), 2560 x 24576 89.0 (106.8 with two, 94.7 with four; 118.5 through
+ * ft_norm_rows), 2048 x 32768 94.9 (116.3 through ft_norm_rows); rmsnorm (gamma alone) 4096
+ * x 16384 77.0 with three, 2048 x 32768 84.2 against 103.6 through ft_norm_rows. */
+static inline ft_status ft_norm_pipe_stages_fp16(const char *fn, const ft_norm_args_fp16 *a, int group,
+                                                   int block, int *stages)
+{
+    *stages = FT_NORM_FP16_PIPE_STAGES;
+    static const int carve_kb[] = {0, 8, 16, 32, 64, 100, 132, 164, 196, 228};
+    static ft_occupancy_memo memo[FT_OCC_MEMO];
+    const void *kernel = (const void *)ft_norm_pipe_fp16;
+    const int rows = group <= 32 ? block / group : 1;
+    const int64_t chunk = (int64_t)rows * a->n * 2;
+    const int64_t keep = (int64_t)a->n * 2 * (a->beta ? 2 : 1) + 4096; /* gamma, beta, 4 KB */
+    if (group > 32 && group <= 64) {
+        *stages = 2;
+        return FT_OK;
+    }
+    static const int order[] = {3, 4, 2};
+    for (int i = 0; i < 3; i++) {
+        const int s = order[i];
+        if (s * chunk > FT_NORM_FP16_PIPE_SMEM_MAX)
+            continue;
+        int fit = 0;
+        ft_status st;
+        if ((st = ft_smem_limit(fn, kernel, (int)(s * chunk), ft_norm_pipe_raised_fp16())) != FT_OK ||
+            (st = ft_occupancy(fn, kernel, block, (int)(s * chunk), memo, &fit)) != FT_OK)
+            return st;
+        if (s == 2 && fit < 2)
+            continue;
+        const int64_t used = fit * (s * chunk + 2048); /* and each block's reserved and static shared memory */
+        int c = 0;
+        while (c < 9 && (int64_t)carve_kb[c] * 1024 < used)
+            c++;
+        if ((256 - carve_kb[c]) * (int64_t)1024 >= keep) {
+            *stages = s;
+            return FT_OK;
+        }
+    }
+    return FT_OK;
 }
 
 /* Shared memory ft_norm_pipe_shift may take: rows whose buffers and copies need more stay on
@@ -1595,16 +1665,17 @@ static inline ft_status ft_norm_launch_fp16(const char *fn, ft_norm_args_fp16 a,
          * layernorm 16384 x 4096 79.7 against 90.4 (fp32 152.1 against 159.0), rmsnorm
          * 16384 x 4096 77.9 against 84.5, 4096 x 16384 81.5 against 106.9, 262144 x 256
          * 78.9 against 88.4, 16384 x 1024 23.8 against 26.0; fewer rows (4096 x 1024)
-         * lost by 1.5 us. Three stages for 2-byte types, two for fp32 (three: 180.9). */
+         * lost by 1.5 us. Rows of up to 1024 threads for 2-byte types (512 for fp32), the
+         * stages by ft_norm_pipe_stages. */
         int fits = 0;
         if ((st = ft_norm_pipe_config_fp16(fn, &a, &cfg, &fits)) != FT_OK)
             return st;
         if (fits) {
-            int arch = 0, use = 0;
+            int arch = 0, use = 0, stages = 0;
             if ((st = ft_code_arch(fn, &arch)) != FT_OK)
                 return st;
-            if (arch >= 90 && ((st = ft_norm_pipe_launch_fp16(fn, a, cfg.group, (int)cfg.block,
-                                                                FT_NORM_FP16_PIPE_STAGES, 0, 1, &use,
+            if (arch >= 90 && ((st = ft_norm_pipe_stages_fp16(fn, &a, cfg.group, (int)cfg.block, &stages)) != FT_OK ||
+                               (st = ft_norm_pipe_launch_fp16(fn, a, cfg.group, (int)cfg.block, stages, 0, 1, &use,
                                                                 stream)) != FT_OK ||
                                use))
                 return st;

@@ -1073,6 +1073,9 @@ static __global__ void __launch_bounds__(256) ft_pointwise_shift_fp32(
 /* ---------------------------------------------------------------- rows through shared memory (sm_90) */
 
 #define FT_NORM_FP32_PIPE_MAX_STAGES 4
+/* The most threads a row of ft_norm_pipe: 1024 for 2-byte types (64 registers a thread
+ * suffice), 512 for fp32 (whose kernel takes 99). */
+#define FT_NORM_FP32_PIPE_MAX_GROUP 512
 
 /* ft_layernorm and ft_rmsnorm (no residual) over many rows, as a persistent grid: each
  * block takes chunks of `rows` consecutive rows (one row when the row needs the whole
@@ -1084,7 +1087,8 @@ static __global__ void __launch_bounds__(256) ft_pointwise_shift_fp32(
  * as ft_norm_rows from memory, so the sums and the bits out are the same. The outputs go
  * back into the buffer, over the vectors each thread read, and leave as one bulk store;
  * the buffer before this one is refilled once its own store has read it. */
-static __global__ void __launch_bounds__(512) ft_norm_pipe_fp32(ft_norm_args_fp32 a, int rows, int stages)
+static __global__ void __launch_bounds__(FT_NORM_FP32_PIPE_MAX_GROUP) ft_norm_pipe_fp32(ft_norm_args_fp32 a, int rows,
+                                                                                          int stages)
 {
     enum { VEC = FT_NORM_FP32_W16_VEC, CACHE = FT_NORM_FP32_W16_CACHE };
     extern __shared__ __align__(128) unsigned char ft_norm_ring_fp32[];
@@ -1364,17 +1368,29 @@ static inline ft_status ft_norm_staged_launch_fp32(const char *fn, const ft_norm
 /* Stages of ft_norm_pipe in the launcher's plan (see ft_norm_launch_fp32). */
 #define FT_NORM_FP32_PIPE_STAGES 2
 
+/* ft_norm_pipe's device limit on dynamic shared memory a block in the rules below: the
+ * sm_90 opt-in (227 KB) less its static shared memory and some slack. */
+#define FT_NORM_FP32_PIPE_SMEM_MAX (226 * 1024)
+
+/* ft_norm_pipe's dynamic shared-memory limit as raised so far, per device: one record for
+ * the launch and the stage plan, so that neither takes the other's raise for its own. */
+static inline int *ft_norm_pipe_raised_fp32(void)
+{
+    static int raised[64];
+    return raised;
+}
+
 /* ft_norm_rows' launch shape for a (m, n set) over 16-byte vectors (ft_rows_config, whose
  * status it returns), and whether ft_norm_pipe can take the call: no residual, rows of a
  * multiple of 16 bytes, x and y 16-byte aligned, a row within the registers of at most
- * 512 threads. */
+ * FT_NORM_FP32_PIPE_MAX_GROUP threads. */
 static inline ft_status ft_norm_pipe_config_fp32(const char *fn, const ft_norm_args_fp32 *a,
                                                    ft_rows_launch *cfg, int *fits)
 {
     const int nvec = a->n / FT_NORM_FP32_W16_VEC;
     const ft_status st = ft_rows_config(fn, a->m, nvec, FT_NORM_FP32_W16_CACHE, cfg);
     *fits = st == FT_OK && !a->residual && a->n % FT_NORM_FP32_W16_VEC == 0 && (int64_t)a->n * 4 % 16 == 0 &&
-            ft_aligned(a->x, 16) && ft_aligned(a->y, 16) && cfg->group <= 512 &&
+            ft_aligned(a->x, 16) && ft_aligned(a->y, 16) && cfg->group <= FT_NORM_FP32_PIPE_MAX_GROUP &&
             nvec <= cfg->group * FT_NORM_FP32_W16_CACHE;
     return st;
 }
@@ -1383,14 +1399,14 @@ static inline ft_status ft_norm_pipe_config_fp32(const char *fn, const ft_norm_a
  * flight (2 to FT_NORM_FP32_PIPE_MAX_STAGES), `per_sm` blocks an SM at most (0: as many as fit).
  * For the launcher below and the tests: the caller has checked the arguments (no
  * residual, rows of a multiple of 16 bytes, x and y 16-byte aligned, a row within
- * group * FT_NORM_FP32_W16_CACHE vectors, group <= 512) and that the kernel runs as sm_90
+ * group * FT_NORM_FP32_W16_CACHE vectors, group <= FT_NORM_FP32_PIPE_MAX_GROUP) and that the kernel runs as sm_90
  * code (ft_code_arch). *use (may be NULL) is set when the grid gives each block at least two
  * chunks; only then does the launch happen if `only_if_pipelined`. */
 static inline ft_status ft_norm_pipe_launch_fp32(const char *fn, ft_norm_args_fp32 a, int group,
                                                    int block, int stages, int per_sm, int only_if_pipelined,
                                                    int *use, cudaStream_t stream)
 {
-    static int raised[64];
+    int *raised = ft_norm_pipe_raised_fp32();
     static ft_occupancy_memo memo[FT_OCC_MEMO];
     const int rows = group <= 32 ? block / group : 1;
     const int smem = stages * rows * a.n * 4;
@@ -1416,6 +1432,18 @@ static inline ft_status ft_norm_pipe_launch_fp32(const char *fn, ft_norm_args_fp
     ft_norm_pipe_fp32<<<(unsigned)(chunks < slots ? chunks : slots), (unsigned)block, (size_t)smem, stream>>>(
         a, rows, stages);
     return ft_launch_status(fn);
+}
+
+/* The stages of ft_norm_pipe for the launcher over rows of `group` threads in blocks of
+ * `block` (ft_norm_pipe_config's shape; the caller has checked that the kernel runs as sm_90
+ * code). fp32: FT_NORM_FP32_PIPE_STAGES (two; three were slower where measured: H200,
+ * layernorm 16384 x 4096 179 us against 151). */
+static inline ft_status ft_norm_pipe_stages_fp32(const char *fn, const ft_norm_args_fp32 *a, int group,
+                                                   int block, int *stages)
+{
+    *stages = FT_NORM_FP32_PIPE_STAGES;
+    (void)fn, (void)a, (void)group, (void)block;
+    return FT_OK;
 }
 
 /* Shared memory ft_norm_pipe_shift may take: rows whose buffers and copies need more stay on
@@ -1510,16 +1538,17 @@ static inline ft_status ft_norm_launch_fp32(const char *fn, ft_norm_args_fp32 a,
          * layernorm 16384 x 4096 79.7 against 90.4 (fp32 152.1 against 159.0), rmsnorm
          * 16384 x 4096 77.9 against 84.5, 4096 x 16384 81.5 against 106.9, 262144 x 256
          * 78.9 against 88.4, 16384 x 1024 23.8 against 26.0; fewer rows (4096 x 1024)
-         * lost by 1.5 us. Three stages for 2-byte types, two for fp32 (three: 180.9). */
+         * lost by 1.5 us. Rows of up to 1024 threads for 2-byte types (512 for fp32), the
+         * stages by ft_norm_pipe_stages. */
         int fits = 0;
         if ((st = ft_norm_pipe_config_fp32(fn, &a, &cfg, &fits)) != FT_OK)
             return st;
         if (fits) {
-            int arch = 0, use = 0;
+            int arch = 0, use = 0, stages = 0;
             if ((st = ft_code_arch(fn, &arch)) != FT_OK)
                 return st;
-            if (arch >= 90 && ((st = ft_norm_pipe_launch_fp32(fn, a, cfg.group, (int)cfg.block,
-                                                                FT_NORM_FP32_PIPE_STAGES, 0, 1, &use,
+            if (arch >= 90 && ((st = ft_norm_pipe_stages_fp32(fn, &a, cfg.group, (int)cfg.block, &stages)) != FT_OK ||
+                               (st = ft_norm_pipe_launch_fp32(fn, a, cfg.group, (int)cfg.block, stages, 0, 1, &use,
                                                                 stream)) != FT_OK ||
                                use))
                 return st;
