@@ -588,10 +588,12 @@ static __device__ __forceinline__ void ft_logits_stream_slice_fp16(ft_word_fp16x
             v[i] = __ldcs((ft_word_fp16x8 const *)(logits + (int64_t)r * ld) + g0 + lane + 32 * i);
 }
 
-/* A writer lane's part of a row's slice: the z values d (planes of float4, as in a ring
- * slot) out to y as `mode` (softmax or log-softmax) gives them, streaming stores. */
+/* A writer lane's part of a row's slice: the slot's values d (planes of float4) out to y,
+ * streaming stores: log-softmax (soft 0) z - lse from the slot's z; softmax (soft 1) e * c
+ * from the slot's e = exp(z - m_b), which the stats warp left there (m_b the block's own
+ * maximum of the row, c = exp(m_b - max) / sum), so no exponent is taken twice. */
 static __device__ __forceinline__ void ft_logits_stream_write_fp16(float4 *y, const float4 *d, int nmax, int n, int lane,
-                                                                   int mode, float M, float rs, float lse)
+                                                                   int soft, float c, float lse)
 {
 #pragma unroll
     for (int i = 0; i < FT_LOGITS_STREAM_GPL; i++) {
@@ -601,10 +603,32 @@ static __device__ __forceinline__ void ft_logits_stream_write_fp16(float4 *y, co
             for (int q = 0; q < 2; q++) {
                 const float4 z = d[q * nmax + j];
                 __stcs(y + (size_t)j * 2 + q,
-                       make_float4(ft_logits_out(mode, z.x, M, rs, lse), ft_logits_out(mode, z.y, M, rs, lse),
-                                   ft_logits_out(mode, z.z, M, rs, lse), ft_logits_out(mode, z.w, M, rs, lse)));
+                       soft ? make_float4(z.x * c, z.y * c, z.z * c, z.w * c)
+                            : make_float4(z.x - lse, z.y - lse, z.z - lse, z.w - lse));
             }
     }
+}
+
+/* A stats lane's sum of exp(z - m) over its part of a slot's row (the z its own stores);
+ * with store (softmax) the exponents replace the z in the slot, for the writers. */
+static __device__ __forceinline__ float ft_logits_stream_exp_fp16(float4 *d, int nmax, int n, int lane, float m,
+                                                                  int store)
+{
+    float s = 0.0f;
+#pragma unroll
+    for (int i = 0; i < FT_LOGITS_STREAM_GPL; i++) {
+        const int j = lane + 32 * i;
+        if (j < n)
+#pragma unroll
+            for (int q = 0; q < 2; q++) {
+                float4 z = d[q * nmax + j];
+                z.x = __expf(z.x - m), z.y = __expf(z.y - m), z.z = __expf(z.z - m), z.w = __expf(z.w - m);
+                s += (z.x + z.y) + (z.z + z.w);
+                if (store)
+                    d[q * nmax + j] = z;
+            }
+    }
+    return s;
 }
 
 static __global__ void __launch_bounds__(FT_LOGITS_STREAM_NT, 1) ft_update_logits_fp16_stream(ft_logits_args_fp16 a)
@@ -617,6 +641,7 @@ static __global__ void __launch_bounds__(FT_LOGITS_STREAM_NT, 1) ft_update_logit
      * (max, sum); empty[s] when a writer warp's 32 lanes have written it out */
     __shared__ __align__(8) unsigned long long full[SLOTS], empty[SLOTS];
     __shared__ float2 row_ms[SLOTS];
+    __shared__ float row_mb[SLOTS]; /* softmax: the block's maximum of the slot's row */
     if (threadIdx.x < a.slots) {
         /* the block's own barriers, set up before the wait (nothing of the previous
          * kernel's): in a back-to-back queue this overlaps the kernel before */
@@ -646,6 +671,7 @@ static __global__ void __launch_bounds__(FT_LOGITS_STREAM_NT, 1) ft_update_logit
         }
     __syncthreads();
     const bool *fin = a.finished;
+    const int soft = a.mode == FT_LOGITS_SOFTMAX;
     if (warp < SW) {
         /* the next row's loads, its finished flag and temperature in flight while this row is
          * worked on; nothing this row needs waits on them (a bias or temperature load of the
@@ -694,20 +720,22 @@ static __global__ void __launch_bounds__(FT_LOGITS_STREAM_NT, 1) ft_update_logit
                         }
                     }
                 }
-                if (m != -INFINITY)
-#pragma unroll
-                    for (int i = 0; i < GPL; i++) {
-                        const int j = lane + 32 * i;
-                        if (j < n)
-#pragma unroll
-                            for (int q = 0; q < E4; q++) {
-                                const float4 z = d[q * nmax + j]; /* this lane's own stores */
-                                s += __expf(z.x - m) + __expf(z.y - m) + __expf(z.z - m) + __expf(z.w - m);
-                            }
-                    }
+                /* the warp's maximum (the block's for this row), then the sum about it;
+                 * softmax leaves e = exp(z - m) in the slot for the writers */
 #pragma unroll
                 for (int o = 16; o; o >>= 1)
-                    ft_max_sum_merge(m, s, __shfl_xor_sync(0xffffffffu, m, o), __shfl_xor_sync(0xffffffffu, s, o));
+                    m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, o));
+                if (soft) /* m = -inf: only -inf (and NaN) here: e = exp(z), 0 (NaN stays NaN), scaled by 0 */
+                    s = ft_logits_stream_exp_fp16(d, nmax, n, lane, m == -INFINITY ? 0.0f : m, 1);
+                else if (m != -INFINITY)
+                    s = ft_logits_stream_exp_fp16(d, nmax, n, lane, m, 0);
+                if (m == -INFINITY)
+                    s = 0.0f;
+#pragma unroll
+                for (int o = 16; o; o >>= 1)
+                    s += __shfl_xor_sync(0xffffffffu, s, o);
+                if (soft && lane == 0)
+                    row_mb[sl] = m;
                 if (lane == 0) /* the other blocks' writers wait for it */
                     ft_tagged_store2(part + ((size_t)r * P + b) * 2, tag, m, s);
             }
@@ -732,15 +760,17 @@ static __global__ void __launch_bounds__(FT_LOGITS_STREAM_NT, 1) ft_update_logit
                 }
             } else {
                 const float2 ms = row_ms[sl];
-                const float M = ms.x, rs = 1.0f / ms.y, lse = ms.x + __logf(ms.y);
                 const float4 *d = ring + (size_t)sl * E4 * nmax;
                 /* the write loop once per mode, the mode a constant in each: with it a run-time
                  * value the loop branched on it for every value (fp32 SASS: 192 branches in
                  * the kernel against 132) */
-                if (mode == FT_LOGITS_LOG_SOFTMAX)
-                    ft_logits_stream_write_fp16(y, d, nmax, n, lane, FT_LOGITS_LOG_SOFTMAX, M, rs, lse);
-                else
-                    ft_logits_stream_write_fp16(y, d, nmax, n, lane, FT_LOGITS_SOFTMAX, M, rs, lse);
+                if (soft) {
+                    const float mb = row_mb[sl];
+                    const float c = mb == -INFINITY ? 0.0f : __expf(mb - ms.x) / ms.y;
+                    ft_logits_stream_write_fp16(y, d, nmax, n, lane, 1, c, 0.0f);
+                } else {
+                    ft_logits_stream_write_fp16(y, d, nmax, n, lane, 0, 0.0f, ms.x + __logf(ms.y));
+                }
             }
             ft_mbar_arrive(&empty[sl]);
         }
@@ -882,13 +912,15 @@ static inline size_t ft_update_logits_stream_words_fp16(int rows, int blocks)
 /* Whether the stream form takes this call: sm_90 code (arch: ft_code_arch), softmax or
  * log-softmax, rows of whole 16-byte vectors from 16-byte boundaries (logits, out, bias),
  * a slice a block fits in registers (V up to 256 vectors a block: 135168 fp32, 270336
- * fp16/bf16 values on 132 SMs), and (FT_LOGITS_FORM_AUTO) where it was the faster form on the H100: at least 24 rows with
- * at least 512 values a block, and no more than 128 rows of 16-bit logits (ftbench device
- * us, stream / cluster: fp32 log-softmax V128256 B24 16.1 / 22.2, B32 18.1 / 25.3, B64
- * 29.4 / 33.2, B256 97.2 / 112.1; B16 13.7 / 12.7, B1 8.2 / 7.7; V32000 (244 values a
- * block) B64 23.4 / 11.9; fp16 V128256 B32 19.8 / 29.0, B64 softmax 34.1 / 34.2, B256
- * softmax 105.7 / 102.3; bf16 B64 31.3 / 37.3). Writes the vectors a block takes at most,
- * the ring's rows and the block's dynamic shared memory. */
+ * fp16/bf16 values on 132 SMs), and (FT_LOGITS_FORM_AUTO) where it was the faster form: at
+ * least 24 rows with at least 512 values a block (H100, ftbench device us, stream /
+ * cluster: fp32 log-softmax V128256 B24 16.1 / 22.2, B32 18.1 / 25.3, B64 29.4 / 33.2,
+ * B256 97.2 / 112.1; B16 13.7 / 12.7, B1 8.2 / 7.7; V32000 (244 values a block) B64 23.4 /
+ * 11.9; fp16 V128256 B32 19.8 / 29.0; bf16 B64 31.3 / 37.3). 16-bit softmax rows past 128
+ * took the cluster form until the stream form's writers stopped taking the exponent again
+ * (H100, fp16 B256 105.7 / 102.3 then; H200 since, B128 37.0 / 50.6, B256 66.0 / 91.5).
+ * Writes the vectors a block takes at most, the ring's rows and the block's dynamic shared
+ * memory. */
 static inline int ft_update_logits_stream_plan_fp16(int rows, int V, int sms, int arch, ft_logits_mode mode,
                                                       const __half *logits, int64_t ld, const __half *bias,
                                                       const float *out, int64_t out_ld, int *nmax, int *slots,
@@ -902,7 +934,7 @@ static inline int ft_update_logits_stream_plan_fp16(int rows, int V, int sms, in
         return 0;
     const int per = (V / 8 + sms - 1) / sms;
     if (per > 32 * FT_LOGITS_STREAM_GPL ||
-        (form == FT_LOGITS_FORM_AUTO && (per * 8 < 512 || rows < 24 || rows > 128)))
+        (form == FT_LOGITS_FORM_AUTO && (per * 8 < 512 || rows < 24)))
         return 0;
     const int slot_bytes = per * 8 * (int)sizeof(float);
     const int ring = FT_LOGITS_STREAM_SMEM / slot_bytes - 1; /* one slot's room for the bias slice */

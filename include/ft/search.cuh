@@ -316,17 +316,20 @@ static __device__ __forceinline__ float ft_logits_finished(int mode, int j, int 
 #define FT_LOGITS_SPLIT_OFFSET (FT_LOGITS_WS_HEADER * 8)
 /* The stream form's block: 14 working warps, stats warps and writer warps, chosen per
  * mode (ft_logits_set_stream_stats overrides), then a combiner and a fetcher. More stats
- * warps keep more rows' loads in flight; log-softmax writes z - lse and three writers keep
- * up, softmax writes exp(z - m) / sum and needs five. fp32 V128256 on the H100, device us,
+ * warps keep more rows' loads in flight; three writers keep up in both modes, since the
+ * stats warps leave softmax's exp(z - m) in the ring and its writers only scale it (they
+ * took the exponent again before and needed five). fp32 V128256 on the H100, device us,
  * 9 / 10 / 11 / 12 stats warps: log-softmax B64 27.9 / 26.6 / 25.9 / 29.1 (a copy of the
  * same bytes 25.0), B256 95.0 / 94.0 / 92.6 / 96.0 (copy 96.0), B24 15.2 / 15.2 / 15.2 /
- * 15.9; softmax B64 28.2 at 9, 34.3 at 11. */
+ * 15.9. Softmax, V128256 on the H200, device us at 9 / 10 / 11 / 12: fp16 B64 24.1 / 22.5 /
+ * 22.5 / 27.7, fp32 B64 24.2 / 23.1 / 22.4 / 26.7; 9 / 11: fp16 B256 73.2 / 66.0, fp32
+ * B256 74.5 / 71.5. */
 #define FT_LOGITS_STREAM_NT 512 /* FT_LOGITS_STREAM_WORKERS warps, a combiner and a fetcher */
 #ifndef FT_LOGITS_STREAM_STATS_LOG
 #define FT_LOGITS_STREAM_STATS_LOG 11
 #endif
 #ifndef FT_LOGITS_STREAM_STATS_SOFTMAX
-#define FT_LOGITS_STREAM_STATS_SOFTMAX 9
+#define FT_LOGITS_STREAM_STATS_SOFTMAX 11
 #endif
 #define FT_LOGITS_STREAM_GPL 8            /* 16-byte vectors a lane per row, at most */
 #define FT_LOGITS_STREAM_SLOTS 48         /* rows the shared-memory ring holds, at most */
