@@ -593,14 +593,19 @@ static void test_topp_sorted_small(ft_test *t)
 
 /* One update_logits call on random rows, checked against the double reference: finished
  * rows r % 7 == 1 (when use_fin), per-row temperatures (when per_row), in place (fp32
- * only) when in_place. ws / wb: the workspace, or NULL / 0. */
+ * only) when in_place. ws / wb: the workspace, or NULL / 0. ban > 0 (with use_bias): tokens
+ * banned by a bias of -inf, ban of them from V / 3 on (more than a block's slice in the
+ * stream form, whose blocks then see nothing but -inf) and every 97th. */
 static void check_update_logits(ft_test *t, ft_dtype dt, ref_rng *rng, int rows, int V, int mode, int use_bias,
-                                int use_fin, int per_row, int in_place, void *ws, size_t wb)
+                                int use_fin, int per_row, int in_place, int ban, void *ws, size_t wb)
 {
     const size_t n = (size_t)rows * V;
     float *h = (float *)malloc(n * sizeof(float)), *bias = (float *)malloc(V * sizeof(float));
     fill_normal(h, n, rng, 0.0, 4.0, dt);
     fill_normal(bias, V, rng, 0.0, 1.0, dt);
+    for (int j = 0; ban > 0 && j < V; j++)
+        if ((j >= V / 3 && j < V / 3 + ban) || j % 97 == 3)
+            bias[j] = -INFINITY;
     bool *fin = (bool *)malloc(rows);
     float *temp = (float *)malloc(rows * sizeof(float));
     for (int r = 0; r < rows; r++) {
@@ -637,8 +642,8 @@ static void check_update_logits(ft_test *t, ft_dtype dt, ref_rng *rng, int rows,
         }
     FT_EXPECT(t, inf_bad == 0, "update_logits rows=%d V=%d mode=%d: %d -inf entries differ", rows, V, mode, inf_bad);
     char what[128];
-    snprintf(what, sizeof what, "update_logits rows=%d V=%d mode=%d ws=%zu%s", rows, V, mode, wb,
-             in_place ? " in place" : "");
+    snprintf(what, sizeof what, "update_logits rows=%d V=%d mode=%d ws=%zu%s%s", rows, V, mode, wb,
+             in_place ? " in place" : "", ban > 0 && use_bias ? " banned tokens" : "");
     ft_expect_close(t, what, g, ref, n, mode == 1 ? 1e-7 : 2e-5, mode == 1 ? 2e-5 : 2e-6);
     free(h), free(bias), free(g), free(ref), free(fin), free(temp);
     cudaFree(x), cudaFree(db), cudaFree(dfin), cudaFree(dtemp);
@@ -655,11 +660,12 @@ static void test_update_logits(ft_test *t)
      * blocks per row; 1100000 is past its reach (581632 fp32, 1032192 fp16/bf16 values):
      * the one- and two-phase forms; 200 x 32000, 40 x 50257 and 40 x 128256: many rows.
      * With a workspace, rows of whole 16-byte vectors take the stream form on sm_90 where
-     * its rule picks it (here 40 and 64 rows of 128256; test_update_logits_stream forces
-     * it elsewhere). */
+     * its rule picks it (here 40, 64 and 160 rows of 128256; test_update_logits_stream
+     * forces it elsewhere). Every third shape of 50000 values or more bans tokens. */
     const int shapes[][2] = {{1, 1},      {3, 7},      {8, 1000},    {2, 32000},   {4, 50257},   {1, 128256},
                              {2, 151936}, {2, 300000}, {200, 32000}, {40, 50257},  {40, 128256}, {64, 128256},
-                             {9, 50257},  {17, 128256}, {1, 1100000}, {2, 1100000}, {16, 32000}, {7, 128256}};
+                             {9, 50257},  {17, 128256}, {1, 1100000}, {2, 1100000}, {16, 32000}, {7, 128256},
+                             {160, 128256}};
     for (size_t sh = 0; sh < sizeof shapes / sizeof shapes[0]; sh++) {
         const int rows = shapes[sh][0], V = shapes[sh][1];
         for (int mode = 0; mode < 3; mode++) {
@@ -667,7 +673,8 @@ static void test_update_logits(ft_test *t)
              * without (a block per row, or the cluster form) */
             const size_t wb = (mode + (int)sh) % 2 ? ft_update_logits_workspace_bytes(dt, rows, V) : 0;
             void *ws = logits_ws_alloc(wb);
-            check_update_logits(t, dt, &rng, rows, V, mode, mode != 1, rows > 1, (int)(sh % 2), 0, ws, wb);
+            check_update_logits(t, dt, &rng, rows, V, mode, mode != 1, rows > 1, (int)(sh % 2), 0,
+                                V >= 50000 && sh % 3 == 0 ? 2000 : 0, ws, wb);
             cudaFree(ws);
         }
     }
@@ -691,21 +698,21 @@ static void test_update_logits_stream(ft_test *t)
     ft_logits_set_form(FT_LOGITS_FORM_STREAM); /* 16-bit rows of 128256 too (the rule picks it up to 16 rows) */
     const int rows[] = {64, 5, 64, 16, 33, 1, 64};
     for (int i = 0; i < (int)(sizeof rows / sizeof rows[0]); i++)
-        check_update_logits(t, dt, &rng, rows[i], V, 1 + i % 2, i % 2, rows[i] > 1, i % 3 == 0, 0, ws, wb);
+        check_update_logits(t, dt, &rng, rows[i], V, 1 + i % 2, i % 2, rows[i] > 1, i % 3 == 0, 0, 0, ws, wb);
     if (dt == FT_FP32)
-        check_update_logits(t, dt, &rng, 24, V, FT_LOGITS_LOG_SOFTMAX, 1, 1, 1, 1, ws, wb);
+        check_update_logits(t, dt, &rng, 24, V, FT_LOGITS_LOG_SOFTMAX, 1, 1, 1, 1, 0, ws, wb);
     /* the split of the block's working warps at its ends: one stats warp and 13 writers,
      * 13 stats warps and one writer, each mode */
     const int splits[] = {1, FT_LOGITS_STREAM_WORKERS - 1};
     for (int i = 0; i < 4; i++) {
         ft_logits_set_stream_stats(splits[i / 2]);
-        check_update_logits(t, dt, &rng, i % 2 ? 64 : 37, V, 1 + i % 2, i % 2, 1, i / 2, 0, ws, wb);
+        check_update_logits(t, dt, &rng, i % 2 ? 64 : 37, V, 1 + i % 2, i % 2, 1, i / 2, 0, 0, ws, wb);
     }
     ft_logits_set_stream_stats(0);
     /* the wrapping launch: its results, then a workspace of zeros, then a launch from there */
     const unsigned long long last = FT_LOGITS_EPOCH_WRAP - 1;
     FT_CHECK_CUDA(cudaMemcpy(ws, &last, sizeof last, cudaMemcpyHostToDevice));
-    check_update_logits(t, dt, &rng, 40, V, FT_LOGITS_LOG_SOFTMAX, 1, 1, 0, 0, ws, wb);
+    check_update_logits(t, dt, &rng, 40, V, FT_LOGITS_LOG_SOFTMAX, 1, 1, 0, 0, 0, ws, wb);
     unsigned long long *hw = (unsigned long long *)malloc(wb);
     FT_CHECK_CUDA(cudaMemcpy(hw, ws, wb, cudaMemcpyDeviceToHost));
     size_t nonzero = 0;
@@ -713,7 +720,10 @@ static void test_update_logits_stream(ft_test *t)
         nonzero += hw[i] != 0;
     FT_EXPECT(t, nonzero == 0, "update_logits stream: %zu workspace words not zero after the wrapping launch", nonzero);
     free(hw);
-    check_update_logits(t, dt, &rng, 64, V, FT_LOGITS_SOFTMAX, 1, 1, 1, 0, ws, wb);
+    check_update_logits(t, dt, &rng, 64, V, FT_LOGITS_SOFTMAX, 1, 1, 1, 0, 0, ws, wb);
+    /* banned tokens: blocks whose slice of a row is all -inf, both modes */
+    check_update_logits(t, dt, &rng, 64, V, FT_LOGITS_SOFTMAX, 1, 1, 1, 0, 3000, ws, wb);
+    check_update_logits(t, dt, &rng, 37, V, FT_LOGITS_LOG_SOFTMAX, 1, 1, 0, 0, 3000, ws, wb);
     ft_logits_set_form(FT_LOGITS_FORM_AUTO);
     cudaFree(ws);
 }
