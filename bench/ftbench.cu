@@ -1432,6 +1432,9 @@ static const char *suite[] = {
     "update_logits --dtype fp16 --batch 64 --vocab 128256 --mode softmax --logits-form cluster",
     "update_logits --dtype fp32 --batch 16 --vocab 32000 --mode log_softmax",
     "update_logits --dtype fp32 --batch 256 --vocab 128256 --mode log_softmax",
+    "update_logits --dtype fp16 --batch 256 --vocab 128256 --mode softmax",
+    "update_logits --dtype bf16 --batch 64 --vocab 128256 --mode softmax",
+    "logits_copy --dtype fp16 --batch 64 --vocab 128256",
     "logits_copy --dtype fp32 --batch 64 --vocab 128256",
     "logits_copy --dtype fp32 --batch 256 --vocab 128256",
 };
