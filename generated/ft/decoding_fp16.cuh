@@ -912,15 +912,18 @@ static inline size_t ft_update_logits_stream_words_fp16(int rows, int blocks)
 /* Whether the stream form takes this call: sm_90 code (arch: ft_code_arch), softmax or
  * log-softmax, rows of whole 16-byte vectors from 16-byte boundaries (logits, out, bias),
  * a slice a block fits in registers (V up to 256 vectors a block: 135168 fp32, 270336
- * fp16/bf16 values on 132 SMs), and (FT_LOGITS_FORM_AUTO) where it was the faster form: at
- * least 24 rows with at least 512 values a block (H100, ftbench device us, stream /
- * cluster: fp32 log-softmax V128256 B24 16.1 / 22.2, B32 18.1 / 25.3, B64 29.4 / 33.2,
- * B256 97.2 / 112.1; B16 13.7 / 12.7, B1 8.2 / 7.7; V32000 (244 values a block) B64 23.4 /
- * 11.9; fp16 V128256 B32 19.8 / 29.0; bf16 B64 31.3 / 37.3). 16-bit softmax rows past 128
- * took the cluster form until the stream form's writers stopped taking the exponent again
- * (H100, fp16 B256 105.7 / 102.3 then; H200 since, B128 37.0 / 50.6, B256 66.0 / 91.5).
- * Writes the vectors a block takes at most, the ring's rows and the block's dynamic shared
- * memory. */
+ * fp16/bf16 values on 132 SMs), and (FT_LOGITS_FORM_AUTO) where it was the faster form:
+ * at least 512 values a block (V32000, 244-248 values a block, H100 ftbench device us,
+ * stream / cluster: fp32 log-softmax B64 23.4 / 11.9), and for fp32 at least 16 rows, or
+ * softmax's 1-4 (H200, back to back, V128256: fp32 log-softmax B1 7.46 / 7.45, B4 8.31 /
+ * 7.82, B8 9.62 / 8.58, B12 11.07 / 9.75, B16 11.99 / 11.78, B20 12.55 / 17.34; fp32
+ * softmax B1 7.20 / 8.17, B4 8.43 / 8.56, B8 9.86 / 9.25, B16 12.16 / 12.48; H100 ftbench
+ * fp32 log-softmax B1 8.2 / 7.7, B16 13.7 / 12.7, B24 16.1 / 22.2, B64 29.4 / 33.2, B256
+ * 97.2 / 112.1). 16-bit rows take it at every count (H200, fp16 softmax B1 7.64 / 9.08, B8
+ * 9.65 / 9.78, B16 11.88 / 13.69, B20 12.68 / 19.68, B128 37.0 / 50.9, B256 66.0 / 91.6;
+ * bf16 log-softmax B1 7.53 / 8.94, B16 11.30 / 14.38; fp16 softmax V151936 B1 8.05 / 12.47;
+ * H100 fp16 B32 19.8 / 29.0, bf16 B64 31.3 / 37.3). Writes the vectors a block takes at
+ * most, the ring's rows and the block's dynamic shared memory. */
 static inline int ft_update_logits_stream_plan_fp16(int rows, int V, int sms, int arch, ft_logits_mode mode,
                                                       const __half *logits, int64_t ld, const __half *bias,
                                                       const float *out, int64_t out_ld, int *nmax, int *slots,
@@ -934,7 +937,7 @@ static inline int ft_update_logits_stream_plan_fp16(int rows, int V, int sms, in
         return 0;
     const int per = (V / 8 + sms - 1) / sms;
     if (per > 32 * FT_LOGITS_STREAM_GPL ||
-        (form == FT_LOGITS_FORM_AUTO && (per * 8 < 512 || rows < 24)))
+        (form == FT_LOGITS_FORM_AUTO && (per * 8 < 512)))
         return 0;
     const int slot_bytes = per * 8 * (int)sizeof(float);
     const int ring = FT_LOGITS_STREAM_SMEM / slot_bytes - 1; /* one slot's room for the bias slice */
