@@ -660,12 +660,14 @@ static void test_update_logits(ft_test *t)
      * blocks per row; 1100000 is past its reach (581632 fp32, 1032192 fp16/bf16 values):
      * the one- and two-phase forms; 200 x 32000, 40 x 50257 and 40 x 128256: many rows.
      * With a workspace, rows of whole 16-byte vectors take the stream form on sm_90 where
-     * its rule picks it (here 40, 64 and 160 rows of 128256; test_update_logits_stream
-     * forces it elsewhere). Every third shape of 50000 values or more bans tokens. */
+     * its rule picks it (here 1-160 rows of 128256 and 2 of 151936 in fp16/bf16; in fp32
+     * 3 rows of softmax and 17-160 rows, while 4 rows of log-softmax take the cluster form
+     * with a workspace; test_update_logits_stream forces it elsewhere). Every third shape
+     * of 50000 values or more bans tokens. */
     const int shapes[][2] = {{1, 1},      {3, 7},      {8, 1000},    {2, 32000},   {4, 50257},   {1, 128256},
                              {2, 151936}, {2, 300000}, {200, 32000}, {40, 50257},  {40, 128256}, {64, 128256},
                              {9, 50257},  {17, 128256}, {1, 1100000}, {2, 1100000}, {16, 32000}, {7, 128256},
-                             {160, 128256}};
+                             {160, 128256}, {4, 128256}, {3, 128256}};
     for (size_t sh = 0; sh < sizeof shapes / sizeof shapes[0]; sh++) {
         const int rows = shapes[sh][0], V = shapes[sh][1];
         for (int mode = 0; mode < 3; mode++) {
@@ -695,7 +697,7 @@ static void test_update_logits_stream(ft_test *t)
         FT_SKIP(t, "the stream form is sm_90 code; this program's kernels run as compute_%d here", arch);
     const size_t wb = ft_update_logits_workspace_bytes(dt, most, V);
     void *ws = logits_ws_alloc(wb);
-    ft_logits_set_form(FT_LOGITS_FORM_STREAM); /* 16-bit rows of 128256 too (the rule picks it up to 16 rows) */
+    ft_logits_set_form(FT_LOGITS_FORM_STREAM); /* fp32 rows of 5-15 too, where the rule picks the cluster */
     const int rows[] = {64, 5, 64, 16, 33, 1, 64};
     for (int i = 0; i < (int)(sizeof rows / sizeof rows[0]); i++)
         check_update_logits(t, dt, &rng, rows[i], V, 1 + i % 2, i % 2, rows[i] > 1, i % 3 == 0, 0, 0, ws, wb);
