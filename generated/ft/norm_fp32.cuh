@@ -82,17 +82,16 @@ static __device__ __forceinline__ ft_word_fp32x4 ft_norm_load_fp32_w16(const ft_
     return w;
 }
 
-/* Vector c of a normalised row, (s - mean) * rstd * gamma + beta, stored at row + c * VEC
- * (y's row in memory, or a row buffer in shared memory). */
-static __device__ __forceinline__ void ft_norm_store_fp32_w16(const ft_norm_args_fp32 *a,
-                                                               float *row, int c, ft_word_fp32x4 w,
-                                                               float mean, float rstd)
+/* A normalised vector, (s - mean) * rstd * gamma + beta, from its s, gamma and beta words
+ * (beta's ignored where !has_beta), stored at dst. */
+static __device__ __forceinline__ void ft_norm_out_fp32_w16(float *dst, ft_word_fp32x4 w, ft_word_fp32x4 gw,
+                                                             ft_word_fp32x4 bw, int has_beta, float mean, float rstd)
 {
     float v[4], g[4], b[4];
     ft_unpack_fp32x4(w, v);
-    ft_load_fp32x4(a->gamma + (int64_t)c * 4, g);
-    if (a->beta) {
-        ft_load_fp32x4(a->beta + (int64_t)c * 4, b);
+    ft_unpack_fp32x4(gw, g);
+    if (has_beta) {
+        ft_unpack_fp32x4(bw, b);
     } else {
 #pragma unroll
         for (int k = 0; k < 4; k++)
@@ -101,7 +100,18 @@ static __device__ __forceinline__ void ft_norm_store_fp32_w16(const ft_norm_args
 #pragma unroll
     for (int k = 0; k < 4; k++)
         v[k] = (v[k] - mean) * rstd * g[k] + b[k];
-    ft_store_fp32x4(row + (int64_t)c * 4, v);
+    ft_store_fp32x4(dst, v);
+}
+
+/* Vector c of a normalised row, stored at dst (its place in y's row in memory, or in a row
+ * buffer in shared memory). */
+static __device__ __forceinline__ void ft_norm_store_fp32_w16(const ft_norm_args_fp32 *a,
+                                                               float *dst, int c, ft_word_fp32x4 w,
+                                                               float mean, float rstd)
+{
+    const ft_word_fp32x4 gw = *(const ft_word_fp32x4 *)(a->gamma + (int64_t)c * 4);
+    const ft_word_fp32x4 bw = a->beta ? *(const ft_word_fp32x4 *)(a->beta + (int64_t)c * 4) : gw;
+    ft_norm_out_fp32_w16(dst, w, gw, bw, a->beta != NULL, mean, rstd);
 }
 
 /* The mean and 1/sqrt(variance + eps) of a row held as CACHE vectors a thread (vector
@@ -182,7 +192,7 @@ static __global__ void __launch_bounds__(1024) ft_norm_rows_fp32_w16(ft_norm_arg
         for (int r = 0; r < CACHE; r++) {
             const int c = lane + r * group;
             if (c < nvec)
-                ft_norm_store_fp32_w16(&a, a.y + off, c, v[r], mean, rstd);
+                ft_norm_store_fp32_w16(&a, a.y + off + (int64_t)c * VEC, c, v[r], mean, rstd);
         }
         return;
     }
@@ -240,7 +250,7 @@ static __global__ void __launch_bounds__(1024) ft_norm_rows_fp32_w16(ft_norm_arg
         for (int r = 0; r < CACHE; r++) {
             const int c = c0 + r * group;
             if (c < nvec)
-                ft_norm_store_fp32_w16(&a, a.y + off, c, v[r], mean, rstd);
+                ft_norm_store_fp32_w16(&a, a.y + off + (int64_t)c * VEC, c, v[r], mean, rstd);
         }
     }
 }
@@ -453,17 +463,16 @@ static __device__ __forceinline__ void ft_norm_keep_fp32_w4(const ft_norm_args_f
     }
 }
 
-/* Vector c of a normalised row, (s - mean) * rstd * gamma + beta, stored at row + c * VEC
- * (y's row in memory, or a row buffer in shared memory). */
-static __device__ __forceinline__ void ft_norm_store_fp32_w4(const ft_norm_args_fp32 *a,
-                                                               float *row, int c, ft_word_fp32x1 w,
-                                                               float mean, float rstd)
+/* A normalised vector, (s - mean) * rstd * gamma + beta, from its s, gamma and beta words
+ * (beta's ignored where !has_beta), stored at dst. */
+static __device__ __forceinline__ void ft_norm_out_fp32_w4(float *dst, ft_word_fp32x1 w, ft_word_fp32x1 gw,
+                                                             ft_word_fp32x1 bw, int has_beta, float mean, float rstd)
 {
     float v[1], g[1], b[1];
     ft_unpack_fp32x1(w, v);
-    ft_load_fp32x1(a->gamma + (int64_t)c * 1, g);
-    if (a->beta) {
-        ft_load_fp32x1(a->beta + (int64_t)c * 1, b);
+    ft_unpack_fp32x1(gw, g);
+    if (has_beta) {
+        ft_unpack_fp32x1(bw, b);
     } else {
 #pragma unroll
         for (int k = 0; k < 1; k++)
@@ -472,7 +481,18 @@ static __device__ __forceinline__ void ft_norm_store_fp32_w4(const ft_norm_args_
 #pragma unroll
     for (int k = 0; k < 1; k++)
         v[k] = (v[k] - mean) * rstd * g[k] + b[k];
-    ft_store_fp32x1(row + (int64_t)c * 1, v);
+    ft_store_fp32x1(dst, v);
+}
+
+/* Vector c of a normalised row, stored at dst (its place in y's row in memory, or in a row
+ * buffer in shared memory). */
+static __device__ __forceinline__ void ft_norm_store_fp32_w4(const ft_norm_args_fp32 *a,
+                                                               float *dst, int c, ft_word_fp32x1 w,
+                                                               float mean, float rstd)
+{
+    const ft_word_fp32x1 gw = *(const ft_word_fp32x1 *)(a->gamma + (int64_t)c * 1);
+    const ft_word_fp32x1 bw = a->beta ? *(const ft_word_fp32x1 *)(a->beta + (int64_t)c * 1) : gw;
+    ft_norm_out_fp32_w4(dst, w, gw, bw, a->beta != NULL, mean, rstd);
 }
 
 /* The mean and 1/sqrt(variance + eps) of a row held as CACHE vectors a thread (vector
@@ -555,7 +575,7 @@ static __global__ void __launch_bounds__(1024) ft_norm_rows_fp32_w4(ft_norm_args
         for (int r = 0; r < CACHE; r++) {
             const int c = lane + r * group;
             if (c < nvec)
-                ft_norm_store_fp32_w4(&a, a.y + off, c, v[r], mean, rstd);
+                ft_norm_store_fp32_w4(&a, a.y + off + (int64_t)c * VEC, c, v[r], mean, rstd);
         }
         return;
     }
@@ -615,7 +635,7 @@ static __global__ void __launch_bounds__(1024) ft_norm_rows_fp32_w4(ft_norm_args
         for (int r = 0; r < CACHE; r++) {
             const int c = c0 + r * group;
             if (c < nvec)
-                ft_norm_store_fp32_w4(&a, a.y + off, c, v[r], mean, rstd);
+                ft_norm_store_fp32_w4(&a, a.y + off + (int64_t)c * VEC, c, v[r], mean, rstd);
         }
     }
 }
@@ -1156,7 +1176,7 @@ static __global__ void __launch_bounds__(FT_NORM_FP32_PIPE_MAX_GROUP) ft_norm_pi
         for (int r = 0; r < CACHE; r++) {
             const int c = lane + r * group;
             if (live && c < nvec)
-                ft_norm_store_fp32_w16(&a, xs, c, v[r], mean, rstd);
+                ft_norm_store_fp32_w16(&a, xs + c * VEC, c, v[r], mean, rstd);
         }
         ft_fence_proxy_async();
         __syncthreads();
@@ -1172,6 +1192,207 @@ static __global__ void __launch_bounds__(FT_NORM_FP32_PIPE_MAX_GROUP) ft_norm_pi
     if (threadIdx.x == 0)
         ft_bulk_wait(0);
 #undef FT_NORM_PIPE_ISSUE
+}
+
+/* ---------------------------------------------------------------- rows longer than a block's registers (sm_90) */
+
+/* ft_norm_long's ring: pieces of 1 << FT_NORM_FP32_LONG_SHIFT bytes, at most
+ * FT_NORM_FP32_LONG_MAX_SLOTS of them; FT_NORM_FP32_LONG_WORKERS
+ * threads a block and a copier warp; a piece holds a whole number of the workers' vectors
+ * (each of these may be defined before the header, for sweeps). */
+#ifndef FT_NORM_FP32_LONG_SHIFT
+#define FT_NORM_FP32_LONG_SHIFT 14
+#endif
+#ifndef FT_NORM_FP32_LONG_WORKERS
+#define FT_NORM_FP32_LONG_WORKERS 512
+#endif
+#define FT_NORM_FP32_LONG_MAX_SLOTS 32
+
+/* Waits until at most n of this thread's bulk groups still read their shared memory; n past
+ * 15 waits for 15 (stricter, so still safe). */
+static __device__ __forceinline__ void ft_norm_long_wait_read_fp32(unsigned n)
+{
+    switch (n < 15u ? (int)n : 15) {
+    case 0: ft_bulk_wait_read(0); break;
+    case 1: ft_bulk_wait_read(1); break;
+    case 2: ft_bulk_wait_read(2); break;
+    case 3: ft_bulk_wait_read(3); break;
+    case 4: ft_bulk_wait_read(4); break;
+    case 5: ft_bulk_wait_read(5); break;
+    case 6: ft_bulk_wait_read(6); break;
+    case 7: ft_bulk_wait_read(7); break;
+    case 8: ft_bulk_wait_read(8); break;
+    case 9: ft_bulk_wait_read(9); break;
+    case 10: ft_bulk_wait_read(10); break;
+    case 11: ft_bulk_wait_read(11); break;
+    case 12: ft_bulk_wait_read(12); break;
+    case 13: ft_bulk_wait_read(13); break;
+    case 14: ft_bulk_wait_read(14); break;
+    default: ft_bulk_wait_read(15); break;
+    }
+}
+
+/* ft_layernorm and ft_rmsnorm (no residual) over rows too long for the registers of a block
+ * (ft_norm_rows streams them and reads each twice) but within shared memory: a persistent
+ * grid, one block an SM, its rows gridDim.x apart. Shared memory is a ring of `slots` pieces;
+ * a row takes ceil(row bytes / piece) consecutive pieces of the block's stream of them
+ * (wrapping round the ring), each brought in by its own bulk copy. The last warp is the
+ * copier (its lane 0): it keeps every free piece loading, and once the workers (the other
+ * warps) have left a row's outputs in its pieces, sends each piece out as its own bulk store
+ * and refills the piece once that store has read it. So the next row's pieces load while the
+ * workers reduce this one, and its last pieces follow this row's stores out. The workers read
+ * the row from shared memory three times (its sum as each piece lands, the squares about the
+ * exact mean, the outputs over the vectors each read); worker t takes bytes t * VEC_BYTES +
+ * p * WORKERS * VEC_BYTES of each piece. */
+static __global__ void __launch_bounds__(FT_NORM_FP32_LONG_WORKERS + 32, 1)
+    ft_norm_long_fp32(ft_norm_args_fp32 a, int slots)
+{
+    enum {
+        VEC = FT_NORM_FP32_W16_VEC,
+        BYTES = 16,
+        SHIFT = FT_NORM_FP32_LONG_SHIFT,
+        PIECE = 1 << SHIFT,
+        WORKERS = FT_NORM_FP32_LONG_WORKERS,
+        PER = PIECE / (WORKERS * BYTES), /* a worker's vectors a piece */
+        STEP = WORKERS * BYTES
+    };
+    static_assert(PER >= 1 && PIECE % (WORKERS * BYTES) == 0, "a piece holds a whole number of the workers' vectors");
+    extern __shared__ __align__(128) unsigned char ft_norm_long_ring_fp32[];
+    __shared__ unsigned long long full[FT_NORM_FP32_LONG_MAX_SLOTS];
+    __shared__ unsigned long long done[FT_NORM_FP32_LONG_MAX_SLOTS];
+    __shared__ float scratch[2][32];
+    unsigned char *ring = ft_norm_long_ring_fp32;
+    /* this block's rows, and the pieces of them all, fit 32 bits: a row takes more than 16 KB */
+    const unsigned mine = (int64_t)blockIdx.x < a.m ? (unsigned)((a.m - 1 - blockIdx.x) / gridDim.x + 1) : 0u;
+    const unsigned row_bytes = (unsigned)a.n * 4u;
+    const unsigned np = (row_bytes + PIECE - 1) >> SHIFT; /* pieces a row */
+    const unsigned nslots = (unsigned)slots;
+
+    if (threadIdx.x == 0) {
+        for (int s = 0; s < slots; s++) {
+            ft_mbar_init(&full[s], 1);
+            ft_mbar_init(&done[s], WORKERS);
+        }
+        ft_mbar_init_fence();
+    }
+    __syncthreads();
+
+    if (threadIdx.x >= WORKERS) { /* the copier */
+        if (threadIdx.x != WORKERS)
+            return;
+        const unsigned total = mine * np;
+        unsigned q = 0; /* the next piece to load */
+#define FT_NORM_LONG_LOAD(q)                                                                          \
+    do {                                                                                              \
+        const unsigned k_ = (q) / np;                                                                 \
+        const unsigned o_ = ((q)-k_ * np) << SHIFT;                                                   \
+        const unsigned s_ = (q) % nslots;                                                             \
+        const unsigned b_ = min((unsigned)PIECE, row_bytes - o_);                                     \
+        ft_mbar_expect_tx(&full[s_], b_);                                                             \
+        ft_bulk_load_stream(ring + ((size_t)s_ << SHIFT),                                             \
+                            (const unsigned char *)a.x + ((int64_t)blockIdx.x + (int64_t)k_ * gridDim.x) * row_bytes + o_, \
+                            b_, &full[s_]);                                                           \
+    } while (0)
+        for (; q < total && q < nslots; q++)
+            FT_NORM_LONG_LOAD(q);
+        for (unsigned k = 0; k < mine; k++) {
+            ft_mbar_wait(&done[k % nslots], (k / nslots) & 1u);
+            unsigned char *y = (unsigned char *)a.y + ((int64_t)blockIdx.x + (int64_t)k * gridDim.x) * row_bytes;
+            for (unsigned j = 0; j < np; j++) {
+                const unsigned o = j << SHIFT;
+                ft_bulk_store(y + o, ring + ((size_t)((k * np + j) % nslots) << SHIFT),
+                              min((unsigned)PIECE, row_bytes - o));
+                ft_bulk_commit();
+            }
+            /* piece q takes the place of piece q - slots, whose store is group q - slots of
+             * the (k + 1) * np committed */
+            const unsigned stored = (k + 1) * np;
+            for (; q < total && q < stored + nslots; q++) {
+                ft_norm_long_wait_read_fp32(stored - 1 - (q - nslots));
+                FT_NORM_LONG_LOAD(q);
+            }
+        }
+        ft_bulk_wait(0);
+#undef FT_NORM_LONG_LOAD
+        return;
+    }
+
+    const int t = threadIdx.x;
+    const int nvec = a.n / VEC;
+    const float inv_n = 1.0f / (float)a.n;
+    const int has_beta = a.beta != NULL;
+    int red = 0; /* sums taken */
+    for (unsigned k = 0; k < mine; k++) {
+        const unsigned q0 = k * np;
+        const int s0 = (int)(q0 % nslots);
+        /* piece j's place in the ring, at this worker's first vector */
+#define FT_NORM_LONG_PIECE(j) (ring + ((size_t)(s0 + (j) - (s0 + (j) >= slots ? slots : 0)) << SHIFT) + t * BYTES)
+        float f[VEC], s = 0.0f, sq = 0.0f;
+        for (int j = 0; j < (int)np; j++) {
+            ft_mbar_wait(&full[s0 + j - (s0 + j >= slots ? slots : 0)], ((q0 + j) / nslots) & 1u);
+            const unsigned char *src = FT_NORM_LONG_PIECE(j);
+            ft_word_fp32x4 w[PER];
+#pragma unroll
+            for (int u = 0; u < PER; u++)
+                if ((j * PER + u) * WORKERS + t < nvec)
+                    w[u] = *(const ft_word_fp32x4 *)(src + u * STEP);
+#pragma unroll
+            for (int u = 0; u < PER; u++)
+                if ((j * PER + u) * WORKERS + t < nvec) {
+                    ft_unpack_fp32x4(w[u], f);
+#pragma unroll
+                    for (int e = 0; e < VEC; e++)
+                        s += f[e];
+                }
+        }
+        /* the sums take the two scratch arrays in turn (rmsnorm's one a row too), so that a
+         * warp's next partial waits behind a barrier that every read of the array's last
+         * partials came before */
+        const float mean = a.rms ? 0.0f : ft_warps_sum(s, WORKERS / 32, scratch[red++ & 1], 1) * inv_n;
+        for (int j = 0; j < (int)np; j++) {
+            const unsigned char *src = FT_NORM_LONG_PIECE(j);
+            ft_word_fp32x4 w[PER];
+#pragma unroll
+            for (int u = 0; u < PER; u++)
+                if ((j * PER + u) * WORKERS + t < nvec)
+                    w[u] = *(const ft_word_fp32x4 *)(src + u * STEP);
+#pragma unroll
+            for (int u = 0; u < PER; u++)
+                if ((j * PER + u) * WORKERS + t < nvec) {
+                    ft_unpack_fp32x4(w[u], f);
+#pragma unroll
+                    for (int e = 0; e < VEC; e++) {
+                        const float d = f[e] - mean;
+                        sq += d * d;
+                    }
+                }
+        }
+        const float rstd = rsqrtf(ft_warps_sum(sq, WORKERS / 32, scratch[red++ & 1], 1) * inv_n + a.eps);
+        /* gamma and beta come from the L2 (the ring leaves the L1 little). Loading the next
+         * piece's words while this piece's outputs are made was no faster (H200, fp16
+         * 1024 x 65536 112.6 us against 111.2) */
+        for (int j = 0; j < (int)np; j++) {
+            unsigned char *dst = (unsigned char *)FT_NORM_LONG_PIECE(j);
+            ft_word_fp32x4 w[PER], gw[PER], bw[PER];
+#pragma unroll
+            for (int u = 0; u < PER; u++) {
+                const int c = (j * PER + u) * WORKERS + t;
+                if (c < nvec) {
+                    gw[u] = *(const ft_word_fp32x4 *)(a.gamma + (int64_t)c * VEC);
+                    bw[u] = has_beta ? *(const ft_word_fp32x4 *)(a.beta + (int64_t)c * VEC) : gw[u];
+                    w[u] = *(const ft_word_fp32x4 *)(dst + u * STEP);
+                }
+            }
+#pragma unroll
+            for (int u = 0; u < PER; u++)
+                if ((j * PER + u) * WORKERS + t < nvec)
+                    ft_norm_out_fp32_w16((float *)(dst + u * STEP), w[u], gw[u], bw[u], has_beta, mean,
+                                                        rstd);
+        }
+#undef FT_NORM_LONG_PIECE
+        ft_fence_proxy_async();
+        ft_mbar_arrive(&done[k % nslots]);
+    }
 }
 
 /* dst[k] = src[k] for k < count (src in memory, dst in shared memory), by the block's threads
@@ -1446,6 +1667,67 @@ static inline ft_status ft_norm_pipe_stages_fp32(const char *fn, const ft_norm_a
     return FT_OK;
 }
 
+/* The pieces of ft_norm_long's ring a block takes: as many as FT_NORM_FP32_PIPE_SMEM_MAX
+ * holds, within FT_NORM_FP32_LONG_MAX_SLOTS. */
+#define FT_NORM_FP32_LONG_SLOTS                                                          \
+    ((FT_NORM_FP32_PIPE_SMEM_MAX >> FT_NORM_FP32_LONG_SHIFT) < FT_NORM_FP32_LONG_MAX_SLOTS     \
+         ? (FT_NORM_FP32_PIPE_SMEM_MAX >> FT_NORM_FP32_LONG_SHIFT)                              \
+         : FT_NORM_FP32_LONG_MAX_SLOTS)
+
+/* The launcher's rule for ft_norm_long: rows of at least FT_NORM_FP32_LONG_MIN_ROW bytes that
+ * the pipeline cannot hold and the ring can (up to 224 KB), at least
+ * FT_NORM_FP32_LONG_MIN_WAVES rows an SM; the rest stream through ft_norm_rows, which reads
+ * each row twice. H200, layernorm, us, ft_norm_long against ft_norm_rows (at fewer rows an SM,
+ * and for 2-byte rows of 64 to 80 KB, ft_norm_long lost by 5 to 15%): fp32 2048 x 20480
+ * 120.4 against 147.9, 4096 x 16388 205.2 against 279.1, 2048 x 32768 191.1 against 205.5,
+ * 1024 x 49152 147.4 against 181.7. ft_norm_rows fetching the row its SM would take next into the L2 as a
+ * block started lost (fp16 1024 x 65536 120.0 against 113.6). */
+#define FT_NORM_FP32_LONG_MIN_ROW 1
+#define FT_NORM_FP32_LONG_MIN_WAVES 6
+
+/* Whether ft_norm_long can take a (m, n set) in a ring of `slots` pieces: no residual, rows of
+ * a multiple of 16 bytes that the ring holds, x and y 16-byte aligned. */
+static inline int ft_norm_long_fits_fp32(const ft_norm_args_fp32 *a, int slots)
+{
+    const int64_t row_bytes = (int64_t)a->n * 4;
+    return !a->residual && row_bytes % 16 == 0 && ft_aligned(a->x, 16) && ft_aligned(a->y, 16) && slots >= 1 &&
+           slots <= FT_NORM_FP32_LONG_SLOTS &&
+           (row_bytes + (1 << FT_NORM_FP32_LONG_SHIFT) - 1) >> FT_NORM_FP32_LONG_SHIFT <= slots;
+}
+
+/* ft_norm_long over a with a ring of `slots` pieces, at most `blocks` blocks (0: one an SM).
+ * For the launcher below and the tests: the caller has checked the arguments, that
+ * ft_norm_long_fits, and that the kernel runs as sm_90 code (ft_code_arch). */
+static inline ft_status ft_norm_long_launch_fp32(const char *fn, ft_norm_args_fp32 a, int slots,
+                                                         int blocks, cudaStream_t stream)
+{
+    static int raised[64];
+    static ft_occupancy_memo memo[FT_OCC_MEMO];
+    const void *kernel = (const void *)ft_norm_long_fp32;
+    const int block = FT_NORM_FP32_LONG_WORKERS + 32;
+    if (!ft_norm_long_fits_fp32(&a, slots))
+        return ft_fail(FT_ERR_UNSUPPORTED, "%s: m=%lld n=%d does not fit ft_norm_long's ring of %d pieces of %d bytes",
+                       fn, (long long)a.m, a.n, slots, 1 << FT_NORM_FP32_LONG_SHIFT);
+    const int smem = slots << FT_NORM_FP32_LONG_SHIFT;
+    int sms, fit;
+    ft_status st;
+    if ((st = ft_sm_count(fn, &sms)) != FT_OK || (st = ft_smem_limit(fn, kernel, smem, raised)) != FT_OK ||
+        (st = ft_occupancy(fn, kernel, block, smem, memo, &fit)) != FT_OK)
+        return st;
+    int64_t grid = (int64_t)sms * fit;
+    if (blocks > 0 && blocks < grid)
+        grid = blocks;
+    if (a.m < grid)
+        grid = a.m;
+    const int64_t np = ((int64_t)a.n * 4 + (1 << FT_NORM_FP32_LONG_SHIFT) - 1) >>
+                       FT_NORM_FP32_LONG_SHIFT;
+    if ((a.m + grid - 1) / grid * np > INT32_MAX)
+        return ft_fail(FT_ERR_UNSUPPORTED, "%s: m=%lld rows over %lld blocks take more than 2^31 pieces a block; split the call",
+                       fn, (long long)a.m, (long long)grid);
+    ft_norm_long_fp32<<<(unsigned)grid, (unsigned)block, (size_t)smem, stream>>>(a, slots);
+    return ft_launch_status(fn);
+}
+
 /* Shared memory ft_norm_pipe_shift may take: rows whose buffers and copies need more stay on
  * ft_norm_rows_shift. */
 #define FT_NORM_FP32_PIPE_SHIFT_MAX_BYTES (96 * 1024)
@@ -1552,6 +1834,15 @@ static inline ft_status ft_norm_launch_fp32(const char *fn, ft_norm_args_fp32 a,
                                                                 stream)) != FT_OK ||
                                use))
                 return st;
+        } else if (ft_norm_long_fits_fp32(&a, FT_NORM_FP32_LONG_SLOTS) &&
+                   (int64_t)a.n * 4 >= FT_NORM_FP32_LONG_MIN_ROW) {
+            /* rows past the pipeline's registers, within ft_norm_long's ring, at least
+             * FT_NORM_FP32_LONG_MIN_WAVES rows a block: through it */
+            int arch = 0, sms = 0;
+            if ((st = ft_code_arch(fn, &arch)) != FT_OK || (st = ft_sm_count(fn, &sms)) != FT_OK)
+                return st;
+            if (arch >= 90 && m >= (int64_t)FT_NORM_FP32_LONG_MIN_WAVES * sms)
+                return ft_norm_long_launch_fp32(fn, a, FT_NORM_FP32_LONG_SLOTS, 0, stream);
         }
         if ((st = ft_rows_spread(fn, m, a.n / FT_NORM_FP32_W16_VEC, &cfg)) != FT_OK)
             return st;

@@ -151,6 +151,21 @@ static __device__ __forceinline__ unsigned long long ft_block_max_u64(unsigned l
     return v;
 }
 
+/* Sum over the first `nwarps` warps of the block (the threads below nwarps * 32, each of
+ * which calls it; the others run on), through named barrier `bar` (1..15) rather than the
+ * block's: every caller gets the total. One barrier, as ft_block_sum; a second call must use
+ * a different scratch array (or follow another barrier among the same warps). */
+static __device__ __forceinline__ float ft_warps_sum(float v, int nwarps, float *scratch, unsigned bar)
+{
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    v = ft_warp_sum(v);
+    if (lane == 0)
+        scratch[warp] = v;
+    ft_named_sync(bar, (unsigned)nwarps * 32u);
+    v = lane < nwarps ? scratch[lane] : 0.0f;
+    return ft_warp_sum(v);
+}
+
 /* Integer sum over the whole block (exact, unlike the float sums), as ft_block_sum. */
 static __device__ __forceinline__ long long ft_block_sum_i64(long long v, long long *scratch)
 {
