@@ -40,6 +40,8 @@ typedef struct norm_case {
     double offset; /* mean of x: a large one tests the variance's numerical stability */
     int pipe;      /* > 0: layernorm / rmsnorm straight through ft_norm_pipe with this many stages */
     int pipe_sm;   /* its blocks an SM (few: many chunks a block) */
+    int ring;      /* > 0: layernorm / rmsnorm straight through ft_norm_long with a ring of this many pieces */
+    int ring_blocks; /* its blocks (0: one an SM; few: many rows a block) */
 } norm_case;
 
 typedef struct norm_test_arg {
@@ -111,6 +113,34 @@ static ft_status pipe_norm(ft_dtype dt, const void *x, const void *gamma, const 
     return st;
 }
 
+/* layernorm (beta set) or rmsnorm through ft_norm_long itself, whatever the launcher would
+ * choose: the first generated variant of dt, a ring of `slots` pieces, at most `blocks` blocks
+ * (0: one an SM); FT_ERR_UNSUPPORTED where the ring cannot hold a row. */
+static ft_status long_norm(ft_dtype dt, const void *x, const void *gamma, const void *beta, void *y, int64_t m,
+                           int64_t n, float eps, int rms, int slots, int blocks)
+{
+    int done = 0;
+    ft_status st = FT_ERR_UNSUPPORTED;
+#define FT_X(suffix, DT)                                                                                         \
+    if (dt == DT && !done) {                                                                                     \
+        ft_norm_args_##suffix a;                                                                                 \
+        memset(&a, 0, sizeof a);                                                                                 \
+        a.x = (decltype(a.x))x;                                                                                  \
+        a.gamma = (decltype(a.gamma))gamma;                                                                      \
+        a.beta = (decltype(a.beta))beta;                                                                         \
+        a.y = (decltype(a.y))y;                                                                                  \
+        a.m = m;                                                                                                 \
+        a.n = (int)n;                                                                                            \
+        a.rms = rms;                                                                                             \
+        a.eps = eps;                                                                                             \
+        done = 1;                                                                                                \
+        st = ft_norm_long_launch_##suffix("long_norm", a, slots, blocks, 0);                                     \
+    }
+    FT_NORM_VARIANTS(FT_X)
+#undef FT_X
+    return st;
+}
+
 static void run_case(ft_test *t, norm_op op, ft_dtype dt, norm_case c, ref_rng *rng)
 {
     const int64_t m = c.m, n = c.n;
@@ -158,7 +188,9 @@ static void run_case(ft_test *t, norm_op op, ft_dtype dt, norm_case c, ref_rng *
     ft_status st = FT_ERR_CUDA;
     if (c.pipe > 0) /* layernorm and rmsnorm cases only */
         st = pipe_norm(dt, x.p, g.p, betap, y, m, n, eps, rms, c.pipe, c.pipe_sm);
-    switch (c.pipe > 0 ? OP_COUNT : op) {
+    else if (c.ring > 0) /* the same */
+        st = long_norm(dt, x.p, g.p, betap, y, m, n, eps, rms, c.ring, c.ring_blocks);
+    switch (c.pipe > 0 || c.ring > 0 ? OP_COUNT : op) {
     case OP_LAYERNORM: st = ft_layernorm(dt, x.p, g.p, betap, y, m, n, eps, 0); break;
     case OP_ABR_LAYERNORM:
         st = ft_add_bias_residual_layernorm(dt, x.p, r.p, bias, g.p, betap, y, sum, m, n, eps, 0);
@@ -173,9 +205,10 @@ static void run_case(ft_test *t, norm_op op, ft_dtype dt, norm_case c, ref_rng *
     FT_CHECK_CUDA(cudaDeviceSynchronize());
 
     char what[200];
-    snprintf(what, sizeof what, "%s %s m=%lld n=%lld misalign=%d bias=%d sum=%d alias=%d act=%s offset=%g pipe=%d/%d",
+    snprintf(what, sizeof what,
+             "%s %s m=%lld n=%lld misalign=%d bias=%d sum=%d alias=%d act=%s offset=%g pipe=%d/%d ring=%d/%d",
              op_names[op], ft_dtype_name(dt), (long long)m, (long long)n, c.misalign, use_bias, has_sum, (int)c.alias,
-             ft_act_name(c.act), c.offset, c.pipe, c.pipe_sm);
+             ft_act_name(c.act), c.offset, c.pipe, c.pipe_sm, c.ring, c.ring_blocks);
     FT_EXPECT(t, st == FT_OK, "%s: status %s (%s)", what, ft_status_string(st), ft_last_error());
     if (st == FT_OK) {
         if (is_norm)
@@ -292,6 +325,43 @@ static void norm_test(ft_test *t)
         c.pipe_sm = many[i].per_sm;
         c.bias = !is_norm && i % 3 != 1; /* add_bias_act off the grid with a bias and GELU or SiLU: */
         c.act = is_norm ? FT_ACT_IDENTITY : i % 2 ? FT_ACT_GELU : FT_ACT_SILU; /* ft_pointwise_staged */
+        run_case(t, a->op, a->dt, c, &rng);
+    }
+    /* rows past the pipeline's registers through ft_norm_long itself (sm_90, the plain norms):
+     * rows of 5, 8, 6, 5 and 3 pieces of 16 KB for 2-byte types (fp32 10, 16, 12, 9, 5) with
+     * a last piece of 16 bytes (32776, 16392) or a partial one, a ring of exactly a row (8 for
+     * 65536: no row loads while another is made), rows wrapping round the ring, few blocks
+     * (many rows a block), fewer rows than blocks, in place, a large mean; cases whose rows the
+     * ring cannot hold are skipped. Last, through the launcher: 2-byte rows of 128 KB and fp32
+     * rows of 80 KB, at the rule's six rows an SM (ft_norm_long on sm_90, ft_norm_rows
+     * elsewhere) */
+    static const struct {
+        int64_t m, n;
+        int ring, blocks, alias_x;
+        double offset;
+    } longs[] = {
+        {300, 40000, 14, 8, 1, 30.0}, {20, 65536, 8, 3, 0, 0.0},     {133, 49152, 14, 0, 0, 0.0},
+        {3, 32776, 14, 0, 0, 30.0},   {41, 16392, 3, 5, 1, 0.0},     {0, 65536, 0, 0, 0, 0.0},
+        {0, 20480, 0, 0, 1, 30.0},
+    };
+    const int es = (int)ft_dtype_size(a->dt);
+    for (size_t i = 0; i < sizeof longs / sizeof longs[0] && t->failures == 0; i++) {
+        if (a->op != OP_LAYERNORM && a->op != OP_RMSNORM)
+            break;
+        if (longs[i].ring > 0 && (arch < 90 || (longs[i].n * es + 16383) / 16384 > longs[i].ring))
+            continue; /* sm_90 code; the ring holds a row */
+        if (longs[i].ring == 0 && (es == 4) != (longs[i].n == 20480))
+            continue; /* the launcher's cases: 65536 for 2-byte types, 20480 for fp32 */
+        int sms = 0;
+        FT_EXPECT(t, ft_sm_count("test_norm", &sms) == FT_OK, "ft_sm_count: %s", ft_last_error());
+        norm_case c;
+        memset(&c, 0, sizeof c);
+        c.m = longs[i].ring > 0 ? longs[i].m : 6 * (int64_t)sms + 5;
+        c.n = longs[i].n;
+        c.alias = longs[i].alias_x ? ALIAS_Y_IS_X : ALIAS_NONE;
+        c.offset = longs[i].offset;
+        c.ring = longs[i].ring;
+        c.ring_blocks = longs[i].blocks;
         run_case(t, a->op, a->dt, c, &rng);
     }
     /* every activation on a vector-path shape, a shape off the 16-byte grid and the same

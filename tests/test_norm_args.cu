@@ -50,6 +50,37 @@ FT_TEST(norm_args_null_pointers)
     }
 }
 
+/* ft_norm_long (the launcher's path for rows past the pipeline's registers; the tests force
+ * it): a ring that cannot hold a row, a residual, or too few pieces is refused before any
+ * CUDA call. */
+FT_TEST(norm_args_long_ring)
+{
+#define FT_X(suffix, DT)                                                                                        \
+    {                                                                                                           \
+        const ft_dtype dt = DT;                                                                                 \
+        ft_norm_args_##suffix a;                                                                                \
+        memset(&a, 0, sizeof a);                                                                                \
+        a.x = (decltype(a.x))X;                                                                                 \
+        a.gamma = (decltype(a.gamma))G;                                                                         \
+        a.y = (decltype(a.y))Y;                                                                                 \
+        a.m = 100;                                                                                              \
+        a.n = 65536;                                                                                            \
+        a.eps = 1e-5f;                                                                                          \
+        EXPECT_STATUS(t, ft_norm_long_launch_##suffix("long", a, 4, 0, 0), FT_ERR_UNSUPPORTED,                  \
+                      "does not fit ft_norm_long's ring");                                                      \
+        a.n = 4096;                                                                                             \
+        EXPECT_STATUS(t, ft_norm_long_launch_##suffix("long", a, 0, 0, 0), FT_ERR_UNSUPPORTED, "0 pieces");     \
+        a.residual = (decltype(a.residual))R;                                                                   \
+        EXPECT_STATUS(t, ft_norm_long_launch_##suffix("long", a, 8, 0, 0), FT_ERR_UNSUPPORTED,                  \
+                      "does not fit ft_norm_long's ring");                                                      \
+        a.residual = NULL;                                                                                      \
+        a.n = 4101; /* rows off the 16-byte grid */                                                             \
+        EXPECT_STATUS(t, ft_norm_long_launch_##suffix("long", a, 8, 0, 0), FT_ERR_UNSUPPORTED, "m=100 n=4101"); \
+    }
+    FT_NORM_VARIANTS(FT_X)
+#undef FT_X
+}
+
 FT_TEST(norm_args_sizes)
 {
     for (size_t v = 0; v < NVARIANTS; v++) {
