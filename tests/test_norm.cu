@@ -71,12 +71,14 @@ static int op_has_residual(norm_op op)
     return op == OP_ABR_LAYERNORM || op == OP_ABR_RMSNORM || op == OP_ADD_BIAS_RESIDUAL;
 }
 
-/* layernorm (beta set) or rmsnorm through the shared-memory pipeline itself, whatever the
- * launcher would choose: the first generated variant of dt; ft_norm_pipe, or ft_norm_pipe_shift
- * where rows are off the 16-byte grid (fp32 too, which the launcher does not send there);
- * FT_ERR_UNSUPPORTED where the call fits neither. */
-static ft_status pipe_norm(ft_dtype dt, const void *x, const void *gamma, const void *beta, void *y, int64_t m,
-                           int64_t n, float eps, int rms, int stages, int per_sm)
+/* layernorm (beta set) or rmsnorm through one of the shared-memory kernels itself, whatever
+ * the launcher would choose: the first generated variant of dt. ring > 0: ft_norm_long with a
+ * ring of that many pieces and at most ring_blocks blocks (0: one an SM); otherwise
+ * ft_norm_pipe with `stages` and `per_sm`, or ft_norm_pipe_shift where rows are off the
+ * 16-byte grid (fp32 too, which the launcher does not send there). FT_ERR_UNSUPPORTED where
+ * the call fits none. */
+static ft_status direct_norm(ft_dtype dt, const void *x, const void *gamma, const void *beta, void *y, int64_t m,
+                             int64_t n, float eps, int rms, int stages, int per_sm, int ring, int ring_blocks)
 {
     int done = 0;
     ft_status st = FT_ERR_UNSUPPORTED;
@@ -95,46 +97,19 @@ static ft_status pipe_norm(ft_dtype dt, const void *x, const void *gamma, const 
         ft_rows_launch cfg;                                                                                      \
         int fits = 0;                                                                                            \
         done = 1;                                                                                                \
-        st = ft_norm_pipe_config_##suffix("pipe_norm", &a, &cfg, &fits);                                         \
-        if (st == FT_OK && fits) {                                                                               \
-            st = ft_norm_pipe_launch_##suffix("pipe_norm", a, cfg.group, (int)cfg.block, stages, per_sm, 0,      \
+        if (ring > 0) {                                                                                          \
+            st = ft_norm_long_launch_##suffix("direct_norm", a, ring, ring_blocks, 0);                           \
+        } else if ((st = ft_norm_pipe_config_##suffix("direct_norm", &a, &cfg, &fits)) == FT_OK && fits) {       \
+            st = ft_norm_pipe_launch_##suffix("direct_norm", a, cfg.group, (int)cfg.block, stages, per_sm, 0,    \
                                               NULL, 0);                                                          \
         } else if (st == FT_OK) { /* rows off the 16-byte grid */                                                \
-            st = ft_norm_pipe_shift_config_##suffix("pipe_norm", &a, stages, &cfg, &fits);                       \
+            st = ft_norm_pipe_shift_config_##suffix("direct_norm", &a, stages, &cfg, &fits);                     \
             if (st == FT_OK && !fits)                                                                            \
-                st = ft_fail(FT_ERR_UNSUPPORTED, "pipe_norm: m=%lld n=%lld fits neither pipeline", (long long)m, \
-                             (long long)n);                                                                      \
+                st = ft_fail(FT_ERR_UNSUPPORTED, "direct_norm: m=%lld n=%lld fits neither pipeline",             \
+                             (long long)m, (long long)n);                                                        \
             if (st == FT_OK)                                                                                     \
-                st = ft_norm_pipe_shift_launch_##suffix("pipe_norm", a, cfg.group, stages, per_sm, 0, NULL, 0);  \
+                st = ft_norm_pipe_shift_launch_##suffix("direct_norm", a, cfg.group, stages, per_sm, 0, NULL, 0); \
         }                                                                                                        \
-    }
-    FT_NORM_VARIANTS(FT_X)
-#undef FT_X
-    return st;
-}
-
-/* layernorm (beta set) or rmsnorm through ft_norm_long itself, whatever the launcher would
- * choose: the first generated variant of dt, a ring of `slots` pieces, at most `blocks` blocks
- * (0: one an SM); FT_ERR_UNSUPPORTED where the ring cannot hold a row. */
-static ft_status long_norm(ft_dtype dt, const void *x, const void *gamma, const void *beta, void *y, int64_t m,
-                           int64_t n, float eps, int rms, int slots, int blocks)
-{
-    int done = 0;
-    ft_status st = FT_ERR_UNSUPPORTED;
-#define FT_X(suffix, DT)                                                                                         \
-    if (dt == DT && !done) {                                                                                     \
-        ft_norm_args_##suffix a;                                                                                 \
-        memset(&a, 0, sizeof a);                                                                                 \
-        a.x = (decltype(a.x))x;                                                                                  \
-        a.gamma = (decltype(a.gamma))gamma;                                                                      \
-        a.beta = (decltype(a.beta))beta;                                                                         \
-        a.y = (decltype(a.y))y;                                                                                  \
-        a.m = m;                                                                                                 \
-        a.n = (int)n;                                                                                            \
-        a.rms = rms;                                                                                             \
-        a.eps = eps;                                                                                             \
-        done = 1;                                                                                                \
-        st = ft_norm_long_launch_##suffix("long_norm", a, slots, blocks, 0);                                     \
     }
     FT_NORM_VARIANTS(FT_X)
 #undef FT_X
@@ -186,10 +161,8 @@ static void run_case(ft_test *t, norm_op op, ft_dtype dt, norm_case c, ref_rng *
     const void *betap = has_beta ? beta.p : NULL;
 
     ft_status st = FT_ERR_CUDA;
-    if (c.pipe > 0) /* layernorm and rmsnorm cases only */
-        st = pipe_norm(dt, x.p, g.p, betap, y, m, n, eps, rms, c.pipe, c.pipe_sm);
-    else if (c.ring > 0) /* the same */
-        st = long_norm(dt, x.p, g.p, betap, y, m, n, eps, rms, c.ring, c.ring_blocks);
+    if (c.pipe > 0 || c.ring > 0) /* layernorm and rmsnorm cases only */
+        st = direct_norm(dt, x.p, g.p, betap, y, m, n, eps, rms, c.pipe, c.pipe_sm, c.ring, c.ring_blocks);
     switch (c.pipe > 0 || c.ring > 0 ? OP_COUNT : op) {
     case OP_LAYERNORM: st = ft_layernorm(dt, x.p, g.p, betap, y, m, n, eps, 0); break;
     case OP_ABR_LAYERNORM:
