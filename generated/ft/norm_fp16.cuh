@@ -1210,6 +1210,12 @@ static __global__ void __launch_bounds__(FT_NORM_FP16_PIPE_MAX_GROUP) ft_norm_pi
 #endif
 #define FT_NORM_FP16_LONG_MAX_SLOTS 32
 
+/* The pieces of ft_norm_long's ring a row of n elements takes. */
+static __host__ __device__ __forceinline__ int64_t ft_norm_long_pieces_fp16(int n)
+{
+    return ((int64_t)n * 2 + (1 << FT_NORM_FP16_LONG_SHIFT) - 1) >> FT_NORM_FP16_LONG_SHIFT;
+}
+
 /* Waits until at most n of this thread's bulk groups still read their shared memory; n past
  * 15 waits for 15 (stricter, so still safe). */
 static __device__ __forceinline__ void ft_norm_long_wait_read_fp16(unsigned n)
@@ -1239,13 +1245,17 @@ static __device__ __forceinline__ void ft_norm_long_wait_read_fp16(unsigned n)
  * grid, one block an SM, its rows gridDim.x apart. Shared memory is a ring of `slots` pieces;
  * a row takes ceil(row bytes / piece) consecutive pieces of the block's stream of them
  * (wrapping round the ring), each brought in by its own bulk copy. The last warp is the
- * copier (its lane 0): it keeps every free piece loading, and once the workers (the other
- * warps) have left a row's outputs in its pieces, sends each piece out as its own bulk store
- * and refills the piece once that store has read it. So the next row's pieces load while the
- * workers reduce this one, and its last pieces follow this row's stores out. The workers read
- * the row from shared memory three times (its sum as each piece lands, the squares about the
- * exact mean, the outputs over the vectors each read); worker t takes bytes t * VEC_BYTES +
- * p * WORKERS * VEC_BYTES of each piece. */
+ * copier (its lane 0): it keeps every free piece loading; as soon as the workers (the other
+ * warps) have left a piece's outputs in it, it sends the piece out as its own bulk store, and
+ * refills it with the next piece due once that store has read it. So a row's stores follow
+ * its outputs piece by piece, and the next row's pieces load behind them. The workers read
+ * the row from shared memory twice: the sums of d and d^2 for d = x - the row's first value
+ * as each piece lands (the shift keeps E[d^2] - E[d]^2 from cancelling where |mean| >> std,
+ * as in ft_norm_rows' streamed rows), then the outputs; worker t takes bytes t * VEC_BYTES +
+ * p * WORKERS * VEC_BYTES of each piece. H200, layernorm, us: fp16 1024 x 65536 85.8 against
+ * 110.7 for the form before (a third pass for the squares about the exact mean, and the
+ * row's stores sent once all its outputs were made); the shift alone took 107.6, the stores
+ * piece by piece alone 90.9. Pieces of 8 KB (28 of them) lost (111.2). */
 static __global__ void __launch_bounds__(FT_NORM_FP16_LONG_WORKERS + 32, 1)
     ft_norm_long_fp16(ft_norm_args_fp16 a, int slots)
 {
@@ -1262,12 +1272,12 @@ static __global__ void __launch_bounds__(FT_NORM_FP16_LONG_WORKERS + 32, 1)
     extern __shared__ __align__(128) unsigned char ft_norm_long_ring_fp16[];
     __shared__ unsigned long long full[FT_NORM_FP16_LONG_MAX_SLOTS];
     __shared__ unsigned long long done[FT_NORM_FP16_LONG_MAX_SLOTS];
-    __shared__ float scratch[2][32];
+    __shared__ float scratch[2][64];
     unsigned char *ring = ft_norm_long_ring_fp16;
     /* this block's rows, and the pieces of them all, fit 32 bits: a row takes more than 16 KB */
     const unsigned mine = (int64_t)blockIdx.x < a.m ? (unsigned)((a.m - 1 - blockIdx.x) / gridDim.x + 1) : 0u;
     const unsigned row_bytes = (unsigned)a.n * 2u;
-    const unsigned np = (row_bytes + PIECE - 1) >> SHIFT; /* pieces a row */
+    const unsigned np = (unsigned)ft_norm_long_pieces_fp16(a.n);
     const unsigned nslots = (unsigned)slots;
 
     if (threadIdx.x == 0) {
@@ -1295,26 +1305,30 @@ static __global__ void __launch_bounds__(FT_NORM_FP16_LONG_WORKERS + 32, 1)
                             (const unsigned char *)a.x + ((int64_t)blockIdx.x + (int64_t)k_ * gridDim.x) * row_bytes + o_, \
                             b_, &full[s_]);                                                           \
     } while (0)
+        /* piece q takes the place of piece q - slots, whose store is bulk group q - slots of
+         * the `stored` committed: load the pieces whose places' stores are at least `lag`
+         * groups old */
+#define FT_NORM_LONG_REFILL(stored, lag)                                                              \
+    for (; q < total && q + (lag) < (stored) + nslots; q++) {                                         \
+        ft_norm_long_wait_read_fp16((stored)-1u - (q - nslots));                              \
+        FT_NORM_LONG_LOAD(q);                                                                         \
+    }
         for (; q < total && q < nslots; q++)
             FT_NORM_LONG_LOAD(q);
         for (unsigned k = 0; k < mine; k++) {
-            ft_mbar_wait(&done[k % nslots], (k / nslots) & 1u);
             unsigned char *y = (unsigned char *)a.y + ((int64_t)blockIdx.x + (int64_t)k * gridDim.x) * row_bytes;
             for (unsigned j = 0; j < np; j++) {
+                const unsigned qs = k * np + j;
+                ft_mbar_wait(&done[qs % nslots], (qs / nslots) & 1u);
                 const unsigned o = j << SHIFT;
-                ft_bulk_store(y + o, ring + ((size_t)((k * np + j) % nslots) << SHIFT),
-                              min((unsigned)PIECE, row_bytes - o));
+                ft_bulk_store(y + o, ring + ((size_t)(qs % nslots) << SHIFT), min((unsigned)PIECE, row_bytes - o));
                 ft_bulk_commit();
+                FT_NORM_LONG_REFILL(qs + 1u, 1u);
             }
-            /* piece q takes the place of piece q - slots, whose store is group q - slots of
-             * the (k + 1) * np committed */
-            const unsigned stored = (k + 1) * np;
-            for (; q < total && q < stored + nslots; q++) {
-                ft_norm_long_wait_read_fp16(stored - 1 - (q - nslots));
-                FT_NORM_LONG_LOAD(q);
-            }
+            FT_NORM_LONG_REFILL((k + 1u) * np, 0u);
         }
         ft_bulk_wait(0);
+#undef FT_NORM_LONG_REFILL
 #undef FT_NORM_LONG_LOAD
         return;
     }
@@ -1327,49 +1341,49 @@ static __global__ void __launch_bounds__(FT_NORM_FP16_LONG_WORKERS + 32, 1)
     for (unsigned k = 0; k < mine; k++) {
         const unsigned q0 = k * np;
         const int s0 = (int)(q0 % nslots);
-        /* piece j's place in the ring, at this worker's first vector */
-#define FT_NORM_LONG_PIECE(j) (ring + ((size_t)(s0 + (j) - (s0 + (j) >= slots ? slots : 0)) << SHIFT) + t * BYTES)
-        float f[VEC], s = 0.0f, sq = 0.0f;
-        for (int j = 0; j < (int)np; j++) {
-            ft_mbar_wait(&full[s0 + j - (s0 + j >= slots ? slots : 0)], ((q0 + j) / nslots) & 1u);
-            const unsigned char *src = FT_NORM_LONG_PIECE(j);
-            ft_word_fp16x8 w[PER];
-#pragma unroll
-            for (int u = 0; u < PER; u++)
-                if ((j * PER + u) * WORKERS + t < nvec)
-                    w[u] = *(const ft_word_fp16x8 *)(src + u * STEP);
-#pragma unroll
-            for (int u = 0; u < PER; u++)
-                if ((j * PER + u) * WORKERS + t < nvec) {
-                    ft_unpack_fp16x8(w[u], f);
-#pragma unroll
-                    for (int e = 0; e < VEC; e++)
-                        s += f[e];
-                }
+        /* piece j's place in the ring; its bytes at this worker's first vector; whether the
+         * worker has a u-th vector in it; w[u] = that vector */
+#define FT_NORM_LONG_SLOT(j) (s0 + (j) - (s0 + (j) >= slots ? slots : 0))
+#define FT_NORM_LONG_PIECE(j) (ring + ((size_t)FT_NORM_LONG_SLOT(j) << SHIFT) + t * BYTES)
+#define FT_NORM_LONG_HAS(j, u) (((j)*PER + (u)) * WORKERS + t < nvec)
+#define FT_NORM_LONG_READ(w, j)                                                                       \
+    do {                                                                                              \
+        const unsigned char *src_ = FT_NORM_LONG_PIECE(j);                                            \
+        _Pragma("unroll") for (int u_ = 0; u_ < PER; u_++) if (FT_NORM_LONG_HAS(j, u_)) w[u_] =       \
+            *(const ft_word_fp16x8 *)(src_ + u_ * STEP);                                                \
+    } while (0)
+        float f[VEC];
+        /* one pass: the sums of d and d^2 for d = x - the row's first value (so that
+         * E[d^2] - E[d]^2 does not cancel where |mean| >> std), as each piece lands */
+        float2 acc = make_float2(0.0f, 0.0f);
+        float shift = 0.0f;
+        if (!a.rms) {
+            ft_mbar_wait(&full[s0], (q0 / nslots) & 1u);
+            ft_unpack_fp16x8(*(const ft_word_fp16x8 *)(ring + ((size_t)s0 << SHIFT)), f);
+            shift = f[0];
         }
-        /* the sums take the two scratch arrays in turn (rmsnorm's one a row too), so that a
-         * warp's next partial waits behind a barrier that every read of the array's last
-         * partials came before */
-        const float mean = a.rms ? 0.0f : ft_warps_sum(s, WORKERS / 32, scratch[red++ & 1], 1) * inv_n;
         for (int j = 0; j < (int)np; j++) {
-            const unsigned char *src = FT_NORM_LONG_PIECE(j);
+            ft_mbar_wait(&full[FT_NORM_LONG_SLOT(j)], ((q0 + j) / nslots) & 1u);
             ft_word_fp16x8 w[PER];
+            FT_NORM_LONG_READ(w, j);
 #pragma unroll
             for (int u = 0; u < PER; u++)
-                if ((j * PER + u) * WORKERS + t < nvec)
-                    w[u] = *(const ft_word_fp16x8 *)(src + u * STEP);
-#pragma unroll
-            for (int u = 0; u < PER; u++)
-                if ((j * PER + u) * WORKERS + t < nvec) {
+                if (FT_NORM_LONG_HAS(j, u)) {
                     ft_unpack_fp16x8(w[u], f);
 #pragma unroll
                     for (int e = 0; e < VEC; e++) {
-                        const float d = f[e] - mean;
-                        sq += d * d;
+                        const float d = f[e] - shift;
+                        acc.x += d;
+                        acc.y += d * d;
                     }
                 }
         }
-        const float rstd = rsqrtf(ft_warps_sum(sq, WORKERS / 32, scratch[red++ & 1], 1) * inv_n + a.eps);
+        /* the sums take the two scratch arrays in turn, so that a warp's next partials wait
+         * behind a barrier that every read of the array's last partials came before */
+        acc = ft_warps_sum2(acc, WORKERS / 32, scratch[red++ & 1], 1);
+        const float d1 = acc.x * inv_n;
+        const float mean = a.rms ? 0.0f : shift + d1;
+        const float rstd = rsqrtf((a.rms ? acc.y * inv_n : fmaxf(acc.y * inv_n - d1 * d1, 0.0f)) + a.eps);
         /* gamma and beta come from the L2 (the ring leaves the L1 little). Loading the next
          * piece's words while this piece's outputs are made was no faster (H200, fp16
          * 1024 x 65536 112.6 us against 111.2) */
@@ -1382,18 +1396,24 @@ static __global__ void __launch_bounds__(FT_NORM_FP16_LONG_WORKERS + 32, 1)
                 if (c < nvec) {
                     gw[u] = *(const ft_word_fp16x8 *)(a.gamma + (int64_t)c * VEC);
                     bw[u] = has_beta ? *(const ft_word_fp16x8 *)(a.beta + (int64_t)c * VEC) : gw[u];
-                    w[u] = *(const ft_word_fp16x8 *)(dst + u * STEP);
                 }
             }
+            FT_NORM_LONG_READ(w, j);
 #pragma unroll
             for (int u = 0; u < PER; u++)
-                if ((j * PER + u) * WORKERS + t < nvec)
+                if (FT_NORM_LONG_HAS(j, u))
                     ft_norm_out_fp16_w16((__half *)(dst + u * STEP), w[u], gw[u], bw[u], has_beta, mean,
                                                         rstd);
+            /* this worker's outputs of piece j, visible to the copier's bulk store; each
+             * worker arrives itself (one arrival a warp after __syncwarp raised racecheck
+             * hazards between these writes and the piece's refill) */
+            ft_fence_proxy_async();
+            ft_mbar_arrive(&done[FT_NORM_LONG_SLOT(j)]);
         }
+#undef FT_NORM_LONG_READ
+#undef FT_NORM_LONG_HAS
 #undef FT_NORM_LONG_PIECE
-        ft_fence_proxy_async();
-        ft_mbar_arrive(&done[k % nslots]);
+#undef FT_NORM_LONG_SLOT
     }
 }
 
@@ -1801,17 +1821,15 @@ static inline ft_status ft_norm_pipe_stages_fp16(const char *fn, const ft_norm_a
          ? (FT_NORM_FP16_PIPE_SMEM_MAX >> FT_NORM_FP16_LONG_SHIFT)                              \
          : FT_NORM_FP16_LONG_MAX_SLOTS)
 
-/* The launcher's rule for ft_norm_long: rows of at least FT_NORM_FP16_LONG_MIN_ROW bytes that
- * the pipeline cannot hold and the ring can (up to 224 KB), at least
- * FT_NORM_FP16_LONG_MIN_WAVES rows an SM; the rest stream through ft_norm_rows, which reads
- * each row twice. H200, layernorm, us, ft_norm_long against ft_norm_rows (at fewer rows an SM,
- * and for 2-byte rows of 64 to 80 KB, ft_norm_long lost by 5 to 15%): fp16 1024 x 65536 111.2 against
- * 114.4, 2048 x 65536 205.7 against 227.0, 1024 x 98304 167.5 against 186.6, 1024 x 110592
- * 191.2 against 213.9; 2048 x 32776 118.2 against 108.7 and 1600 x 40960 109.1 against 102.1
- * (not taken). ft_norm_rows fetching the row its SM would take next into the L2 as a
- * block started lost (fp16 1024 x 65536 120.0 against 113.6). */
-#define FT_NORM_FP16_LONG_MIN_ROW 131072
-#define FT_NORM_FP16_LONG_MIN_WAVES 6
+/* The launcher's rule for ft_norm_long: rows that the pipeline cannot hold and the ring can
+ * (up to 224 KB), any number of them; the rest stream through ft_norm_rows,
+ * which reads each row twice. H200, layernorm, us, ft_norm_long against ft_norm_rows:
+ * fp16 1024 x 65536 85.8 against 113.8, 2048 x 65536 160.9 against 223.9, 1024 x 98304
+ * 125.8 against 184.9, 2048 x 32776 99.7 against 107.6, 1600 x 40960 87.0 against 100.7,
+ * 132 x 65536 12.2 against 13.9, 8 x 65536 10.1 against 12.6, 64 x 32776 8.2 against 9.0.
+ * ft_norm_rows fetching the row its SM would take next into the L2 as a block started lost
+ * (fp16 1024 x 65536 120.0 against 113.6). */
+#define FT_NORM_FP16_LONG_MIN_WAVES 0
 
 /* Whether ft_norm_long can take a (m, n set) in a ring of `slots` pieces: no residual, rows of
  * a multiple of 16 bytes that the ring holds, x and y 16-byte aligned. */
@@ -1820,7 +1838,7 @@ static inline int ft_norm_long_fits_fp16(const ft_norm_args_fp16 *a, int slots)
     const int64_t row_bytes = (int64_t)a->n * 2;
     return !a->residual && row_bytes % 16 == 0 && ft_aligned(a->x, 16) && ft_aligned(a->y, 16) && slots >= 1 &&
            slots <= FT_NORM_FP16_LONG_SLOTS &&
-           (row_bytes + (1 << FT_NORM_FP16_LONG_SHIFT) - 1) >> FT_NORM_FP16_LONG_SHIFT <= slots;
+           ft_norm_long_pieces_fp16(a->n) <= slots;
 }
 
 /* ft_norm_long over a with a ring of `slots` pieces, at most `blocks` blocks (0: one an SM).
@@ -1847,9 +1865,7 @@ static inline ft_status ft_norm_long_launch_fp16(const char *fn, ft_norm_args_fp
         grid = blocks;
     if (a.m < grid)
         grid = a.m;
-    const int64_t np = ((int64_t)a.n * 2 + (1 << FT_NORM_FP16_LONG_SHIFT) - 1) >>
-                       FT_NORM_FP16_LONG_SHIFT;
-    if ((a.m + grid - 1) / grid * np > INT32_MAX)
+    if ((a.m + grid - 1) / grid * ft_norm_long_pieces_fp16(a.n) > INT32_MAX)
         return ft_fail(FT_ERR_UNSUPPORTED, "%s: m=%lld rows over %lld blocks take more than 2^31 pieces a block; split the call",
                        fn, (long long)a.m, (long long)grid);
     ft_norm_long_fp16<<<(unsigned)grid, (unsigned)block, (size_t)smem, stream>>>(a, slots);
@@ -1962,8 +1978,7 @@ static inline ft_status ft_norm_launch_fp16(const char *fn, ft_norm_args_fp16 a,
                                                                 stream)) != FT_OK ||
                                use))
                 return st;
-        } else if (ft_norm_long_fits_fp16(&a, FT_NORM_FP16_LONG_SLOTS) &&
-                   (int64_t)a.n * 2 >= FT_NORM_FP16_LONG_MIN_ROW) {
+        } else if (ft_norm_long_fits_fp16(&a, FT_NORM_FP16_LONG_SLOTS)) {
             /* rows past the pipeline's registers, within ft_norm_long's ring, at least
              * FT_NORM_FP16_LONG_MIN_WAVES rows a block: through it */
             int arch = 0, sms = 0;

@@ -151,19 +151,24 @@ static __device__ __forceinline__ unsigned long long ft_block_max_u64(unsigned l
     return v;
 }
 
-/* Sum over the first `nwarps` warps of the block (the threads below nwarps * 32, each of
- * which calls it; the others run on), through named barrier `bar` (1..15) rather than the
- * block's: every caller gets the total. One barrier, as ft_block_sum; a second call must use
- * a different scratch array (or follow another barrier among the same warps). */
-static __device__ __forceinline__ float ft_warps_sum(float v, int nwarps, float *scratch, unsigned bar)
+/* Two sums at once over the first `nwarps` warps of the block (the threads below
+ * nwarps * 32, each of which calls it; the others run on), through named barrier `bar`
+ * (1..15) rather than the block's: every caller gets the totals. scratch holds 64 floats;
+ * one barrier, so a second call must use a different scratch array (or follow another
+ * barrier among the same warps). */
+static __device__ __forceinline__ float2 ft_warps_sum2(float2 v, int nwarps, float *scratch, unsigned bar)
 {
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
-    v = ft_warp_sum(v);
-    if (lane == 0)
-        scratch[warp] = v;
+    v.x = ft_warp_sum(v.x);
+    v.y = ft_warp_sum(v.y);
+    if (lane == 0) {
+        scratch[warp] = v.x;
+        scratch[32 + warp] = v.y;
+    }
     ft_named_sync(bar, (unsigned)nwarps * 32u);
-    v = lane < nwarps ? scratch[lane] : 0.0f;
-    return ft_warp_sum(v);
+    v.x = ft_warp_sum(lane < nwarps ? scratch[lane] : 0.0f);
+    v.y = ft_warp_sum(lane < nwarps ? scratch[32 + lane] : 0.0f);
+    return v;
 }
 
 /* Integer sum over the whole block (exact, unlike the float sums), as ft_block_sum. */
