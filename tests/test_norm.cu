@@ -303,19 +303,20 @@ static void norm_test(ft_test *t)
     /* rows past the pipeline's registers through ft_norm_long itself (sm_90, the plain norms):
      * rows of 5, 8, 6, 5 and 3 pieces of 16 KB for 2-byte types (fp32 10, 16, 12, 9, 5) with
      * a last piece of 16 bytes (32776, 16392) or a partial one, a ring of exactly a row (8 for
-     * 65536: no row loads while another is made), rows wrapping round the ring, few blocks
-     * (many rows a block), fewer rows than blocks, in place, a large mean; cases whose rows the
-     * ring cannot hold are skipped. Last, through the launcher: 2-byte rows of 128 KB and fp32
-     * rows of 80 KB, at the rule's six rows an SM (ft_norm_long on sm_90, ft_norm_rows
-     * elsewhere) */
+     * 65536: each piece of the next row loads once this row's piece in its place is stored),
+     * rows wrapping round the ring, few blocks (many rows a block), fewer rows than blocks, in
+     * place, a large mean (the sums' shift); cases whose rows the ring cannot hold are skipped.
+     * Last, through the launcher (ft_norm_long on sm_90, ft_norm_rows elsewhere): 2-byte rows
+     * of 128 KB (37 of them) and of 72 KB and 16 bytes with a large mean (300), fp32 rows of
+     * 80 KB in place at the rule's six rows an SM and 5 more (m 0 below) */
     static const struct {
         int64_t m, n;
         int ring, blocks, alias_x;
         double offset;
     } longs[] = {
-        {300, 40000, 14, 8, 1, 30.0}, {20, 65536, 8, 3, 0, 0.0},     {133, 49152, 14, 0, 0, 0.0},
-        {3, 32776, 14, 0, 0, 30.0},   {41, 16392, 3, 5, 1, 0.0},     {0, 65536, 0, 0, 0, 0.0},
-        {0, 20480, 0, 0, 1, 30.0},
+        {300, 40000, 14, 8, 1, 30.0}, {20, 65536, 8, 3, 0, 0.0}, {133, 49152, 14, 0, 0, 0.0},
+        {3, 32776, 14, 0, 0, 30.0},   {41, 16392, 3, 5, 1, 0.0}, {37, 65536, 0, 0, 0, 0.0},
+        {300, 36872, 0, 0, 0, 30.0},    {0, 20480, 0, 0, 1, 30.0},
     };
     const int es = (int)ft_dtype_size(a->dt);
     for (size_t i = 0; i < sizeof longs / sizeof longs[0] && t->failures == 0; i++) {
@@ -324,12 +325,12 @@ static void norm_test(ft_test *t)
         if (longs[i].ring > 0 && (arch < 90 || (longs[i].n * es + 16383) / 16384 > longs[i].ring))
             continue; /* sm_90 code; the ring holds a row */
         if (longs[i].ring == 0 && (es == 4) != (longs[i].n == 20480))
-            continue; /* the launcher's cases: 65536 for 2-byte types, 20480 for fp32 */
+            continue; /* the launcher's cases: 65536 and 36872 for 2-byte types, 20480 for fp32 */
         int sms = 0;
         FT_EXPECT(t, ft_sm_count("test_norm", &sms) == FT_OK, "ft_sm_count: %s", ft_last_error());
         norm_case c;
         memset(&c, 0, sizeof c);
-        c.m = longs[i].ring > 0 ? longs[i].m : 6 * (int64_t)sms + 5;
+        c.m = longs[i].m > 0 ? longs[i].m : 6 * (int64_t)sms + 5;
         c.n = longs[i].n;
         c.alias = longs[i].alias_x ? ALIAS_Y_IS_X : ALIAS_NONE;
         c.offset = longs[i].offset;
