@@ -1272,11 +1272,12 @@ static const char *suite[] = {
     "layernorm --dtype bf16 --m 4096 --n 1024",
     "layernorm --dtype fp16 --m 262144 --n 256",
     "layernorm --dtype fp16 --m 1024 --n 65536",
-    /* rows past the pipeline's registers, within shared memory: ft_norm_long */
+    /* rows past the pipeline's registers, within shared memory: ft_norm_long (from 64 KB) */
     "layernorm --dtype fp16 --m 2048 --n 65536",
     "layernorm --dtype fp16 --m 1024 --n 98304",
     "layernorm --dtype fp32 --m 2048 --n 20480",
     "layernorm --dtype fp32 --m 4096 --n 16388",
+    "rmsnorm --dtype bf16 --m 2048 --n 40960",
     /* the pipeline's stage plan (two stages, four) and its rows of 513 to 1024 threads */
     "layernorm --dtype fp16 --m 32768 --n 2048",
     "layernorm --dtype fp16 --m 8192 --n 8192",
