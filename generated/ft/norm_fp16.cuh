@@ -15,7 +15,9 @@
  * read with 16-byte accesses when n is a multiple of 8 and every pointer is
  * 16-byte aligned; the norms' other rows of up to 32768 elements, where x, residual, y
  * and sum_out lie at the same offset from a 16-byte boundary, with 16-byte accesses between
- * a head and a tail element by element; the rest element by element. y may alias x or
+ * a head and a tail element by element, and on sm_90 the plain norms' longer such rows (x
+ * and y at one offset, gamma and beta aligned) of up to 224 KB the same way; the rest
+ * element by element. y may alias x or
  * residual (in-place, as FasterTransformer v1.0's add_bias_input_layernorm); sum_out may
  * alias x or residual but not y; gamma, beta and bias overlap no output. Launchers check
  * every argument before touching the GPU and return an ft_status; ft_last_error() says
@@ -1210,10 +1212,68 @@ static __global__ void __launch_bounds__(FT_NORM_FP16_PIPE_MAX_GROUP) ft_norm_pi
 #endif
 #define FT_NORM_FP16_LONG_MAX_SLOTS 32
 
-/* The pieces of ft_norm_long's ring a row of n elements takes. */
+/* The pieces of ft_norm_long's ring a row of n elements takes: the ring holds a row's whole
+ * 16-byte blocks, at most floor(row bytes / 16) of them wherever the row starts. */
 static __host__ __device__ __forceinline__ int64_t ft_norm_long_pieces_fp16(int n)
 {
-    return ((int64_t)n * 2 + (1 << FT_NORM_FP16_LONG_SHIFT) - 1) >> FT_NORM_FP16_LONG_SHIFT;
+    return (((int64_t)n * 2 & ~(int64_t)15) + (1 << FT_NORM_FP16_LONG_SHIFT) - 1) >>
+           FT_NORM_FP16_LONG_SHIFT;
+}
+
+/* Row r's middle (x's and y's rows lie at the same offset from a 16-byte boundary): its
+ * bytes [*head, *head + 16 * *blocks), the 16-byte blocks whole in the row. The head before
+ * it and the tail after it are fewer than 16 bytes each (none on the grid). */
+static __device__ __forceinline__ void ft_norm_long_middle_fp16(const __half *x, int64_t r, unsigned row_bytes,
+                                                                  int offgrid, unsigned *head, unsigned *blocks)
+{
+    if (!offgrid) { /* every row on the grid */
+        *head = 0u;
+        *blocks = row_bytes >> 4;
+        return;
+    }
+    const uintptr_t p = (uintptr_t)x + (uintptr_t)r * row_bytes;
+    *head = (unsigned)(0u - (unsigned)p) & 15u;
+    *blocks = (row_bytes - *head) >> 4;
+}
+
+/* The first block of piece j of a middle of `blocks` blocks in np pieces (j = np: `blocks`):
+ * whole pieces from the middle's start, but the last piece starts early enough to hold a
+ * block, as a row off the grid may have one block fewer than the pieces were counted for. */
+static __device__ __forceinline__ unsigned ft_norm_long_start_fp16(unsigned j, unsigned np, unsigned blocks)
+{
+    return min(j << (FT_NORM_FP16_LONG_SHIFT - 4), blocks - np + j);
+}
+
+/* The 16 bytes of gamma or beta at g + s (g 16-byte aligned, 0 < s < 16, even, the same
+ * across the warp): g's word and the next, shifted. Where `last`, the next word may run
+ * past the buffer, so only the s bytes of it that are needed are read, two at a time.
+ * Taking the next word from the next lane by shuffles instead lost (H200, layernorm fp16
+ * 1024 x 40001 99.1 us against 88.0, fp32 1024 x 36001 150.5 against 126.8). */
+static __device__ __forceinline__ ft_word_fp16x8 ft_norm_long_word_fp16(const unsigned char *g, unsigned s, int last)
+{
+    enum { NU = 4 };
+    union {
+        ft_word_fp16x8 w;
+        unsigned u[NU];
+    } lo, hi, r;
+    lo.w = *(const ft_word_fp16x8 *)g;
+    if (!last) {
+        hi.w = *(const ft_word_fp16x8 *)(g + 16);
+    } else {
+#pragma unroll
+        for (int i = 0; i < NU; i++)
+            hi.u[i] = 0u;
+#pragma unroll
+        for (int k = 0; k < 2 * NU - 1; k++)
+            if (2u * (unsigned)k < s)
+                hi.u[k >> 1] |= (unsigned)*(const unsigned short *)(g + 16 + 2 * k) << (16 * (k & 1));
+    }
+    unsigned c[2 * NU];
+#pragma unroll
+    for (int i = 0; i < NU; i++)
+        c[i] = lo.u[i], c[NU + i] = hi.u[i];
+    ft_shift_u32(c, NU, s, r.u);
+    return r.w;
 }
 
 /* Waits until at most n of this thread's bulk groups still read their shared memory; n past
@@ -1249,15 +1309,20 @@ static __device__ __forceinline__ void ft_norm_long_wait_read_fp16(unsigned n)
  * warps) have left a piece's outputs in it, it sends the piece out as its own bulk store, and
  * refills it with the next piece due once that store has read it. So a row's stores follow
  * its outputs piece by piece, and the next row's pieces load behind them. The workers read
- * the row from shared memory twice: the sums of d and d^2 for d = x - the row's first value
- * as each piece lands (the shift keeps E[d^2] - E[d]^2 from cancelling where |mean| >> std,
- * as in ft_norm_rows' streamed rows), then the outputs; worker t takes bytes t * VEC_BYTES +
- * p * WORKERS * VEC_BYTES of each piece. H200, layernorm, us: fp16 1024 x 65536 85.8 against
+ * the row from shared memory twice: the sums of d and d^2 for d = x - the middle's first
+ * value (below) as each piece lands (the shift keeps E[d^2] - E[d]^2 from cancelling where
+ * |mean| >> std, as in ft_norm_rows' streamed rows), then the outputs; worker t takes bytes
+ * t * VEC_BYTES + p * WORKERS * VEC_BYTES of each piece. Rows off the 16-byte grid (x and y
+ * at the same offset from it): the ring holds each row's middle, its whole 16-byte blocks
+ * (the bulk copies' grain; all of a row on the grid); worker 0 takes the head before it, the
+ * last worker the tail after it, element by element from memory. The middle's vectors then
+ * sit off gamma's grid by the head's bytes, so each gamma and beta word is two aligned words
+ * shifted. H200, layernorm, us: fp16 1024 x 65536 85.8 against
  * 110.7 for the form before (a third pass for the squares about the exact mean, and the
  * row's stores sent once all its outputs were made); the shift alone took 107.6, the stores
  * piece by piece alone 90.9. Pieces of 8 KB (28 of them) lost (111.2). */
-static __global__ void __launch_bounds__(FT_NORM_FP16_LONG_WORKERS + 32, 1)
-    ft_norm_long_fp16(ft_norm_args_fp16 a, int slots)
+static __device__ __forceinline__ void ft_norm_long_body_fp16(ft_norm_args_fp16 a, int slots,
+                                                                 const int offgrid)
 {
     enum {
         VEC = FT_NORM_FP16_W16_VEC,
@@ -1266,7 +1331,9 @@ static __global__ void __launch_bounds__(FT_NORM_FP16_LONG_WORKERS + 32, 1)
         PIECE = 1 << SHIFT,
         WORKERS = FT_NORM_FP16_LONG_WORKERS,
         PER = PIECE / (WORKERS * BYTES), /* a worker's vectors a piece */
-        STEP = WORKERS * BYTES
+        STEP = WORKERS * BYTES,
+        BV = 16 / BYTES,           /* vectors a 16-byte block */
+        EDGE = 16 / 2 - 1 /* a head's or a tail's elements, at most */
     };
     static_assert(PER >= 1 && PIECE % (WORKERS * BYTES) == 0, "a piece holds a whole number of the workers' vectors");
     extern __shared__ __align__(128) unsigned char ft_norm_long_ring_fp16[];
@@ -1296,14 +1363,15 @@ static __global__ void __launch_bounds__(FT_NORM_FP16_LONG_WORKERS + 32, 1)
         unsigned q = 0; /* the next piece to load */
 #define FT_NORM_LONG_LOAD(q)                                                                          \
     do {                                                                                              \
-        const unsigned k_ = (q) / np;                                                                 \
-        const unsigned o_ = ((q)-k_ * np) << SHIFT;                                                   \
-        const unsigned s_ = (q) % nslots;                                                             \
-        const unsigned b_ = min((unsigned)PIECE, row_bytes - o_);                                     \
-        ft_mbar_expect_tx(&full[s_], b_);                                                             \
+        const unsigned k_ = (q) / np, j_ = (q)-k_ * np, s_ = (q) % nslots;                            \
+        const int64_t r_ = (int64_t)blockIdx.x + (int64_t)k_ * gridDim.x;                             \
+        unsigned h_, nb_;                                                                             \
+        ft_norm_long_middle_fp16(a.x, r_, row_bytes, offgrid, &h_, &nb_);                                         \
+        const unsigned b0_ = ft_norm_long_start_fp16(j_, np, nb_);                                       \
+        const unsigned bytes_ = (ft_norm_long_start_fp16(j_ + 1u, np, nb_) - b0_) << 4;                  \
+        ft_mbar_expect_tx(&full[s_], bytes_);                                                         \
         ft_bulk_load_stream(ring + ((size_t)s_ << SHIFT),                                             \
-                            (const unsigned char *)a.x + ((int64_t)blockIdx.x + (int64_t)k_ * gridDim.x) * row_bytes + o_, \
-                            b_, &full[s_]);                                                           \
+                            (const unsigned char *)a.x + r_ * row_bytes + h_ + (b0_ << 4), bytes_, &full[s_]); \
     } while (0)
         /* piece q takes the place of piece q - slots, whose store is bulk group q - slots of
          * the `stored` committed: load the pieces whose places' stores are at least `lag`
@@ -1316,12 +1384,16 @@ static __global__ void __launch_bounds__(FT_NORM_FP16_LONG_WORKERS + 32, 1)
         for (; q < total && q < nslots; q++)
             FT_NORM_LONG_LOAD(q);
         for (unsigned k = 0; k < mine; k++) {
-            unsigned char *y = (unsigned char *)a.y + ((int64_t)blockIdx.x + (int64_t)k * gridDim.x) * row_bytes;
+            const int64_t r = (int64_t)blockIdx.x + (int64_t)k * gridDim.x;
+            unsigned h, nb;
+            ft_norm_long_middle_fp16(a.x, r, row_bytes, offgrid, &h, &nb);
+            unsigned char *y = (unsigned char *)a.y + r * row_bytes + h;
             for (unsigned j = 0; j < np; j++) {
                 const unsigned qs = k * np + j;
+                const unsigned b0 = ft_norm_long_start_fp16(j, np, nb);
                 ft_mbar_wait(&done[qs % nslots], (qs / nslots) & 1u);
-                const unsigned o = j << SHIFT;
-                ft_bulk_store(y + o, ring + ((size_t)(qs % nslots) << SHIFT), min((unsigned)PIECE, row_bytes - o));
+                ft_bulk_store(y + (b0 << 4), ring + ((size_t)(qs % nslots) << SHIFT),
+                              (ft_norm_long_start_fp16(j + 1u, np, nb) - b0) << 4);
                 ft_bulk_commit();
                 FT_NORM_LONG_REFILL(qs + 1u, 1u);
             }
@@ -1334,26 +1406,37 @@ static __global__ void __launch_bounds__(FT_NORM_FP16_LONG_WORKERS + 32, 1)
     }
 
     const int t = threadIdx.x;
-    const int nvec = a.n / VEC;
     const float inv_n = 1.0f / (float)a.n;
     const int has_beta = a.beta != NULL;
+    /* worker 0 takes each row's head, the last worker its tail */
+    const int edge = t == 0 ? 1 : t == WORKERS - 1 ? 2 : 0;
     int red = 0; /* sums taken */
     for (unsigned k = 0; k < mine; k++) {
         const unsigned q0 = k * np;
         const int s0 = (int)(q0 % nslots);
-        /* piece j's place in the ring; its bytes at this worker's first vector; whether the
-         * worker has a u-th vector in it; w[u] = that vector */
+        const int64_t r = (int64_t)blockIdx.x + (int64_t)k * gridDim.x;
+        unsigned h, nb;
+        ft_norm_long_middle_fp16(a.x, r, row_bytes, offgrid, &h, &nb);
+        /* this worker's elements of the row's head or tail: ne of them from column e0 */
+        const int e0 = edge == 2 ? (int)((h + (nb << 4)) / 2u) : 0;
+        const int ne = !offgrid ? 0 : edge == 1 ? (int)(h / 2u) : edge == 2 ? a.n - e0 : 0;
+        const __half *xe = a.x + r * a.n + e0;
+        /* piece j's place in the ring; its bytes at this worker's first vector; its vectors;
+         * whether the worker has a u-th vector in it (cnt: FT_NORM_LONG_CNT); w[u] = that
+         * vector */
 #define FT_NORM_LONG_SLOT(j) (s0 + (j) - (s0 + (j) >= slots ? slots : 0))
 #define FT_NORM_LONG_PIECE(j) (ring + ((size_t)FT_NORM_LONG_SLOT(j) << SHIFT) + t * BYTES)
-#define FT_NORM_LONG_HAS(j, u) (((j)*PER + (u)) * WORKERS + t < nvec)
+#define FT_NORM_LONG_CNT(j)                                                                           \
+    (int)((ft_norm_long_start_fp16((unsigned)(j) + 1u, np, nb) - ft_norm_long_start_fp16((unsigned)(j), np, nb)) * BV)
+#define FT_NORM_LONG_HAS(u) ((u)*WORKERS + t < cnt)
 #define FT_NORM_LONG_READ(w, j)                                                                       \
     do {                                                                                              \
         const unsigned char *src_ = FT_NORM_LONG_PIECE(j);                                            \
-        _Pragma("unroll") for (int u_ = 0; u_ < PER; u_++) if (FT_NORM_LONG_HAS(j, u_)) w[u_] =       \
+        _Pragma("unroll") for (int u_ = 0; u_ < PER; u_++) if (FT_NORM_LONG_HAS(u_)) w[u_] =          \
             *(const ft_word_fp16x8 *)(src_ + u_ * STEP);                                                \
     } while (0)
         float f[VEC];
-        /* one pass: the sums of d and d^2 for d = x - the row's first value (so that
+        /* one pass: the sums of d and d^2 for d = x - the middle's first value (so that
          * E[d^2] - E[d]^2 does not cancel where |mean| >> std), as each piece lands */
         float2 acc = make_float2(0.0f, 0.0f);
         float shift = 0.0f;
@@ -1362,13 +1445,24 @@ static __global__ void __launch_bounds__(FT_NORM_FP16_LONG_WORKERS + 32, 1)
             ft_unpack_fp16x8(*(const ft_word_fp16x8 *)(ring + ((size_t)s0 << SHIFT)), f);
             shift = f[0];
         }
+        /* the head's or tail's elements first, read from memory (held across the loop below,
+         * they took registers it needs: 96, with spills) */
+        if (ne > 0)
+#pragma unroll
+            for (int e = 0; e < EDGE; e++)
+                if (e < ne) {
+                    const float d = ft_to_float_fp16(xe[e]) - shift;
+                    acc.x += d;
+                    acc.y += d * d;
+                }
         for (int j = 0; j < (int)np; j++) {
+            const int cnt = FT_NORM_LONG_CNT(j);
             ft_mbar_wait(&full[FT_NORM_LONG_SLOT(j)], ((q0 + j) / nslots) & 1u);
             ft_word_fp16x8 w[PER];
             FT_NORM_LONG_READ(w, j);
 #pragma unroll
             for (int u = 0; u < PER; u++)
-                if (FT_NORM_LONG_HAS(j, u)) {
+                if (FT_NORM_LONG_HAS(u)) {
                     ft_unpack_fp16x8(w[u], f);
 #pragma unroll
                     for (int e = 0; e < VEC; e++) {
@@ -1386,35 +1480,80 @@ static __global__ void __launch_bounds__(FT_NORM_FP16_LONG_WORKERS + 32, 1)
         const float rstd = rsqrtf((a.rms ? acc.y * inv_n : fmaxf(acc.y * inv_n - d1 * d1, 0.0f)) + a.eps);
         /* gamma and beta come from the L2 (the ring leaves the L1 little). Loading the next
          * piece's words while this piece's outputs are made was no faster (H200, fp16
-         * 1024 x 65536 112.6 us against 111.2) */
-        for (int j = 0; j < (int)np; j++) {
-            unsigned char *dst = (unsigned char *)FT_NORM_LONG_PIECE(j);
-            ft_word_fp16x8 w[PER], gw[PER], bw[PER];
+         * 1024 x 65536 112.6 us against 111.2). The middle's vector c is gamma's bytes
+         * h + c * BYTES: the words at gb + c * BYTES, shifted by gs bytes. */
+        const unsigned gs = h & (BYTES - 1u);
+        const unsigned char *gb = (const unsigned char *)a.gamma + (h - gs);
+        const unsigned char *bb = has_beta ? (const unsigned char *)a.beta + (h - gs) : gb;
+        const int last = (int)nb * BV - 1;
+        /* the head's or tail's outputs first (x read again: in place, y's are not written yet) */
+        if (ne > 0)
 #pragma unroll
-            for (int u = 0; u < PER; u++) {
-                const int c = (j * PER + u) * WORKERS + t;
-                if (c < nvec) {
-                    gw[u] = *(const ft_word_fp16x8 *)(a.gamma + (int64_t)c * VEC);
-                    bw[u] = has_beta ? *(const ft_word_fp16x8 *)(a.beta + (int64_t)c * VEC) : gw[u];
-                }
-            }
-            FT_NORM_LONG_READ(w, j);
-#pragma unroll
-            for (int u = 0; u < PER; u++)
-                if (FT_NORM_LONG_HAS(j, u))
-                    ft_norm_out_fp16_w16((__half *)(dst + u * STEP), w[u], gw[u], bw[u], has_beta, mean,
-                                                        rstd);
-            /* this worker's outputs of piece j, visible to the copier's bulk store; each
-             * worker arrives itself (one arrival a warp after __syncwarp raised racecheck
-             * hazards between these writes and the piece's refill) */
-            ft_fence_proxy_async();
-            ft_mbar_arrive(&done[FT_NORM_LONG_SLOT(j)]);
+            for (int e = 0; e < EDGE; e++)
+                if (e < ne)
+                    a.y[r * a.n + e0 + e] = ft_from_float_fp16(
+                        ft_norm_affine_fp16(&a, e0 + e, ft_to_float_fp16(xe[e]), mean, rstd));
+        /* the outputs piece by piece, vector c's gamma and beta words GW(c) and BW(c) */
+#define FT_NORM_LONG_OUTPUTS(GW, BW)                                                                  \
+    for (int j = 0; j < (int)np; j++) {                                                               \
+        const int cnt = FT_NORM_LONG_CNT(j);                                                          \
+        const int c0 = (int)ft_norm_long_start_fp16((unsigned)j, np, nb) * BV + t;                       \
+        unsigned char *dst = (unsigned char *)FT_NORM_LONG_PIECE(j);                                  \
+        ft_word_fp16x8 w[PER], gw[PER], bw[PER];                                                        \
+        _Pragma("unroll") for (int u = 0; u < PER; u++) if (FT_NORM_LONG_HAS(u)) {                    \
+            const int c = c0 + u * WORKERS;                                                           \
+            gw[u] = GW(c);                                                                            \
+            bw[u] = has_beta ? BW(c) : gw[u];                                                         \
+        }                                                                                             \
+        FT_NORM_LONG_READ(w, j);                                                                      \
+        _Pragma("unroll") for (int u = 0; u < PER; u++) if (FT_NORM_LONG_HAS(u))                      \
+            ft_norm_out_fp16_w16((__half *)(dst + u * STEP), w[u], gw[u], bw[u], has_beta, mean, rstd);     \
+        /* this worker's outputs of piece j, visible to the copier's bulk store; each worker  \
+         * arrives itself (one arrival a warp after __syncwarp raised racecheck hazards       \
+         * between these writes and the piece's refill) */                                            \
+        ft_fence_proxy_async();                                                                       \
+        ft_mbar_arrive(&done[FT_NORM_LONG_SLOT(j)]);                                                  \
+    }
+#define FT_NORM_LONG_ALIGNED(base, c) (*(const ft_word_fp16x8 *)((base) + (int64_t)(c)*BYTES))
+#define FT_NORM_LONG_G(c) FT_NORM_LONG_ALIGNED(gb, c)
+#define FT_NORM_LONG_B(c) FT_NORM_LONG_ALIGNED(bb, c)
+#define FT_NORM_LONG_GS(c) ft_norm_long_word_fp16(gb + (int64_t)(c)*BYTES, gs, (c) == last)
+#define FT_NORM_LONG_BS(c) ft_norm_long_word_fp16(bb + (int64_t)(c)*BYTES, gs, (c) == last)
+        /* one loop each way (gs is the whole row's): a branch inside the loop cost rows on
+         * the grid 17% (H200, fp16 1024 x 65536 104.2 us against 87.1 before rows off it) */
+        if (gs == 0) {
+            FT_NORM_LONG_OUTPUTS(FT_NORM_LONG_G, FT_NORM_LONG_B)
+        } else {
+            FT_NORM_LONG_OUTPUTS(FT_NORM_LONG_GS, FT_NORM_LONG_BS)
         }
+#undef FT_NORM_LONG_BS
+#undef FT_NORM_LONG_GS
+#undef FT_NORM_LONG_B
+#undef FT_NORM_LONG_G
+#undef FT_NORM_LONG_ALIGNED
+#undef FT_NORM_LONG_OUTPUTS
 #undef FT_NORM_LONG_READ
 #undef FT_NORM_LONG_HAS
+#undef FT_NORM_LONG_CNT
 #undef FT_NORM_LONG_PIECE
 #undef FT_NORM_LONG_SLOT
     }
+}
+
+/* ft_norm_long for rows all on the 16-byte grid, and for rows off it: with one kernel for
+ * both, rows on the grid lost 4 to 17% (H200, fp16 1024 x 65536 90.7 to 104.2 us against
+ * 86.8, fp32 2048 x 20480 103.5 against 101.5); with two, 87.6 against 86.3 and 104.1
+ * against 104.2. */
+static __global__ void __launch_bounds__(FT_NORM_FP16_LONG_WORKERS + 32, 1)
+    ft_norm_long_fp16(ft_norm_args_fp16 a, int slots)
+{
+    ft_norm_long_body_fp16(a, slots, 0);
+}
+
+static __global__ void __launch_bounds__(FT_NORM_FP16_LONG_WORKERS + 32, 1)
+    ft_norm_long_offgrid_fp16(ft_norm_args_fp16 a, int slots)
+{
+    ft_norm_long_body_fp16(a, slots, 1);
 }
 
 /* dst[k] = src[k] for k < count (src in memory, dst in shared memory), by the block's threads
@@ -1828,16 +1967,18 @@ static inline ft_status ft_norm_pipe_stages_fp16(const char *fn, const ft_norm_a
  * 125.8 against 184.9, 2048 x 32776 99.7 against 107.6, 1600 x 40960 87.0 against 100.7,
  * 132 x 65536 12.2 against 13.9, 8 x 65536 10.1 against 12.6, 64 x 32776 8.2 against 9.0.
  * ft_norm_rows fetching the row its SM would take next into the L2 as a block started lost
- * (fp16 1024 x 65536 120.0 against 113.6). */
+ * (fp16 1024 x 65536 120.0 against 113.6). Rows off the 16-byte grid past one pass take it
+ * at any number of rows (their other form is element by element: ft_norm_launch). */
 #define FT_NORM_FP16_LONG_MIN_WAVES 0
 
 /* Whether ft_norm_long can take a (m, n set) in a ring of `slots` pieces: no residual, rows of
- * a multiple of 16 bytes that the ring holds, x and y 16-byte aligned. */
+ * 32 bytes or more whose whole 16-byte blocks the ring holds, x and y at the same offset from
+ * a 16-byte boundary (any offset), gamma and beta 16-byte aligned. */
 static inline int ft_norm_long_fits_fp16(const ft_norm_args_fp16 *a, int slots)
 {
     const int64_t row_bytes = (int64_t)a->n * 2;
-    return !a->residual && row_bytes % 16 == 0 && ft_aligned(a->x, 16) && ft_aligned(a->y, 16) && slots >= 1 &&
-           slots <= FT_NORM_FP16_LONG_SLOTS &&
+    return !a->residual && row_bytes >= 32 && ft_same_phase(a->x, a->y, 16) && ft_aligned(a->gamma, 16) &&
+           ft_aligned(a->beta, 16) && slots >= 1 && slots <= FT_NORM_FP16_LONG_SLOTS &&
            ft_norm_long_pieces_fp16(a->n) <= slots;
 }
 
@@ -1847,9 +1988,10 @@ static inline int ft_norm_long_fits_fp16(const ft_norm_args_fp16 *a, int slots)
 static inline ft_status ft_norm_long_launch_fp16(const char *fn, ft_norm_args_fp16 a, int slots,
                                                          int blocks, cudaStream_t stream)
 {
-    static int raised[64];
-    static ft_occupancy_memo memo[FT_OCC_MEMO];
-    const void *kernel = (const void *)ft_norm_long_fp16;
+    static int raised[2][64];
+    static ft_occupancy_memo memo[2][FT_OCC_MEMO];
+    const int offgrid = (int64_t)a.n * 2 % 16 != 0 || !ft_aligned(a.x, 16); /* some row off the 16-byte grid */
+    const void *kernel = offgrid ? (const void *)ft_norm_long_offgrid_fp16 : (const void *)ft_norm_long_fp16;
     const int block = FT_NORM_FP16_LONG_WORKERS + 32;
     if (!ft_norm_long_fits_fp16(&a, slots))
         return ft_fail(FT_ERR_UNSUPPORTED, "%s: m=%lld n=%d does not fit ft_norm_long's ring of %d pieces of %d bytes",
@@ -1857,8 +1999,8 @@ static inline ft_status ft_norm_long_launch_fp16(const char *fn, ft_norm_args_fp
     const int smem = slots << FT_NORM_FP16_LONG_SHIFT;
     int sms, fit;
     ft_status st;
-    if ((st = ft_sm_count(fn, &sms)) != FT_OK || (st = ft_smem_limit(fn, kernel, smem, raised)) != FT_OK ||
-        (st = ft_occupancy(fn, kernel, block, smem, memo, &fit)) != FT_OK)
+    if ((st = ft_sm_count(fn, &sms)) != FT_OK || (st = ft_smem_limit(fn, kernel, smem, raised[offgrid])) != FT_OK ||
+        (st = ft_occupancy(fn, kernel, block, smem, memo[offgrid], &fit)) != FT_OK)
         return st;
     int64_t grid = (int64_t)sms * fit;
     if (blocks > 0 && blocks < grid)
@@ -1868,7 +2010,10 @@ static inline ft_status ft_norm_long_launch_fp16(const char *fn, ft_norm_args_fp
     if ((a.m + grid - 1) / grid * ft_norm_long_pieces_fp16(a.n) > INT32_MAX)
         return ft_fail(FT_ERR_UNSUPPORTED, "%s: m=%lld rows over %lld blocks take more than 2^31 pieces a block; split the call",
                        fn, (long long)a.m, (long long)grid);
-    ft_norm_long_fp16<<<(unsigned)grid, (unsigned)block, (size_t)smem, stream>>>(a, slots);
+    if (offgrid)
+        ft_norm_long_offgrid_fp16<<<(unsigned)grid, (unsigned)block, (size_t)smem, stream>>>(a, slots);
+    else
+        ft_norm_long_fp16<<<(unsigned)grid, (unsigned)block, (size_t)smem, stream>>>(a, slots);
     return ft_launch_status(fn);
 }
 
@@ -2033,6 +2178,20 @@ static inline ft_status ft_norm_launch_fp16(const char *fn, ft_norm_args_fp16 a,
                     return ft_norm_staged_launch_fp16(fn, &a, &cfg, stream);
                 ft_norm_rows_shift_fp16<<<cfg.grid, cfg.block, 0, stream>>>(a);
                 return ft_launch_status(fn);
+            }
+            /* past one pass: the plain norms on sm_90 through ft_norm_long where it fits
+             * (its middles), at any number of rows, rather than element by element. H200,
+             * layernorm, us: fp16 1024 x 40001 86.8 against 166.2, 1024 x 65535 (x three
+             * elements off the grid) 130.0 against 292.7, 8 x 65537 19.9 against 38.5; fp32
+             * 1024 x 36001 131.4 against 202.1, 8 x 36001 19.5 against 25.6. Within one pass
+             * the forms above won: fp32 2048 x 20481 126.1 against 149.2, fp16 4096 x 16383
+             * 138.9 against 157.3 (but 2048 x 20001 122.6 against 100.6). */
+            if (ft_norm_long_fits_fp16(&a, FT_NORM_FP16_LONG_SLOTS)) {
+                int arch = 0;
+                if ((st = ft_code_arch(fn, &arch)) != FT_OK)
+                    return st;
+                if (arch >= 90)
+                    return ft_norm_long_launch_fp16(fn, a, FT_NORM_FP16_LONG_SLOTS, 0, stream);
             }
         }
         if ((st = ft_rows_config(fn, m, a.n / FT_NORM_FP16_W2_VEC, FT_NORM_FP16_W2_CACHE, &cfg)) != FT_OK)

@@ -887,6 +887,24 @@ static __device__ __forceinline__ void ft_store_u4(void *p, uint4 w)
                  : "memory");
 }
 
+/* r[0 .. nu) = the 4 * nu bytes at byte s of the 8 * nu bytes c[0 .. 2 * nu) (32-bit pieces,
+ * little-endian; 0 <= s < 4 * nu, s even; nu a power of two known at compile time): whole
+ * pieces picked by selects on the bits of s / 4 (c is overwritten), then a funnel shift for
+ * a 2-byte remainder. For words whose shift is the same across a warp but known only at run
+ * time (no dynamic register indexing, so no local memory). */
+static __device__ __forceinline__ void ft_shift_u32(unsigned *c, int nu, unsigned s, unsigned *r)
+{
+    const unsigned whole = s >> 2;
+#pragma unroll
+    for (int bit = nu / 2; bit >= 1; bit >>= 1)
+#pragma unroll
+        for (int i = 0; i + bit < 2 * nu; i++)
+            c[i] = (whole & (unsigned)bit) ? c[i + bit] : c[i];
+#pragma unroll
+    for (int i = 0; i < nu; i++)
+        r[i] = __funnelshift_r(c[i], c[i + 1], (s & 2u) * 8u);
+}
+
 FT_DEFINE_PACK(fp32, float, 1, float)
 FT_DEFINE_PACK(fp32, float, 2, uint2)
 FT_DEFINE_PACK(fp32, float, 4, uint4)
