@@ -306,34 +306,44 @@ static void norm_test(ft_test *t)
      * 65536: each piece of the next row loads once this row's piece in its place is stored),
      * rows wrapping round the ring, few blocks (many rows a block), fewer rows than blocks, in
      * place, a large mean (the sums' shift); cases whose rows the ring cannot hold are skipped.
-     * Last, through the launcher (ft_norm_long on sm_90, ft_norm_rows elsewhere): 2-byte rows
-     * of 128 KB (37 of them) and of 72 KB and 16 bytes with a large mean (300), fp32 rows of
-     * 80 KB in place at the rule's six rows an SM and 5 more (m 0 below) */
+     * Rows off the 16-byte grid (misalign 3: x and y three elements past it, gamma and beta
+     * on it; n odd, so each row starts at another offset): 40001 in place, and rows whose
+     * whole blocks are one more than a number of pieces (n = -5: (5 * 16384 + 16) / size + 1,
+     * 40969 for 2-byte types, 20485 for fp32), so that some rows' last piece holds one block
+     * and starts early, in a ring of exactly a row. Last, through the launcher (ft_norm_long
+     * on sm_90, ft_norm_rows elsewhere): 2-byte rows of 128 KB (37 of them), of 72 KB and 16
+     * bytes with a large mean (300) and off the grid (300 x 40001); fp32 rows of 80 KB in
+     * place and off the grid (36001, in place) at the rule's six rows an SM and 5 more (m 0
+     * below). `only`: the element size a case is for (0: all). */
     static const struct {
         int64_t m, n;
         int ring, blocks, alias_x;
         double offset;
+        int misalign, only;
     } longs[] = {
-        {300, 40000, 14, 8, 1, 30.0}, {20, 65536, 8, 3, 0, 0.0}, {133, 49152, 14, 0, 0, 0.0},
-        {3, 32776, 14, 0, 0, 30.0},   {41, 16392, 3, 5, 1, 0.0}, {37, 65536, 0, 0, 0, 0.0},
-        {300, 36872, 0, 0, 0, 30.0},    {0, 20480, 0, 0, 1, 30.0},
+        {300, 40000, 14, 8, 1, 30.0, 0, 0}, {20, 65536, 8, 3, 0, 0.0, 0, 0},  {133, 49152, 14, 0, 0, 0.0, 0, 0},
+        {3, 32776, 14, 0, 0, 30.0, 0, 0},   {41, 16392, 3, 5, 1, 0.0, 0, 0},  {300, 40001, 14, 8, 1, 30.0, 3, 0},
+        {50, -5, 6, 3, 0, 0.0, 3, 0},       {37, 65536, 0, 0, 0, 0.0, 0, 2},  {300, 36872, 0, 0, 0, 30.0, 0, 2},
+        {300, 40001, 0, 0, 0, 30.0, 3, 2},  {0, 20480, 0, 0, 1, 30.0, 0, 4},  {0, 36001, 0, 0, 1, 0.0, 0, 4},
     };
     const int es = (int)ft_dtype_size(a->dt);
     for (size_t i = 0; i < sizeof longs / sizeof longs[0] && t->failures == 0; i++) {
         if (a->op != OP_LAYERNORM && a->op != OP_RMSNORM)
             break;
-        if (longs[i].ring > 0 && (arch < 90 || (longs[i].n * es + 16383) / 16384 > longs[i].ring))
+        const int64_t n = longs[i].n > 0 ? longs[i].n : (-longs[i].n * 16384 + 16) / es + 1;
+        if (longs[i].ring > 0 && (arch < 90 || (n * es / 16 * 16 + 16383) / 16384 > longs[i].ring))
             continue; /* sm_90 code; the ring holds a row */
-        if (longs[i].ring == 0 && (es == 4) != (longs[i].n == 20480))
-            continue; /* the launcher's cases: 65536 and 36872 for 2-byte types, 20480 for fp32 */
+        if (longs[i].only != 0 && longs[i].only != es)
+            continue;
         int sms = 0;
         FT_EXPECT(t, ft_sm_count("test_norm", &sms) == FT_OK, "ft_sm_count: %s", ft_last_error());
         norm_case c;
         memset(&c, 0, sizeof c);
         c.m = longs[i].m > 0 ? longs[i].m : 6 * (int64_t)sms + 5;
-        c.n = longs[i].n;
+        c.n = n;
         c.alias = longs[i].alias_x ? ALIAS_Y_IS_X : ALIAS_NONE;
         c.offset = longs[i].offset;
+        c.misalign = longs[i].misalign;
         c.ring = longs[i].ring;
         c.ring_blocks = longs[i].blocks;
         run_case(t, a->op, a->dt, c, &rng);

@@ -51,7 +51,8 @@ FT_TEST(norm_args_null_pointers)
 }
 
 /* ft_norm_long (the launcher's path for rows past the pipeline's registers; the tests force
- * it): a ring that cannot hold a row, a residual, or too few pieces is refused before any
+ * it): a ring that cannot hold a row, a residual, too few pieces, y at another offset from
+ * the 16-byte grid than x, gamma off it, or rows of fewer than 32 bytes is refused before any
  * CUDA call. */
 FT_TEST(norm_args_long_ring)
 {
@@ -74,8 +75,15 @@ FT_TEST(norm_args_long_ring)
         EXPECT_STATUS(t, ft_norm_long_launch_##suffix("long", a, 8, 0, 0), FT_ERR_UNSUPPORTED,                  \
                       "does not fit ft_norm_long's ring");                                                      \
         a.residual = NULL;                                                                                      \
-        a.n = 4101; /* rows off the 16-byte grid */                                                             \
+        a.n = 4101; /* rows off the 16-byte grid: y at another offset from it than x, then gamma off it */     \
+        a.y = (decltype(a.y))((char *)Y + 4);                                                                   \
         EXPECT_STATUS(t, ft_norm_long_launch_##suffix("long", a, 8, 0, 0), FT_ERR_UNSUPPORTED, "m=100 n=4101"); \
+        a.y = (decltype(a.y))Y;                                                                                 \
+        a.gamma = (decltype(a.gamma))((char *)G + 4);                                                           \
+        EXPECT_STATUS(t, ft_norm_long_launch_##suffix("long", a, 8, 0, 0), FT_ERR_UNSUPPORTED, "m=100 n=4101"); \
+        a.gamma = (decltype(a.gamma))G;                                                                         \
+        a.n = 32 / (int)sizeof(*a.x) - 1; /* rows of fewer than 32 bytes */                                     \
+        EXPECT_STATUS(t, ft_norm_long_launch_##suffix("long", a, 8, 0, 0), FT_ERR_UNSUPPORTED, "does not fit");  \
     }
     FT_NORM_VARIANTS(FT_X)
 #undef FT_X
