@@ -1265,7 +1265,7 @@ static const char *suite[] = {
     "add_bias_residual --dtype fp16 --m 16384 --n 4096",
     /* other dtypes and the other code paths: short rows, streaming rows, rows off the 16-byte
      * grid (vectors between a head and a tail: through the pipeline for the plain norms' long
-     * rows, short rows several a block), past 32768 elements the element-wise form */
+     * rows, short rows several a block, past one pass ft_norm_long's middles) */
     "layernorm --dtype fp32 --m 16384 --n 4096",
     "layernorm --dtype bf16 --m 16384 --n 4096",
     "rmsnorm --dtype bf16 --m 16384 --n 4096",
@@ -1292,6 +1292,7 @@ static const char *suite[] = {
     "layernorm --dtype fp16 --m 65536 --n 127",
     "add_bias_residual_layernorm --dtype fp16 --m 16384 --n 1001 --sum",
     "layernorm --dtype fp16 --m 1024 --n 40001",
+    "layernorm --dtype fp32 --m 1024 --n 36001",
     "add_bias_act --dtype fp16 --m 16384 --n 4095 --act gelu",
     "add_bias_act --dtype bf16 --m 16384 --n 4096 --act silu",
     "add_bias_act --dtype bf16 --m 16384 --n 4095 --act silu",
