@@ -936,7 +936,29 @@ class DecodingFamily(NormFamily):
         return ctx
 
 
-FAMILIES = {f.name: f for f in (NormFamily(), EncoderFamily(), AttentionFamily(), TopkFamily(), DecodingFamily())}
+class LlamaFamily(Family):
+    """The LLaMA int8 path per activation dtype (templates/llama.cuh.j2): quantising norms,
+    dequantising residuals, q/k/v dequant with rotary, KV-cache append, causal softmax."""
+    name = "llama"
+    template = "llama.cuh.j2"
+    dispatch_template = "llama_dispatch.cuh.j2"
+    dims = ("dtype",)
+    allowed = {"dtype": ("fp32", "fp16", "bf16")}
+    manifest_keys = {"dtypes": "dtype"}
+
+    def context(self, params):
+        dt = params["dtype"]
+        return {
+            "dtype": dt,
+            "T": DTYPES[dt]["T"],
+            "esize": DTYPES[dt]["esize"],
+            "to_float": f"ft_to_float_{dt}",
+            "from_float": f"ft_from_float_{dt}",
+        }
+
+
+FAMILIES = {f.name: f for f in (NormFamily(), EncoderFamily(), AttentionFamily(), TopkFamily(), DecodingFamily(),
+                                LlamaFamily())}
 
 
 # ---------------------------------------------------------------- naming

@@ -62,11 +62,15 @@ set(FT_GENERATED_HEADERS
     ft/decoding_fp32.cuh
     ft/decoding_fp16.cuh
     ft/decoding_bf16.cuh
+    ft/llama_fp32.cuh
+    ft/llama_fp16.cuh
+    ft/llama_bf16.cuh
     ft/attention.cuh
     ft/decoding.cuh
     ft/encoder.cuh
+    ft/llama.cuh
     ft/norm.cuh
     ft/topk.cuh
     ft/variants.h
 )
-set(FT_GENERATED_FAMILIES attention decoding encoder norm topk)
+set(FT_GENERATED_FAMILIES attention decoding encoder llama norm topk)

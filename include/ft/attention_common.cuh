@@ -424,15 +424,6 @@ static inline int64_t ft_kv_seq_stride(int layout, int Hkv, int L, int D)
     return base;
 }
 
-/* sin and cos of the rotary angle of frequency i (i < rd / 2) at position pos: inv_freq =
- * base^(-2i/rd) is taken in double and rounded once, so the C reference reproduces the
- * angle bit for bit. */
-static __device__ __forceinline__ void ft_rope_sincos(int i, int pos, int rd, float log2_base, float *s, float *c)
-{
-    const float inv_freq = (float)exp2(-(2.0 * i / rd) * (double)log2_base);
-    sincosf((float)pos * inv_freq, s, c);
-}
-
 /* Rotates element d of a head vector in smem `x` (float[D], already biased) at position
  * pos; returns the new value of x[d]. Reads only x, so all d can be computed before any
  * is written back. */

@@ -917,6 +917,15 @@ FT_DEFINE_PACK(bf16, __nv_bfloat16, 2, unsigned int)
 FT_DEFINE_PACK(bf16, __nv_bfloat16, 4, uint2)
 FT_DEFINE_PACK(bf16, __nv_bfloat16, 8, uint4)
 
+/* sin and cos of the rotary angle of frequency i (i < rd / 2) at position pos: inv_freq =
+ * base^(-2i/rd) is taken in double and rounded once, so the C reference reproduces the
+ * angle bit for bit (the attention family and ft/quant.cuh). */
+static __device__ __forceinline__ void ft_rope_sincos(int i, int pos, int rd, float log2_base, float *s, float *c)
+{
+    const float inv_freq = (float)exp2(-(2.0 * i / rd) * (double)log2_base);
+    sincosf((float)pos * inv_freq, s, c);
+}
+
 /* ---------------------------------------------------------------- activations */
 
 static __device__ __forceinline__ float ft_act_apply(float x, int act)
