@@ -261,6 +261,23 @@ class GeneratorTest(unittest.TestCase):
         self.assertEqual(ks, sorted(ks))
         self.assertEqual(ks, [1, 2, 4, 8, 16, 32, 64])
 
+    def test_on_demand_llama(self):
+        rc, out, err = run("--family", "llama", "--dtype", "bf16", "--out", self.tmp)
+        self.assertEqual(rc, 0, err)
+        with open(os.path.join(self.tmp, "ft", "llama_bf16.cuh")) as f:
+            text = f.read()
+        for fn in ("ft_rmsnorm_quant_bf16(", "ft_dequant_residual_rmsnorm_quant_bf16(", "ft_dequant_residual_bf16(",
+                   "ft_qkv_dequant_rope_bf16(", "ft_store_kv_cache_bf16(", "ft_causal_softmax_bf16(",
+                   "ft_attn_quant_transpose_bf16(", '#include "ft/quant.cuh"'):
+            self.assertIn(fn, text)
+        # one dimension: a width or a K is refused, as is a dtype the path has no activations in
+        for extra in (("--width", "8"), ("--k", "4"), ("--head-size", "64")):
+            rc, _, err = run("--family", "llama", "--dtype", "fp16", *extra, "--out", self.tmp)
+            self.assertEqual(rc, 2, err)
+        rc, _, err = run("--family", "llama", "--dtype", "int8", "--out", self.tmp)
+        self.assertEqual(rc, 2, err)
+        self.assertIn("not supported", err)
+
 
 if __name__ == "__main__":
     unittest.main()

@@ -12,9 +12,7 @@ int64_t ref_kv_index(int layout, int B, int Hkv, int L, int D, int b, int h, int
     }
 }
 
-/* Rotary embedding of x[0..D) at position pos, in place. The angle is formed in float
- * exactly as the kernel forms it; the rotation itself is done in double. */
-static void rope(double *x, int D, int pos, int style, int rd, float log2_base)
+void ref_rope(double *x, int D, int pos, int style, int rd, float log2_base)
 {
     if (style == FT_ROPE_NONE)
         return;
@@ -76,7 +74,7 @@ void ref_attention_decode(const ref_attn *a)
                     const int64_t i = ((int64_t)b * a->Hkv + h) * D + d;
                     kv[d] = (double)a->k_new[i] + (a->k_bias ? a->k_bias[(int64_t)h * D + d] : 0.0);
                 }
-                rope(kv, D, len, a->rope, a->rotary_dim, a->log2_base);
+                ref_rope(kv, D, len, a->rope, a->rotary_dim, a->log2_base);
                 for (int d = 0; d < D; d++) {
                     const int64_t i = ((int64_t)b * a->Hkv + h) * D + d;
                     const int64_t c = ref_kv_index(a->layout, a->B, a->Hkv, a->L, D, b, h, len, d);
@@ -91,7 +89,7 @@ void ref_attention_decode(const ref_attn *a)
             for (int d = 0; d < D; d++)
                 qv[d] = (double)a->q[((int64_t)b * a->H + h) * D + d] + (a->q_bias ? a->q_bias[(int64_t)h * D + d] : 0.0);
             if (a->is_self)
-                rope(qv, D, len, a->rope, a->rotary_dim, a->log2_base);
+                ref_rope(qv, D, len, a->rope, a->rotary_dim, a->log2_base);
             double mx = -INFINITY;
             for (int t = 0; t < steps; t++) {
                 double s = 0.0;

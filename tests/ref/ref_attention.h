@@ -10,6 +10,11 @@
 extern "C" {
 #endif
 
+/* Rotary embedding of x[0..D) at position pos, in place (style ft_rope, the leading rd
+ * elements rotated). The angle is formed in float exactly as the kernels form it; the
+ * rotation itself is done in double. Shared with the llama references. */
+void ref_rope(double *x, int D, int pos, int style, int rd, float log2_base);
+
 typedef struct ref_attn {
     int B, H, Hkv, D, L; /* L: cache / memory capacity */
     int layout;          /* ft_kv_layout */
