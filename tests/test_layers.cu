@@ -8,12 +8,14 @@
 #include "bert_layer.cuh"
 #include "decoder_layer.cuh"
 #include "decoding.cuh"
+#include "llama_layer.cuh"
 
 #include "cuda_util.h"
 #include "gemm_util.h"
 #include "harness.h"
 #include "ref/ref_decoding.h"
 #include "ref/ref_encoder.h"
+#include "ref/ref_llama.h"
 #include "ref/ref_norm.h"
 
 /* A host tensor of dtype-representable values and its device copy. */
@@ -224,6 +226,127 @@ static void decoder_test(ft_test *t)
                     i % 2 ? FT_KV_BHLD : FT_KV_LBHD);
 }
 
+/* ---------------------------------------------------------------- LLaMA int8 layer */
+
+static int8_t *dev_int8s(const int8_t *h, size_t n)
+{
+    int8_t *d = (int8_t *)dev_alloc(n + 16);
+    FT_CHECK_CUDA(cudaMemcpy(d, h, n, cudaMemcpyHostToDevice));
+    return d;
+}
+
+static float *dev_f32(const float *h, size_t n)
+{
+    float *d = (float *)dev_alloc(n * 4 + 16);
+    FT_CHECK_CUDA(cudaMemcpy(d, h, n * 4, cudaMemcpyHostToDevice));
+    return d;
+}
+
+/* int8 weights [out, in] uniform in [-127, 127], and per-output scales that make the
+ * dequantised weights about 1/sqrt(in) in size */
+static int8_t *rand_w8(ref_rng *rng, int out, int in, float **scale)
+{
+    int8_t *w = (int8_t *)malloc((size_t)out * in);
+    for (size_t i = 0; i < (size_t)out * in; i++)
+        w[i] = (int8_t)ref_rng_range(rng, -127, 127);
+    *scale = (float *)malloc((size_t)out * 4);
+    for (int i = 0; i < out; i++)
+        (*scale)[i] = (float)((1.2 + 0.6 * ref_rng_uniform(rng)) / (127.0 * sqrt((double)in)));
+    return w;
+}
+
+/* examples/llama_layer.cuh against ref_llama_layer: the output and the cache rows it
+ * writes, within a share of the output's largest magnitude (an int8 that rounds the other
+ * way at an intermediate's rounding moves a GEMM output by one step of its row scale) and
+ * on average much closer; the cache rows before `start` untouched. */
+static void run_llama(ft_test *t, ft_dtype dt, ref_rng *rng, int B, int S, int start, int N, int H, int Hkv, int F,
+                      int Lmax, int rope)
+{
+    const int M = B * S, D = N / H, Wd = (H + 2 * Hkv) * D;
+    const size_t es = ft_dtype_size(dt), MN = (size_t)M * N, KV = (size_t)B * Hkv * Lmax * D;
+    float *x = (float *)malloc(MN * 4), *g1 = (float *)malloc(N * 4), *g2 = (float *)malloc(N * 4);
+    fill_normal(x, MN, rng, 0.0, 1.0, dt);
+    fill_normal(g1, N, rng, 1.0, 0.2, dt);
+    fill_normal(g2, N, rng, 1.0, 0.2, dt);
+    float *kc = (float *)malloc(KV * 4), *vc = (float *)malloc(KV * 4);
+    fill_normal(kc, KV, rng, 0.0, 1.0, dt);
+    fill_normal(vc, KV, rng, 0.0, 1.0, dt);
+    float *sq, *so, *s1, *s3, *s2;
+    int8_t *wq = rand_w8(rng, Wd, N, &sq), *wo = rand_w8(rng, N, N, &so), *w1 = rand_w8(rng, F, N, &s1);
+    int8_t *w3 = rand_w8(rng, F, N, &s3), *w2 = rand_w8(rng, N, F, &s2);
+    void *dx = dev_alloc(MN * es), *dg1 = dev_alloc(N * es), *dg2 = dev_alloc(N * es), *dy = dev_alloc(MN * es);
+    void *dkc = dev_alloc(KV * es), *dvc = dev_alloc(KV * es);
+    dev_upload(dx, x, MN, dt);
+    dev_upload(dg1, g1, N, dt);
+    dev_upload(dg2, g2, N, dt);
+    dev_upload(dkc, kc, KV, dt);
+    dev_upload(dvc, vc, KV, dt);
+    dev_poison(dy, MN * es);
+    ft_llama_weights w = {dg1, dg2, dev_int8s(wq, (size_t)Wd * N), dev_f32(sq, Wd), dev_int8s(wo, (size_t)N * N),
+                          dev_f32(so, N), dev_int8s(w1, (size_t)F * N), dev_int8s(w3, (size_t)F * N), dev_f32(s1, F),
+                          dev_f32(s3, F), dev_int8s(w2, (size_t)N * F), dev_f32(s2, N)};
+    ft_llama_config c;
+    memset(&c, 0, sizeof c);
+    c.dtype = dt, c.hidden = N, c.heads = H, c.kv_heads = Hkv, c.ffn = F, c.eps = 1e-6f, c.rope = rope;
+    const size_t ws = ft_llama_workspace_bytes(&c, B, S, Lmax);
+    void *work = dev_alloc(ws);
+    dev_poison(work, ws);
+    ref_llama_w rw = {g1, g2, wq, wo, w1, w3, w2, sq, so, s1, s3, s2};
+    double *ref = (double *)malloc(MN * 8);
+    float *rk = (float *)malloc(KV * 4), *rv = (float *)malloc(KV * 4);
+    memcpy(rk, kc, KV * 4);
+    memcpy(rv, vc, KV * 4);
+    ref_llama_layer(&rw, x, B, S, start, N, H, Hkv, F, rope, 1e-6, rk, rv, Lmax, dt, ref);
+    char what[160];
+    snprintf(what, sizeof what, "llama layer %s B=%d S=%d start=%d N=%d H=%d Hkv=%d F=%d rope=%d", ft_dtype_name(dt), B,
+             S, start, N, H, Hkv, F, rope);
+    ft_status st = ft_llama_layer_forward(shared_gemm_ctx(), &c, &w, dx, B, S, start, dkc, dvc, Lmax, work, ws, dy, 0);
+    FT_EXPECT(t, st == FT_OK, "%s: %s", what, ft_last_error());
+    if (st == FT_OK) {
+        float *got = (float *)malloc(MN * 4), *gk = (float *)malloc(KV * 4), *gv = (float *)malloc(KV * 4);
+        dev_download(got, dy, MN, dt);
+        dev_download(gk, dkc, KV, dt);
+        dev_download(gv, dvc, KV, dt);
+        double big = 0.0, err = 0.0;
+        for (size_t i = 0; i < MN; i++) {
+            big = fmax(big, fabs(ref[i]));
+            err += fabs(got[i] - ref[i]);
+        }
+        const double share = dt == FT_BF16 ? 0.06 : 0.03;
+        ft_expect_close(t, what, got, ref, MN, share * big, 0.0);
+        FT_EXPECT(t, err / MN <= share * big / 8, "%s: mean error %.3g against %.3g", what, err / MN, share * big / 8);
+        double *rkd = (double *)malloc(KV * 8 * 2);
+        for (size_t i = 0; i < KV; i++)
+            rkd[i] = rk[i], rkd[KV + i] = rv[i];
+        float *gkv = (float *)malloc(KV * 4 * 2);
+        memcpy(gkv, gk, KV * 4);
+        memcpy(gkv + KV, gv, KV * 4);
+        char whatc[200];
+        snprintf(whatc, sizeof whatc, "%s caches", what);
+        ft_expect_close(t, whatc, gkv, rkd, 2 * KV, share, 0.0); /* k, v about N(0, 1) */
+        free(got), free(gk), free(gv), free(rkd), free(gkv);
+    }
+    cudaFree(dx), cudaFree(dg1), cudaFree(dg2), cudaFree(dy), cudaFree(dkc), cudaFree(dvc), cudaFree(work);
+    cudaFree((void *)w.w_qkv), cudaFree((void *)w.qkv_scale), cudaFree((void *)w.w_o), cudaFree((void *)w.o_scale);
+    cudaFree((void *)w.w1), cudaFree((void *)w.w3), cudaFree((void *)w.w1_scale), cudaFree((void *)w.w3_scale);
+    cudaFree((void *)w.w2), cudaFree((void *)w.w2_scale);
+    free(x), free(g1), free(g2), free(kc), free(vc), free(wq), free(wo), free(w1), free(w3), free(w2);
+    free(sq), free(so), free(s1), free(s3), free(s2), free(ref), free(rk), free(rv);
+}
+
+static void llama_test(ft_test *t)
+{
+    const ft_dtype dt = (ft_dtype)(intptr_t)t->arg;
+    ref_rng rng;
+    ref_rng_seed(&rng, ref_test_seed() + 307 * (uint64_t)dt);
+    /* a prompt after cached tokens (grouped heads), a decode step, a prompt from 0 (MQA,
+       half-split rotary), N and F off 16-byte vectors of 16-bit types */
+    run_llama(t, dt, &rng, 2, 5, 3, 128, 4, 2, 256, 16, FT_ROPE_INTERLEAVED);
+    run_llama(t, dt, &rng, 3, 1, 7, 256, 8, 8, 512, 12, FT_ROPE_INTERLEAVED);
+    run_llama(t, dt, &rng, 1, 33, 0, 64, 2, 1, 192, 40, FT_ROPE_HALF);
+    run_llama(t, dt, &rng, 2, 4, 2, 96, 3, 3, 100, 9, FT_ROPE_INTERLEAVED);
+}
+
 /* ---------------------------------------------------------------- whole decoding loop */
 
 /* The decoding loop of examples/decoding.cuh against the same loop in C (embedding and
@@ -414,6 +537,8 @@ __attribute__((constructor)) static void register_layer_tests(void)
         ft_test_register(name, bert_test, (void *)(intptr_t)dts[i], 1);
         snprintf(name, sizeof name, "decoder_layer_%s", ft_dtype_name(dts[i]));
         ft_test_register(name, decoder_test, (void *)(intptr_t)dts[i], 1);
+        snprintf(name, sizeof name, "llama_layer_%s", ft_dtype_name(dts[i]));
+        ft_test_register(name, llama_test, (void *)(intptr_t)dts[i], 1);
     }
     ft_test_register("decoding_loop_fp32", decoding_test, NULL, 1);
 }
