@@ -23,6 +23,7 @@
 #include "ft/attention.cuh"
 #include "ft/decoding.cuh"
 #include "ft/encoder.cuh"
+#include "ft/llama.cuh"
 #include "ft/norm.cuh"
 #include "ft/search.cuh"
 #include "ft/topk.cuh"
@@ -107,6 +108,19 @@ static __global__ void bench_fill_normal(void *dst, size_t count, int dt, unsign
             ((__half *)dst)[i] = __float2half_rn(z);
         else
             ((__nv_bfloat16 *)dst)[i] = __float2bfloat16_rn(z);
+    }
+}
+
+/* FILL_INTS: int32 uniform in [-100000, 100000] (an int8 GEMM's outputs); FILL_SCALES: fp32
+ * uniform in [0.5e-3, 1.5e-3] (per-row and per-channel quantisation scales) */
+static __global__ void bench_fill_ints(void *dst, size_t count, int scales, unsigned long long seed)
+{
+    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < count; i += (size_t)gridDim.x * blockDim.x) {
+        const unsigned long long r = bench_mix(seed ^ bench_mix(i));
+        if (scales)
+            ((float *)dst)[i] = 0.5e-3f + 1e-3f * (float)(r >> 40) * (1.0f / 16777216.0f);
+        else
+            ((int *)dst)[i] = (int)(r % 200001ull) - 100000;
     }
 }
 
@@ -229,7 +243,7 @@ static double measure_copy_gbps(void)
  * A kernel names its buffers (count, element type, whether it rotates through the
  * buffer sets or is shared, how it is filled), how to launch on one set, and the bytes
  * the operation must move. */
-enum buf_fill { FILL_RANDOM, FILL_LENGTHS, FILL_OFFSETS, FILL_NONE, FILL_ZERO, FILL_BEAMS };
+enum buf_fill { FILL_RANDOM, FILL_LENGTHS, FILL_OFFSETS, FILL_NONE, FILL_ZERO, FILL_BEAMS, FILL_INTS, FILL_SCALES };
 
 typedef struct buf_spec {
     size_t count;
@@ -237,6 +251,7 @@ typedef struct buf_spec {
     int rotate; /* one per buffer set (streamed data) or one shared (small inputs, outputs) */
     int fill;
     int range;  /* FILL_BEAMS: values uniform in [0, range) */
+    int esize;  /* bytes an element when set (int8 1, fp32 scales 4), else by is_int / dtype */
 } buf_spec;
 
 #define MAX_BUFS 16
@@ -1059,6 +1074,174 @@ static ft_status run_update_logits(const bench_opts *o, void **b, cudaStream_t s
                             (ft_logits_mode)o->mode, (float *)b[1], o->vocab, b[3], decoding_ws_bytes(o), s);
 }
 
+/* ---- the LLaMA int8 path (ft/llama.cuh, ft/quant.cuh) */
+
+/* one buffer spec: count elements of esize bytes (0: the dtype's), rotated or shared */
+static void spec(buf_spec *sp, size_t count, int esize, int rotate, int fill)
+{
+    sp->count = count;
+    sp->is_int = 0;
+    sp->esize = esize;
+    sp->rotate = rotate;
+    sp->fill = fill;
+}
+
+static int is_kernel(const bench_opts *o, const char *name)
+{
+    return strcmp(o->kernel, name) == 0;
+}
+
+/* rows m x n: 0 acc/w1 (int32), 1 w3 (int32), 2 row scale, 3 col scale, 4 col scale 2, 5 x /
+ * residual, 6 gamma, 7 sum / out, 8 q (int8), 9 q scale */
+static int quant_buffers(const bench_opts *o, buf_spec *sp)
+{
+    const size_t mn = (size_t)o->m * o->n, m = (size_t)o->m, n = (size_t)o->n;
+    const int acc = !is_kernel(o, "rmsnorm_quant"), silu = is_kernel(o, "dequant_silu_mul_quant");
+    spec(sp + 0, acc ? mn : 1, 4, acc, acc ? FILL_INTS : FILL_ZERO);
+    spec(sp + 1, silu ? mn : 1, 4, silu, silu ? FILL_INTS : FILL_ZERO);
+    spec(sp + 2, m, 4, 1, FILL_SCALES);
+    spec(sp + 3, n, 4, 0, FILL_SCALES);
+    spec(sp + 4, n, 4, 0, FILL_SCALES);
+    spec(sp + 5, silu ? 1 : mn, 0, !silu, FILL_RANDOM);
+    spec(sp + 6, n, 0, 0, FILL_RANDOM);
+    spec(sp + 7, mn, 0, 1, FILL_NONE);
+    spec(sp + 8, mn, 1, 1, FILL_NONE);
+    spec(sp + 9, m, 4, 1, FILL_NONE);
+    return 10;
+}
+static double quant_bytes(const bench_opts *o)
+{
+    const double es = (double)ft_dtype_size(o->dt), mn = (double)o->m * o->n, m = (double)o->m, n = (double)o->n;
+    if (is_kernel(o, "rmsnorm_quant"))
+        return mn * es + n * es + mn + 4 * m;
+    if (is_kernel(o, "dequant_residual_rmsnorm_quant"))
+        return 4 * mn + 4 * m + 4 * n + 2 * mn * es + n * es + mn + 4 * m;
+    if (is_kernel(o, "dequant_silu_mul_quant"))
+        return 8 * mn + 4 * m + 8 * n + mn + 4 * m;
+    return 4 * mn + 4 * m + 4 * n + 2 * mn * es; /* dequant_residual */
+}
+static ft_status run_rmsnorm_quant(const bench_opts *o, void **b, cudaStream_t s)
+{
+    return ft_rmsnorm_quant(o->dt, b[5], b[6], (int8_t *)b[8], (float *)b[9], o->m, o->n, 1e-6f, s);
+}
+static ft_status run_dequant_residual_rmsnorm_quant(const bench_opts *o, void **b, cudaStream_t s)
+{
+    return ft_dequant_residual_rmsnorm_quant(o->dt, (const int32_t *)b[0], (const float *)b[2], (const float *)b[3],
+                                             b[5], b[6], b[7], (int8_t *)b[8], (float *)b[9], o->m, o->n, 1e-6f, s);
+}
+static ft_status run_dequant_residual(const bench_opts *o, void **b, cudaStream_t s)
+{
+    return ft_dequant_residual(o->dt, (const int32_t *)b[0], (const float *)b[2], (const float *)b[3], b[5], b[7], o->m,
+                               o->n, s);
+}
+static ft_status run_dequant_silu_mul_quant(const bench_opts *o, void **b, cudaStream_t s)
+{
+    return ft_dequant_silu_mul_quant((const int32_t *)b[0], (const int32_t *)b[1], (const float *)b[2],
+                                     (const float *)b[3], (const float *)b[4], (int8_t *)b[8], (float *)b[9], o->m,
+                                     o->n, s);
+}
+
+/* qkv_dequant_rope: 0 the fused int32 [B*S, (H + 2 Hkv) D], 1 row scale, 2 channel scales
+ * [(H + 2 Hkv) D], 3 q [B,H,S,D], 4 k, 5 v ([B,Hkv,L,D] caches with --len, else [B,Hkv,S,D]) */
+/* --len past --seq: k and v go into caches of that many rows (the tokens at their end) */
+static int qkv_cache(const bench_opts *o)
+{
+    return o->len > o->seq;
+}
+static int qkv_cache_len(const bench_opts *o)
+{
+    return qkv_cache(o) ? o->len : o->seq;
+}
+static int qkv_buffers(const bench_opts *o, buf_spec *sp)
+{
+    const size_t T = (size_t)o->batch * o->seq, W = (size_t)(o->heads + 2 * o->kv_heads) * o->head_size;
+    const size_t kv = (size_t)o->batch * o->kv_heads * qkv_cache_len(o) * o->head_size;
+    spec(sp + 0, T * W, 4, 1, FILL_INTS);
+    spec(sp + 1, T, 4, 1, FILL_SCALES);
+    spec(sp + 2, W, 4, 0, FILL_SCALES);
+    spec(sp + 3, (size_t)o->batch * o->heads * o->seq * o->head_size, 0, 1, FILL_NONE);
+    spec(sp + 4, kv, 0, 1, FILL_NONE);
+    spec(sp + 5, kv, 0, 1, FILL_NONE);
+    return 6;
+}
+static double qkv_bytes(const bench_opts *o)
+{
+    const double T = (double)o->batch * o->seq, W = (double)(o->heads + 2 * o->kv_heads) * o->head_size;
+    return T * W * (4.0 + (double)ft_dtype_size(o->dt)) + 4 * T + 4 * W;
+}
+static void qkv_describe(const bench_opts *o, char *variant, char *shape, size_t len)
+{
+    snprintf(variant, len, "interleaved%s", qkv_cache(o) ? " cache" : "");
+    snprintf(shape, len, "B=%d S=%d H=%d Hkv=%d D=%d L=%d", o->batch, o->seq, o->heads, o->kv_heads, o->head_size,
+             qkv_cache_len(o));
+}
+static ft_status run_qkv_dequant_rope(const bench_opts *o, void **b, cudaStream_t s)
+{
+    const int H = o->heads, Hkv = o->kv_heads, D = o->head_size, W = (H + 2 * Hkv) * D;
+    /* every dtype's args struct has this layout */
+    ft_qkv_dequant_args_fp32 a;
+    memset(&a, 0, sizeof a);
+    const int32_t *acc = (const int32_t *)b[0];
+    const float *cs = (const float *)b[2];
+    a.q = acc, a.k = acc + H * D, a.v = acc + (H + Hkv) * D, a.ldq = a.ldk = a.ldv = W;
+    a.row_scale = (const float *)b[1], a.q_scale = cs, a.k_scale = cs + H * D, a.v_scale = cs + (H + Hkv) * D;
+    a.rope = FT_ROPE_INTERLEAVED; /* angles computed on the fly (no table) */
+    a.start = qkv_cache(o) ? o->len - o->seq : 0, a.cache_len = qkv_cache(o) ? o->len : 0;
+    a.q_out = (float *)b[3], a.k_out = (float *)b[4], a.v_out = (float *)b[5];
+    a.B = o->batch, a.S = o->seq, a.H = H, a.Hkv = Hkv, a.D = D;
+    return ft_qkv_dequant_rope(o->dt, &a, s);
+}
+
+/* causal_softmax over [B, H, S, S]: 0 scores, 1 probabilities */
+static int csm_buffers(const bench_opts *o, buf_spec *sp)
+{
+    const size_t n = (size_t)o->batch * o->heads * o->seq * o->seq;
+    spec(sp + 0, n, 0, 1, FILL_RANDOM);
+    spec(sp + 1, n, 0, 1, FILL_NONE);
+    return 2;
+}
+/* the fewest: each row's visible keys read (S (S + 1) / 2 a head), every entry written */
+static double csm_bytes(const bench_opts *o)
+{
+    const double S = o->seq;
+    return (double)o->batch * o->heads * (S * (S + 1) / 2 + S * S) * (double)ft_dtype_size(o->dt);
+}
+static void csm_describe(const bench_opts *o, char *variant, char *shape, size_t len)
+{
+    snprintf(variant, len, "causal");
+    snprintf(shape, len, "B=%d H=%d S=%d", o->batch, o->heads, o->seq);
+}
+static ft_status run_causal_softmax(const bench_opts *o, void **b, cudaStream_t s)
+{
+    return ft_causal_softmax(o->dt, b[0], b[1], NULL, 0, 0, o->batch, o->heads, o->seq, o->seq, 1,
+                             1.0f / sqrtf(64.0f), s);
+}
+
+/* attn_quant_transpose: 0 x [B,H,S,D], 1 q [B*S, H*D] int8, 2 scales */
+static int aqt_buffers(const bench_opts *o, buf_spec *sp)
+{
+    const size_t n = (size_t)o->batch * o->seq * o->heads * o->head_size;
+    spec(sp + 0, n, 0, 1, FILL_RANDOM);
+    spec(sp + 1, n, 1, 1, FILL_NONE);
+    spec(sp + 2, (size_t)o->batch * o->seq, 4, 1, FILL_NONE);
+    return 3;
+}
+static double aqt_bytes(const bench_opts *o)
+{
+    const double n = (double)o->batch * o->seq * o->heads * o->head_size;
+    return n * (double)ft_dtype_size(o->dt) + n + 4.0 * o->batch * o->seq;
+}
+static void aqt_describe(const bench_opts *o, char *variant, char *shape, size_t len)
+{
+    snprintf(variant, len, "heads");
+    snprintf(shape, len, "B=%d S=%d H=%d D=%d", o->batch, o->seq, o->heads, o->head_size);
+}
+static ft_status run_attn_quant_transpose(const bench_opts *o, void **b, cudaStream_t s)
+{
+    return ft_attn_quant_transpose(o->dt, b[0], (int8_t *)b[1], (float *)b[2], o->batch, o->heads, o->seq,
+                                   o->head_size, 1, s);
+}
+
 static const kernel_desc kernels[] = {
     {"layernorm", "y = LN(x)*gamma + beta", norm_buffers, run_layernorm, norm_bytes, norm_describe},
     {"add_bias_residual_layernorm", "s = x + r + b; y = LN(s) (--sum: store s)", norm_buffers, run_abr_layernorm,
@@ -1107,6 +1290,20 @@ static const kernel_desc kernels[] = {
      decoding_buffers, run_update_logits, decoding_bytes, decoding_describe},
     {"logits_copy", "floor of update_logits: the logits read once and written as fp32, same flags", decoding_buffers,
      run_logits_copy, decoding_bytes, decoding_describe},
+    {"rmsnorm_quant", "int8 of RMSNorm(x)*gamma with per-row scales (LLaMA int8 path), --m --n", quant_buffers,
+     run_rmsnorm_quant, quant_bytes, norm_describe},
+    {"dequant_residual_rmsnorm_quant", "s = int32 acc * row * col scale + r (stored); int8 of RMSNorm(s), --m --n",
+     quant_buffers, run_dequant_residual_rmsnorm_quant, quant_bytes, norm_describe},
+    {"dequant_residual", "y = int32 acc * row * col scale + r, --m --n", quant_buffers, run_dequant_residual,
+     quant_bytes, norm_describe},
+    {"dequant_silu_mul_quant", "int8 of silu(w1 dequant) * (w3 dequant), --m --n (dtype-free)", quant_buffers,
+     run_dequant_silu_mul_quant, quant_bytes, norm_describe},
+    {"qkv_dequant_rope", "fused int32 q/k/v -> dequant, rotary, [B,H,S,D], --batch --seq --heads --kv-heads --head-size [--len L > S: into caches of L rows]",
+     qkv_buffers, run_qkv_dequant_rope, qkv_bytes, qkv_describe},
+    {"causal_softmax", "softmax(s*scale) over [B,H,S,S], causal, --batch --heads --seq", csm_buffers,
+     run_causal_softmax, csm_bytes, csm_describe},
+    {"attn_quant_transpose", "[B,H,S,D] -> int8 [B*S,H*D] with per-row scales, --batch --seq --heads --head-size",
+     aqt_buffers, run_attn_quant_transpose, aqt_bytes, aqt_describe},
 };
 #define NKERNELS ((int)(sizeof kernels / sizeof kernels[0]))
 
@@ -1143,7 +1340,7 @@ static void bench_one(const bench_env *env, const bench_opts *o)
     double rot_bytes = 0, max_count = 0;
     for (int i = 0; i < nb; i++) {
         if (sp[i].rotate)
-            rot_bytes += (double)sp[i].count * es;
+            rot_bytes += (double)sp[i].count * (sp[i].esize ? sp[i].esize : sp[i].is_int ? 4 : es);
         if (sp[i].fill == FILL_RANDOM && sp[i].count > max_count)
             max_count = (double)sp[i].count;
     }
@@ -1194,7 +1391,7 @@ static void bench_one(const bench_env *env, const bench_opts *o)
     for (int s = 0; s < nsets; s++)
         sets[s] = (void **)calloc(MAX_BUFS, sizeof(void *));
     for (int i = 0; i < nb; i++) {
-        const size_t bytes = sp[i].count * (sp[i].is_int ? 4 : es);
+        const size_t bytes = sp[i].count * (sp[i].esize ? (size_t)sp[i].esize : sp[i].is_int ? 4 : es);
         for (int s = 0; s < (sp[i].rotate ? nsets : 1); s++) {
             void *p = dev_alloc(bytes);
             if (sp[i].fill == FILL_RANDOM)
@@ -1205,6 +1402,10 @@ static void bench_one(const bench_env *env, const bench_opts *o)
                 FT_CHECK_CUDA(cudaMemcpy(p, offs, bytes, cudaMemcpyHostToDevice));
             else if (sp[i].fill == FILL_ZERO)
                 FT_CHECK_CUDA(cudaMemset(p, 0, bytes));
+            else if (sp[i].fill == FILL_INTS || sp[i].fill == FILL_SCALES) {
+                bench_fill_ints<<<1024, 256>>>(p, sp[i].count, sp[i].fill == FILL_SCALES, 7ull + (unsigned long long)i);
+                FT_CHECK_CUDA(cudaGetLastError());
+            }
             else if (sp[i].fill == FILL_BEAMS) { /* beam indices, uniform in [0, range) */
                 const int w = sp[i].range;
                 int *hb = (int *)malloc(bytes);
@@ -1396,6 +1597,17 @@ static const char *suite[] = {
     "packed_attention --dtype fp16 --batch 8 --heads 16 --seq 512 --head-size 64 --impl register",
     "add_qkv_bias_transpose --dtype fp16 --batch 32 --seq 128 --heads 12 --head-size 64",
     "transpose_heads --dtype fp16 --batch 32 --seq 128 --heads 12 --head-size 64",
+    /* the LLaMA int8 path: LLaMA-2 7B shapes, a 4096-token prefill and a 64-sequence decode step */
+    "rmsnorm_quant --dtype fp16 --m 4096 --n 4096",
+    "rmsnorm_quant --dtype fp16 --m 64 --n 4096",
+    "dequant_residual_rmsnorm_quant --dtype fp16 --m 4096 --n 4096",
+    "dequant_residual --dtype fp16 --m 4096 --n 4096",
+    "dequant_silu_mul_quant --dtype fp32 --m 4096 --n 11008",
+    "dequant_silu_mul_quant --dtype fp32 --m 64 --n 11008",
+    "qkv_dequant_rope --dtype fp16 --batch 1 --seq 4096 --heads 32 --kv-heads 32 --head-size 128",
+    "qkv_dequant_rope --dtype fp16 --batch 64 --seq 1 --heads 32 --kv-heads 8 --head-size 128 --len 2048",
+    "causal_softmax --dtype fp16 --batch 1 --heads 32 --seq 2048",
+    "attn_quant_transpose --dtype fp16 --batch 1 --seq 4096 --heads 32 --head-size 128",
     "bert_layer --dtype fp16 --batch 32 --seq 128 --hidden 768 --heads 12 --ffn 3072",
     "bert_layer --dtype fp16 --batch 32 --seq 128 --hidden 768 --heads 12 --ffn 3072 --avg-len 64",
     "bert_layer --dtype fp16 --batch 32 --seq 128 --hidden 768 --heads 12 --ffn 3072 --avg-len 64 --remove-padding",

@@ -215,11 +215,96 @@ def decoding(kernel, variant, shape, dt):
     raise NoForm(kernel)
 
 
+def quantise(y):
+    """per-row int8 as the int8 path quantises: scale absmax / 127, round to nearest"""
+    scale = y.abs().amax(-1, keepdim=True) / 127.0
+    return torch.round(y / scale).to(torch.int8), scale
+
+
+def llama(kernel, variant, shape, dt):
+    """The LLaMA int8 path's kernels as PyTorch eager code (FasterLLaMA's reference forms)."""
+    i32 = torch.int32
+    if kernel in ("rmsnorm_quant", "dequant_residual_rmsnorm_quant", "dequant_residual", "dequant_silu_mul_quant"):
+        m, n = shape["m"], shape["n"]
+
+        def acc():
+            return torch.randint(-100000, 100001, (m, n), device="cuda", dtype=i32)
+
+        def scales(k):
+            return torch.rand(k, device="cuda") * 1e-3 + 0.5e-3
+
+        def x():
+            return torch.randn(m, n, device="cuda", dtype=dt)
+
+        g = torch.randn(n, device="cuda", dtype=dt) + 1.0
+        if kernel == "rmsnorm_quant":
+            return ("int8 of F.rms_norm(x).float() (amax / 127, round)", lambda: (x(),),
+                    lambda a: quantise(F.rms_norm(a, (n,), g, 1e-6).float()))
+        if kernel == "dequant_residual_rmsnorm_quant":
+            def fn(c, rs, cs, r):
+                h = (c.float() * rs[:, None] * cs + r.float()).to(dt)
+                return h, quantise(F.rms_norm(h, (n,), g, 1e-6).float())
+            return ("h = (acc * rs * cs + r).to(dt); int8 of F.rms_norm(h)", lambda: (acc(), scales(m), scales(n), x()),
+                    fn)
+        if kernel == "dequant_residual":
+            return ("(acc * rs * cs + r).to(dt)", lambda: (acc(), scales(m), scales(n), x()),
+                    lambda c, rs, cs, r: (c.float() * rs[:, None] * cs + r.float()).to(dt))
+        return ("int8 of F.silu(w1 * rs * s1) * (w3 * rs * s3)",
+                lambda: (acc(), acc(), scales(m), scales(n), scales(n)),
+                lambda a, b, rs, s1, s3: quantise(F.silu(a.float() * rs[:, None] * s1) * (b.float() * rs[:, None] * s3)))
+    if kernel == "qkv_dequant_rope":
+        B, S, H, Hkv, D, L = (shape[k] for k in ("B", "S", "H", "Hkv", "D", "L"))
+        W = (H + 2 * Hkv) * D
+        cs = torch.rand(W, device="cuda") * 1e-3 + 0.5e-3
+        pos = torch.arange(L - S, L, device="cuda", dtype=torch.float32) if "cache" in variant else \
+            torch.arange(S, device="cuda", dtype=torch.float32)
+        inv = 10000.0 ** (-torch.arange(0, D, 2, device="cuda", dtype=torch.float32) / D)
+        freqs = torch.polar(torch.ones(S, D // 2, device="cuda"), pos[:, None] * inv)  # Meta LLaMA's freqs_cis
+        cache = "cache" in variant
+
+        def make():
+            t = (torch.randint(-100000, 100001, (B * S, W), device="cuda", dtype=i32),
+                 torch.rand(B * S, device="cuda") * 1e-3 + 0.5e-3)
+            if cache:
+                t += (torch.empty(B, Hkv, L, D, device="cuda", dtype=dt), torch.empty(B, Hkv, L, D, device="cuda", dtype=dt))
+            return t
+
+        def rot(t):  # [B, S, h, D] fp32, interleaved pairs
+            c = torch.view_as_complex(t.reshape(*t.shape[:-1], D // 2, 2))
+            return torch.view_as_real(c * freqs[None, :, None, :]).flatten(-2)
+
+        def fn(acc, rs, *caches):
+            x = (acc.float() * rs[:, None] * cs).view(B, S, H + 2 * Hkv, D)
+            q, k, v = x.split([H, Hkv, Hkv], dim=2)
+            q = rot(q).transpose(1, 2).to(dt)
+            k, v = rot(k).transpose(1, 2).to(dt), v.transpose(1, 2).to(dt)
+            if caches:
+                caches[0][:, :, L - S:] = k
+                caches[1][:, :, L - S:] = v
+                return q
+            return q, k, v
+        return ("dequant, view_as_complex * freqs_cis, transpose" + (", cache[..., L-S:] = k, v" if cache else ""),
+                make, fn)
+    if kernel == "causal_softmax":
+        B, H, S = (shape[k] for k in ("B", "H", "S"))
+        causal = torch.ones(S, S, device="cuda", dtype=torch.bool).triu(1)
+        return ("F.softmax((s * scale).masked_fill(causal, -inf))", lambda: (torch.randn(B, H, S, S, device="cuda", dtype=dt),),
+                lambda t: F.softmax((t * 0.125).masked_fill(causal, float("-inf")), dim=-1))
+    if kernel == "attn_quant_transpose":
+        B, S, H, D = (shape[k] for k in ("B", "S", "H", "D"))
+        return ("int8 of x.transpose(1, 2).reshape(B*S, H*D).float()", lambda: (torch.randn(B, H, S, D, device="cuda", dtype=dt),),
+                lambda t: quantise(t.transpose(1, 2).reshape(B * S, H * D).float()))
+    raise NoForm(kernel)
+
+
 def expression(kernel, variant, shape, dt):
     """(description, make_inputs, fn[, (description, fn) of a second PyTorch form]) for
     the PyTorch eager form of one kernel."""
     if kernel in ("self_attention", "cross_attention"):
         return attention(kernel, variant, shape, dt)
+    if kernel in ("rmsnorm_quant", "dequant_residual_rmsnorm_quant", "dequant_residual", "dequant_silu_mul_quant",
+                  "qkv_dequant_rope", "causal_softmax", "attn_quant_transpose"):
+        return llama(kernel, variant, shape, dt)
     if kernel == "kv_reorder":
         B, Hkv, D, L = (shape[k] for k in ("B", "Hkv", "D", "L"))
         W = int(variant.split("beam=")[1].split()[0])
