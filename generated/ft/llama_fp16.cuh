@@ -531,14 +531,51 @@ static __device__ __forceinline__ void ft_qkv_angle_fp16(const ft_qkv_dequant_ar
     }
 }
 
-/* Block (t, c): token row t = (b, s), its units 256 c .. 256 c + 255; its threads take units of 4 elements of every q, k and v
- * head. A unit of a rotated head in the half-split style also takes its partner 4 at d +
- * rd / 2 (and the units there are idle); interleaved pairs lie inside a unit. */
-static __global__ void __launch_bounds__(256) ft_qkv_dequant_rope_fp16_v4(ft_qkv_dequant_args_fp16 a, float log2_base)
+/* Where unit u (V elements at column d of one head) of token row t = (b, s) reads (src, its
+ * scales cs) and writes (dst), and its rotary style; 0 when it has nothing to do: k and v
+ * rows outside the cache, the second half of a half-split rotated head (its first half's
+ * units take it), odd columns of an interleaved one element by element (d takes d + 1). */
+static __device__ __forceinline__ int ft_qkv_unit_fp16(const ft_qkv_dequant_args_fp16 &a, int t, int b, int s,
+                                                         int row, int L, int u, int V, const int32_t **src,
+                                                         const float **cs, __half **dst, int *rot, int *d)
+{
+    const int D = a.D, upd = D / V, hh = u / upd;
+    *d = (u - hh * upd) * V;
+    if (hh < a.H) {
+        *src = a.q + (int64_t)t * a.ldq + hh * D, *cs = a.q_scale + hh * D;
+        *dst = a.q_out + (((int64_t)b * a.H + hh) * a.S + s) * D, *rot = a.rope;
+    } else {
+        const int kv = hh - a.H, h = kv < a.Hkv ? kv : kv - a.Hkv;
+        if (row < 0 || row >= L)
+            return 0;
+        if (kv < a.Hkv)
+            *src = a.k + (int64_t)t * a.ldk + h * D, *cs = a.k_scale + h * D, *dst = a.k_out, *rot = a.rope;
+        else
+            *src = a.v + (int64_t)t * a.ldv + h * D, *cs = a.v_scale + h * D, *dst = a.v_out, *rot = FT_ROPE_NONE;
+        *dst += (((int64_t)b * a.Hkv + h) * L + row) * D;
+    }
+    if (*rot == FT_ROPE_HALF && *d >= a.rotary_dim / 2 && *d < a.rotary_dim)
+        return 0;
+    return !(V == 1 && *rot == FT_ROPE_INTERLEAVED && (*d & 1) && *d < a.rotary_dim);
+}
+
+/* dequant(c) of 4 columns with their scales */
+static __device__ __forceinline__ void ft_qkv_deq4_fp16(int4 c, const float *cs, float rs, float *x)
+{
+    const float4 w = __ldg((const float4 *)cs);
+    x[0] = (float)c.x * rs * w.x, x[1] = (float)c.y * rs * w.y, x[2] = (float)c.z * rs * w.z, x[3] = (float)c.w * rs * w.w;
+}
+
+#define FP16_QKV_UNITS 4 /* most units a thread of the 4-column kernel, their loads issued first */
+
+/* Block (t, c): token row t = (b, s), its units 256 p c .. 256 p (c + 1) - 1, p = per_thread
+ * (1 .. 4) a thread (each 4 columns of one q, k or v head; a half-split rotated unit also
+ * reads its partner at d + rd / 2), every load issued before the first value is used. */
+static __global__ void __launch_bounds__(256) ft_qkv_dequant_rope_fp16_v4(ft_qkv_dequant_args_fp16 a, float log2_base,
+                                                                               int per_thread)
 {
     const int t = blockIdx.x, b = t / a.S, s = t - b * a.S;
-    const int D = a.D, upd = D / 4, rd = a.rotary_dim, half = rd / 2;
-    const int units = min((a.H + 2 * a.Hkv) * upd, (int)(blockIdx.y + 1) * blockDim.x);
+    const int rd = a.rotary_dim, half = rd / 2, units = (a.H + 2 * a.Hkv) * (a.D / 4);
     const float rs = a.row_scale[t];
     const int pos = (a.start_pos != NULL ? a.start_pos[b] : a.start) + s;
     const int L = a.cache_len > 0 ? a.cache_len : a.S, row = a.cache_len > 0 ? pos : s;
@@ -548,34 +585,33 @@ static __global__ void __launch_bounds__(256) ft_qkv_dequant_rope_fp16_v4(ft_qkv
             freq[i] = (float)exp2(-(2.0 * i / rd) * (double)log2_base);
         __syncthreads();
     }
-    for (int u = blockIdx.y * blockDim.x + threadIdx.x; u < units; u += blockDim.x) {
-        const int hh = u / upd, d = (u - hh * upd) * 4;
+    const int base = blockIdx.y * blockDim.x * per_thread + threadIdx.x;
+    int4 c0[FP16_QKV_UNITS], c1[FP16_QKV_UNITS];
+#pragma unroll
+    for (int k = 0; k < FP16_QKV_UNITS; k++) {
         const int32_t *src;
         const float *cs;
         __half *dst;
-        int rot;
-        if (hh < a.H) {
-            src = a.q + (int64_t)t * a.ldq + hh * D, cs = a.q_scale + hh * D;
-            dst = a.q_out + (((int64_t)b * a.H + hh) * a.S + s) * D, rot = a.rope;
-        } else {
-            const int kv = hh - a.H, h = kv < a.Hkv ? kv : kv - a.Hkv;
-            if (row < 0 || row >= L)
-                continue;
-            if (kv < a.Hkv)
-                src = a.k + (int64_t)t * a.ldk + h * D, cs = a.k_scale + h * D, dst = a.k_out, rot = a.rope;
-            else
-                src = a.v + (int64_t)t * a.ldv + h * D, cs = a.v_scale + h * D, dst = a.v_out, rot = FT_ROPE_NONE;
-            dst += (((int64_t)b * a.Hkv + h) * L + row) * D;
+        int rot, d;
+        const int u = base + k * blockDim.x;
+        if (k < per_thread && u < units && ft_qkv_unit_fp16(a, t, b, s, row, L, u, 4, &src, &cs, &dst, &rot, &d)) {
+            c0[k] = __ldcs((const int4 *)(src + d));
+            if (rot == FT_ROPE_HALF && d < half)
+                c1[k] = __ldcs((const int4 *)(src + d + half));
         }
-        if (rot == FT_ROPE_NONE || d >= rd) {
-            const int4 c = __ldcs((const int4 *)(src + d));
-            const float4 w = __ldg((const float4 *)(cs + d));
-            const float x[4] = {(float)c.x * rs * w.x, (float)c.y * rs * w.y, (float)c.z * rs * w.z, (float)c.w * rs * w.w};
-            ft_store_fp16x4(dst + d, x);
-        } else if (rot == FT_ROPE_INTERLEAVED) {
-            const int4 c = __ldcs((const int4 *)(src + d));
-            const float4 w = __ldg((const float4 *)(cs + d));
-            float x[4] = {(float)c.x * rs * w.x, (float)c.y * rs * w.y, (float)c.z * rs * w.z, (float)c.w * rs * w.w};
+    }
+#pragma unroll
+    for (int k = 0; k < FP16_QKV_UNITS; k++) {
+        const int32_t *src;
+        const float *cs;
+        __half *dst;
+        int rot, d;
+        const int u = base + k * blockDim.x;
+        if (!(k < per_thread && u < units && ft_qkv_unit_fp16(a, t, b, s, row, L, u, 4, &src, &cs, &dst, &rot, &d)))
+            continue;
+        float x[4];
+        ft_qkv_deq4_fp16(c0[k], cs + d, rs, x);
+        if (rot == FT_ROPE_INTERLEAVED && d < rd) {
 #pragma unroll
             for (int e = 0; e < 4; e += 2) {
                 float sn, cn;
@@ -584,14 +620,9 @@ static __global__ void __launch_bounds__(256) ft_qkv_dequant_rope_fp16_v4(ft_qkv
                 x[e] = x0 * cn - x1 * sn;
                 x[e + 1] = x1 * cn + x0 * sn;
             }
-            ft_store_fp16x4(dst + d, x);
-        } else {
-            if (d >= half)
-                continue;
-            const int4 c0 = __ldcs((const int4 *)(src + d)), c1 = __ldcs((const int4 *)(src + d + half));
-            const float4 w0 = __ldg((const float4 *)(cs + d)), w1 = __ldg((const float4 *)(cs + d + half));
-            float x[4] = {(float)c0.x * rs * w0.x, (float)c0.y * rs * w0.y, (float)c0.z * rs * w0.z, (float)c0.w * rs * w0.w};
-            float y[4] = {(float)c1.x * rs * w1.x, (float)c1.y * rs * w1.y, (float)c1.z * rs * w1.z, (float)c1.w * rs * w1.w};
+        } else if (rot == FT_ROPE_HALF && d < half) {
+            float y[4];
+            ft_qkv_deq4_fp16(c1[k], cs + d + half, rs, y);
 #pragma unroll
             for (int e = 0; e < 4; e++) {
                 float sn, cn;
@@ -600,67 +631,45 @@ static __global__ void __launch_bounds__(256) ft_qkv_dequant_rope_fp16_v4(ft_qkv
                 x[e] = x0 * cn - y0 * sn;
                 y[e] = y0 * cn + x0 * sn;
             }
-            ft_store_fp16x4(dst + d, x);
             ft_store_fp16x4(dst + d + half, y);
         }
+        ft_store_fp16x4(dst + d, x);
     }
 }
-/* Block (t, c): token row t = (b, s), its units 256 c .. 256 c + 255; its threads take units of 1 element of every q, k and v
- * head. A unit of a rotated head in the half-split style also takes its partner 1 at d +
- * rd / 2 (and the units there are idle); interleaved pairs lie inside a unit (element d takes d + 1, odd d idle). */
+
+/* Block (t, c): token row t = (b, s), its units 256 c .. 256 c + 255, one element of a q, k
+ * or v head each (the forms the 4-column kernel cannot take: D or the rotated half not whole
+ * 4-column vectors, misaligned rows). */
 static __global__ void __launch_bounds__(256) ft_qkv_dequant_rope_fp16_v1(ft_qkv_dequant_args_fp16 a, float log2_base)
 {
     const int t = blockIdx.x, b = t / a.S, s = t - b * a.S;
-    const int D = a.D, upd = D / 1, rd = a.rotary_dim, half = rd / 2;
-    const int units = min((a.H + 2 * a.Hkv) * upd, (int)(blockIdx.y + 1) * blockDim.x);
+    const int rd = a.rotary_dim, half = rd / 2, units = (a.H + 2 * a.Hkv) * a.D;
     const float rs = a.row_scale[t];
     const int pos = (a.start_pos != NULL ? a.start_pos[b] : a.start) + s;
     const int L = a.cache_len > 0 ? a.cache_len : a.S, row = a.cache_len > 0 ? pos : s;
-    extern __shared__ float freq[]; /* [rd / 2] with rope: the inverse frequencies, once a block */
+    extern __shared__ float freq[];
     if (a.rope != FT_ROPE_NONE) {
         for (int i = threadIdx.x; i < half; i += blockDim.x)
             freq[i] = (float)exp2(-(2.0 * i / rd) * (double)log2_base);
         __syncthreads();
     }
-    for (int u = blockIdx.y * blockDim.x + threadIdx.x; u < units; u += blockDim.x) {
-        const int hh = u / upd, d = (u - hh * upd) * 1;
-        const int32_t *src;
-        const float *cs;
-        __half *dst;
-        int rot;
-        if (hh < a.H) {
-            src = a.q + (int64_t)t * a.ldq + hh * D, cs = a.q_scale + hh * D;
-            dst = a.q_out + (((int64_t)b * a.H + hh) * a.S + s) * D, rot = a.rope;
-        } else {
-            const int kv = hh - a.H, h = kv < a.Hkv ? kv : kv - a.Hkv;
-            if (row < 0 || row >= L)
-                continue;
-            if (kv < a.Hkv)
-                src = a.k + (int64_t)t * a.ldk + h * D, cs = a.k_scale + h * D, dst = a.k_out, rot = a.rope;
-            else
-                src = a.v + (int64_t)t * a.ldv + h * D, cs = a.v_scale + h * D, dst = a.v_out, rot = FT_ROPE_NONE;
-            dst += (((int64_t)b * a.Hkv + h) * L + row) * D;
-        }
-        if (rot == FT_ROPE_NONE || d >= rd) {
-            dst[d] = ft_from_float_fp16((float)src[d] * rs * cs[d]);
-        } else if (rot == FT_ROPE_INTERLEAVED) {
-            if (d & 1)
-                continue;
-            float sn, cn;
-            ft_qkv_angle_fp16(a, d >> 1, pos, rd, freq, &sn, &cn);
-            const float x0 = (float)src[d] * rs * cs[d], x1 = (float)src[d + 1] * rs * cs[d + 1];
-            dst[d] = ft_from_float_fp16(x0 * cn - x1 * sn);
-            dst[d + 1] = ft_from_float_fp16(x1 * cn + x0 * sn);
-        } else {
-            if (d >= half)
-                continue;
-            float sn, cn;
-            ft_qkv_angle_fp16(a, d, pos, rd, freq, &sn, &cn);
-            const float x0 = (float)src[d] * rs * cs[d], y0 = (float)src[d + half] * rs * cs[d + half];
-            dst[d] = ft_from_float_fp16(x0 * cn - y0 * sn);
-            dst[d + half] = ft_from_float_fp16(y0 * cn + x0 * sn);
-        }
+    const int u = blockIdx.y * blockDim.x + threadIdx.x;
+    const int32_t *src;
+    const float *cs;
+    __half *dst;
+    int rot, d;
+    if (!(u < units && ft_qkv_unit_fp16(a, t, b, s, row, L, u, 1, &src, &cs, &dst, &rot, &d)))
+        return;
+    if (rot == FT_ROPE_NONE || d >= rd) {
+        dst[d] = ft_from_float_fp16((float)src[d] * rs * cs[d]);
+        return;
     }
+    const int p = rot == FT_ROPE_INTERLEAVED ? d + 1 : d + half; /* the partner */
+    float sn, cn;
+    ft_qkv_angle_fp16(a, rot == FT_ROPE_INTERLEAVED ? d >> 1 : d, pos, rd, freq, &sn, &cn);
+    const float x0 = (float)src[d] * rs * cs[d], x1 = (float)src[p] * rs * cs[p];
+    dst[d] = ft_from_float_fp16(x0 * cn - x1 * sn);
+    dst[p] = ft_from_float_fp16(x1 * cn + x0 * sn);
 }
 
 /* FasterLLaMA's QKRoteEmbeddingTranspose and DequantizedVTranspose in one launch, with
@@ -729,12 +738,19 @@ static inline ft_status ft_qkv_dequant_rope_fp16(const ft_qkv_dequant_args_fp16 
                      ft_aligned(a.v_scale, 16) && ft_aligned(a.q_out, 8) &&
                      ft_aligned(a.k_out, 8) && ft_aligned(a.v_out, 8);
     const float log2_base = (float)log2((double)a.rope_base);
-    /* a block a token row and 256 units of it (every unit a thread: one load in flight each) */
+    /* a block a token row and 256 p of its 4-column units, p = 4 a thread where that still
+       gives every SM four blocks (prompts), else 1 (decode steps: latency-bound, the more
+       blocks the better; B64 H32 Hkv8 D128 on the H200 took 6.4 us at p = 4, 3.8 at 1) */
+    int sms = 0;
+    if ((st = ft_sm_count(fn, &sms)) != FT_OK)
+        return st;
     const int units = (a.H + 2 * a.Hkv) * a.D / (vec ? 4 : 1);
-    const dim3 grid((unsigned)(a.B * a.S), (unsigned)((units + 255) / 256));
+    const int64_t tokens = (int64_t)a.B * a.S;
+    const int p = vec && tokens * ((units + 1023) / 1024) >= 4LL * sms ? FP16_QKV_UNITS : 1;
+    const dim3 grid((unsigned)tokens, (unsigned)((units + 256 * p - 1) / (256 * p)));
     const size_t smem = a.rope != FT_ROPE_NONE ? (size_t)(a.rotary_dim / 2) * sizeof(float) : 0;
     if (vec)
-        ft_qkv_dequant_rope_fp16_v4<<<grid, 256, smem, stream>>>(a, log2_base);
+        ft_qkv_dequant_rope_fp16_v4<<<grid, 256, smem, stream>>>(a, log2_base, p);
     else
         ft_qkv_dequant_rope_fp16_v1<<<grid, 256, smem, stream>>>(a, log2_base);
     return ft_launch_status(fn);
