@@ -4,6 +4,7 @@
 #include "ft/norm.cuh"
 #include "ft/variants.h"
 
+#include "args_check.h"
 #include "harness.h"
 
 #define P(addr) ((void *)(uintptr_t)(addr))
@@ -16,16 +17,6 @@ static const ft_dtype variant_dtypes[] = {
 #undef FT_X
 };
 #define NVARIANTS (sizeof variant_dtypes / sizeof variant_dtypes[0])
-
-#define EXPECT_STATUS(t, call, want, needle)                                                     \
-    do {                                                                                         \
-        ft_last_error(); /* the message buffer exists before the call */                         \
-        ft_status got_ = (call);                                                                 \
-        FT_EXPECT(t, got_ == (want), "%s: %s: got %s, want %s (%s)", ft_dtype_name(dt), #call,    \
-                  ft_status_string(got_), ft_status_string(want), ft_last_error());              \
-        FT_EXPECT(t, strstr(ft_last_error(), (needle)) != NULL, "%s: %s: message '%s' lacks '%s'", \
-                  ft_dtype_name(dt), #call, ft_last_error(), (needle));                          \
-    } while (0)
 
 FT_TEST(norm_args_null_pointers)
 {
