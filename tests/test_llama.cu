@@ -535,12 +535,15 @@ FT_GPU_TEST(llama_causal_softmax)
     const int cases[][8] = {{1, 1, 1, 1, 1, 0, 0, 0},   {2, 3, 5, 5, 1, 0, 0, 0},    {1, 2, 3, 10, 1, 1, 0, 1},
                             {1, 1, 4, 2, 1, 0, 0, 0},   {2, 2, 7, 37, 1, 1, 3, 0},   {1, 1, 2, 40000, 1, 0, 0, 1},
                             {1, 1, 1, 33001, 0, 0, 0, 0}, {2, 4, 64, 64, 1, 0, 0, 1}, {1, 2, 16, 1024, 0, 1, 0, 0},
-                            {1, 1, 3, 6, 1, 0, 1, 0}};
+                            {1, 1, 3, 6, 1, 0, 1, 0},   {1, 2, 3, 5000, 1, 1, 0, 0}, {2, 1, 4, 700, 1, 0, 1, 1}};
+    /* rows of up to a warp's registers (1024 keys, 512 element by element) a warp each; the
+       rest a block each, in registers (5000, 700 element by element) or read again */
+    const int ncases = (int)(sizeof cases / sizeof cases[0]);
     for (int v = 0; v < NDT; v++) {
         const ft_dtype dt = llama_dtypes[v];
         const size_t es = ft_dtype_size(dt);
         const ref_tol tol = ref_tolerance(dt);
-        for (int c = 0; c < 10; c++) {
+        for (int c = 0; c < ncases; c++) {
             const int B = cases[c][0], H = cases[c][1], Sq = cases[c][2], Sk = cases[c][3], causal = cases[c][4];
             const int use_mask = cases[c][5], ld = Sk + cases[c][6], inplace = cases[c][7];
             const size_t rows = (size_t)B * H * Sq, n = rows * ld;

@@ -850,6 +850,7 @@ typedef struct ft_csm_args_fp32 {
     float *y;            /* the same shape (may be x) */
     const float *mask;   /* [Sq, ld_mask] additive, or NULL */
     int64_t ld, ld_mask;
+    int64_t rows;          /* B*H*Sq */
     int Sq, Sk, causal;
     float scale;
 } ft_csm_args_fp32;
@@ -890,12 +891,14 @@ static __device__ __forceinline__ void ft_csm_put_fp32_v4(float *y, int i, int S
                 y[4 * i + e] = ft_from_float_fp32(p[e]);
 }
 
+/* A block a row. */
 static __global__ void __launch_bounds__(1024) ft_causal_softmax_fp32_v4(ft_csm_args_fp32 a)
 {
     __shared__ float scratch[64];
     const int64_t r = blockIdx.x;
+    const int nt = blockDim.x, tid = threadIdx.x;
     const int qi = (int)(r % a.Sq);
-    const int nv = (a.Sk + 3) / 4, nt = blockDim.x, tid = threadIdx.x;
+    const int nv = (a.Sk + 3) / 4;
     /* query qi sits at position Sk - Sq + qi among the keys; it sees keys up to there */
     const int lim = a.causal ? max(0, min(a.Sk, a.Sk - a.Sq + qi + 1)) : a.Sk;
     const float *x = a.x + r * a.ld;
@@ -967,6 +970,86 @@ static __global__ void __launch_bounds__(1024) ft_causal_softmax_fp32_v4(ft_csm_
         }
     }
 }
+/* A warp a row, the rows of up to 8 vectors a lane (eight rows a block of 256): no block barrier, no idle threads on short rows. */
+static __global__ void __launch_bounds__(256) ft_causal_softmax_warp_fp32_v4(ft_csm_args_fp32 a)
+{
+    const int64_t r = (int64_t)blockIdx.x * (blockDim.x >> 5) + (threadIdx.x >> 5);
+    if (r >= a.rows)
+        return;
+    const int nt = 32, tid = threadIdx.x & 31;
+    const int qi = (int)(r % a.Sq);
+    const int nv = (a.Sk + 3) / 4;
+    /* query qi sits at position Sk - Sq + qi among the keys; it sees keys up to there */
+    const int lim = a.causal ? max(0, min(a.Sk, a.Sk - a.Sq + qi + 1)) : a.Sk;
+    const float *x = a.x + r * a.ld;
+    float *y = a.y + r * a.ld;
+    const float *mrow = a.mask != NULL ? a.mask + (int64_t)qi * a.ld_mask : NULL;
+    const bool fits = true;
+    float z[8][4], mx = -INFINITY;
+#pragma unroll
+    for (int k = 0; k < 8; k++) {
+        const int i = tid + k * nt;
+        if (fits && i < nv) {
+            ft_csm_z_fp32_v4(a, x, mrow, i, lim, z[k]);
+#pragma unroll
+            for (int e = 0; e < 4; e++)
+                mx = fmaxf(mx, z[k][e]);
+        }
+    }
+    if (!fits)
+        for (int i = tid; i < nv; i += nt) {
+            float t[4];
+            ft_csm_z_fp32_v4(a, x, mrow, i, lim, t);
+#pragma unroll
+            for (int e = 0; e < 4; e++)
+                mx = fmaxf(mx, t[e]);
+        }
+    mx = ft_warp_max(mx);
+    const float m = mx == -INFINITY ? 0.0f : mx; /* a row without keys: zeros */
+    float sum = 0.0f;
+    if (fits) {
+#pragma unroll
+        for (int k = 0; k < 8; k++)
+            if (tid + k * nt < nv)
+#pragma unroll
+                for (int e = 0; e < 4; e++) {
+                    z[k][e] = __expf(z[k][e] - m);
+                    sum += z[k][e];
+                }
+    } else {
+        for (int i = tid; i < nv; i += nt) {
+            float t[4];
+            ft_csm_z_fp32_v4(a, x, mrow, i, lim, t);
+#pragma unroll
+            for (int e = 0; e < 4; e++)
+                sum += __expf(t[e] - m);
+        }
+    }
+    sum = ft_warp_sum(sum);
+    const float inv = sum > 0.0f ? 1.0f / sum : 0.0f;
+    if (fits) {
+#pragma unroll
+        for (int k = 0; k < 8; k++) {
+            const int i = tid + k * nt;
+            if (i < nv) {
+                float p[4];
+#pragma unroll
+                for (int e = 0; e < 4; e++)
+                    p[e] = z[k][e] * inv;
+                ft_csm_put_fp32_v4(y, i, a.Sk, p);
+            }
+        }
+    } else {
+        for (int i = tid; i < nv; i += nt) {
+            float t[4];
+            ft_csm_z_fp32_v4(a, x, mrow, i, lim, t);
+#pragma unroll
+            for (int e = 0; e < 4; e++)
+                t[e] = __expf(t[e] - m) * inv;
+            ft_csm_put_fp32_v4(y, i, a.Sk, t);
+        }
+    }
+}
 static __device__ __forceinline__ void ft_csm_z_fp32_v1(const ft_csm_args_fp32 &a, const float *x,
                                                                 const float *mrow, int i, int lim, float *z)
 {
@@ -980,12 +1063,14 @@ static __device__ __forceinline__ void ft_csm_put_fp32_v1(float *y, int i, int S
     y[i] = ft_from_float_fp32(p[0]);
 }
 
+/* A block a row. */
 static __global__ void __launch_bounds__(1024) ft_causal_softmax_fp32_v1(ft_csm_args_fp32 a)
 {
     __shared__ float scratch[64];
     const int64_t r = blockIdx.x;
+    const int nt = blockDim.x, tid = threadIdx.x;
     const int qi = (int)(r % a.Sq);
-    const int nv = (a.Sk + 0) / 1, nt = blockDim.x, tid = threadIdx.x;
+    const int nv = (a.Sk + 0) / 1;
     /* query qi sits at position Sk - Sq + qi among the keys; it sees keys up to there */
     const int lim = a.causal ? max(0, min(a.Sk, a.Sk - a.Sq + qi + 1)) : a.Sk;
     const float *x = a.x + r * a.ld;
@@ -1057,6 +1142,86 @@ static __global__ void __launch_bounds__(1024) ft_causal_softmax_fp32_v1(ft_csm_
         }
     }
 }
+/* A warp a row, the rows of up to 16 vectors a lane (eight rows a block of 256): no block barrier, no idle threads on short rows. */
+static __global__ void __launch_bounds__(256) ft_causal_softmax_warp_fp32_v1(ft_csm_args_fp32 a)
+{
+    const int64_t r = (int64_t)blockIdx.x * (blockDim.x >> 5) + (threadIdx.x >> 5);
+    if (r >= a.rows)
+        return;
+    const int nt = 32, tid = threadIdx.x & 31;
+    const int qi = (int)(r % a.Sq);
+    const int nv = (a.Sk + 0) / 1;
+    /* query qi sits at position Sk - Sq + qi among the keys; it sees keys up to there */
+    const int lim = a.causal ? max(0, min(a.Sk, a.Sk - a.Sq + qi + 1)) : a.Sk;
+    const float *x = a.x + r * a.ld;
+    float *y = a.y + r * a.ld;
+    const float *mrow = a.mask != NULL ? a.mask + (int64_t)qi * a.ld_mask : NULL;
+    const bool fits = true;
+    float z[16][1], mx = -INFINITY;
+#pragma unroll
+    for (int k = 0; k < 16; k++) {
+        const int i = tid + k * nt;
+        if (fits && i < nv) {
+            ft_csm_z_fp32_v1(a, x, mrow, i, lim, z[k]);
+#pragma unroll
+            for (int e = 0; e < 1; e++)
+                mx = fmaxf(mx, z[k][e]);
+        }
+    }
+    if (!fits)
+        for (int i = tid; i < nv; i += nt) {
+            float t[1];
+            ft_csm_z_fp32_v1(a, x, mrow, i, lim, t);
+#pragma unroll
+            for (int e = 0; e < 1; e++)
+                mx = fmaxf(mx, t[e]);
+        }
+    mx = ft_warp_max(mx);
+    const float m = mx == -INFINITY ? 0.0f : mx; /* a row without keys: zeros */
+    float sum = 0.0f;
+    if (fits) {
+#pragma unroll
+        for (int k = 0; k < 16; k++)
+            if (tid + k * nt < nv)
+#pragma unroll
+                for (int e = 0; e < 1; e++) {
+                    z[k][e] = __expf(z[k][e] - m);
+                    sum += z[k][e];
+                }
+    } else {
+        for (int i = tid; i < nv; i += nt) {
+            float t[1];
+            ft_csm_z_fp32_v1(a, x, mrow, i, lim, t);
+#pragma unroll
+            for (int e = 0; e < 1; e++)
+                sum += __expf(t[e] - m);
+        }
+    }
+    sum = ft_warp_sum(sum);
+    const float inv = sum > 0.0f ? 1.0f / sum : 0.0f;
+    if (fits) {
+#pragma unroll
+        for (int k = 0; k < 16; k++) {
+            const int i = tid + k * nt;
+            if (i < nv) {
+                float p[1];
+#pragma unroll
+                for (int e = 0; e < 1; e++)
+                    p[e] = z[k][e] * inv;
+                ft_csm_put_fp32_v1(y, i, a.Sk, p);
+            }
+        }
+    } else {
+        for (int i = tid; i < nv; i += nt) {
+            float t[1];
+            ft_csm_z_fp32_v1(a, x, mrow, i, lim, t);
+#pragma unroll
+            for (int e = 0; e < 1; e++)
+                t[e] = __expf(t[e] - m) * inv;
+            ft_csm_put_fp32_v1(y, i, a.Sk, t);
+        }
+    }
+}
 
 /* y = softmax(x * scale + mask) along each row of scores [B, H, Sq, Sk] (rows ld elements
  * apart), FasterLLaMA's attention softmax. With causal, query row qi (the last Sq of Sk
@@ -1095,10 +1260,18 @@ static inline ft_status ft_causal_softmax_fp32(const float *x, float *y, const f
     const int pad = (4 - Sk % 4) % 4;
     const bool vec = ld % 4 == 0 && ld - Sk >= pad && ft_aligned(x, 16) && ft_aligned(y, 16) &&
                      (mask == NULL || (ld_mask % 4 == 0 && ld_mask - Sk >= pad && ft_aligned(mask, 16)));
-    if (vec)
-        ft_causal_softmax_fp32_v4<<<rows, ft_quant_row_threads((Sk + 3) / 4, 8), 0, stream>>>(a);
+    a.rows = rows;
+    /* rows a warp's registers hold go eight a block, a warp each; longer ones a block each */
+    const int nv = vec ? (Sk + 3) / 4 : Sk, cache = vec ? 8 : 16;
+    const unsigned warp_blocks = (unsigned)((rows + 7) / 8);
+    if (vec && nv <= 32 * cache)
+        ft_causal_softmax_warp_fp32_v4<<<warp_blocks, 256, 0, stream>>>(a);
+    else if (nv <= 32 * cache)
+        ft_causal_softmax_warp_fp32_v1<<<warp_blocks, 256, 0, stream>>>(a);
+    else if (vec)
+        ft_causal_softmax_fp32_v4<<<rows, ft_quant_row_threads(nv, cache), 0, stream>>>(a);
     else
-        ft_causal_softmax_fp32_v1<<<rows, ft_quant_row_threads(Sk, 16), 0, stream>>>(a);
+        ft_causal_softmax_fp32_v1<<<rows, ft_quant_row_threads(nv, cache), 0, stream>>>(a);
     return ft_launch_status(fn);
 }
 
