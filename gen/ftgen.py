@@ -957,8 +957,17 @@ class LlamaFamily(Family):
         }
 
 
+class BatchingFamily(LlamaFamily):
+    """The continuous-batching inferencer's kernels per dtype (templates/batching.cuh.j2):
+    slot insertion, new items into the K^T/V caches, q.K^T, softmax with lengths, p.V and
+    the greedy decoder step over per-slot lengths."""
+    name = "batching"
+    template = "batching.cuh.j2"
+    dispatch_template = "batching_dispatch.cuh.j2"
+
+
 FAMILIES = {f.name: f for f in (NormFamily(), EncoderFamily(), AttentionFamily(), TopkFamily(), DecodingFamily(),
-                                LlamaFamily())}
+                                LlamaFamily(), BatchingFamily())}
 
 
 # ---------------------------------------------------------------- naming

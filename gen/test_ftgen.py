@@ -278,6 +278,20 @@ class GeneratorTest(unittest.TestCase):
         self.assertEqual(rc, 2, err)
         self.assertIn("not supported", err)
 
+    def test_on_demand_batching(self):
+        rc, out, err = run("--family", "batching", "--dtype", "fp16", "--out", self.tmp)
+        self.assertEqual(rc, 0, err)
+        with open(os.path.join(self.tmp, "ft", "batching_fp16.cuh")) as f:
+            text = f.read()
+        for fn in ("ft_insert_items_fp16(", "ft_fill_new_kv_cache_fp16(", "ft_append_kv_fp16(", "ft_qkt_fp16(",
+                   "ft_softmax_lengths_fp16(", "ft_softmax_v_fp16(", "ft_greedy_step_fp16(", '#include "ft/items.h"'):
+            self.assertIn(fn, text)
+        # fp16's 16-byte vectors are 8 elements: the vector kernels are named by it
+        self.assertIn("ft_qkt_fp16_v8", text)
+        self.assertIn("ft_softmax_v_fp16_v8", text)
+        rc, _, err = run("--family", "batching", "--dtype", "fp16", "--k", "4", "--out", self.tmp)
+        self.assertEqual(rc, 2, err)
+
 
 if __name__ == "__main__":
     unittest.main()

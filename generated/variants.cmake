@@ -65,7 +65,11 @@ set(FT_GENERATED_HEADERS
     ft/llama_fp32.cuh
     ft/llama_fp16.cuh
     ft/llama_bf16.cuh
+    ft/batching_fp32.cuh
+    ft/batching_fp16.cuh
+    ft/batching_bf16.cuh
     ft/attention.cuh
+    ft/batching.cuh
     ft/decoding.cuh
     ft/encoder.cuh
     ft/llama.cuh
@@ -73,4 +77,4 @@ set(FT_GENERATED_HEADERS
     ft/topk.cuh
     ft/variants.h
 )
-set(FT_GENERATED_FAMILIES attention decoding encoder llama norm topk)
+set(FT_GENERATED_FAMILIES attention batching decoding encoder llama norm topk)

@@ -2,7 +2,7 @@
  * Regenerate: python3 gen/ftgen.py
  * Variant: listing */
 /* Every generated variant, as X-macros, so tests and benchmarks loop over exactly what
- * the manifest ships. Per variant: X(suffix, dtype_enum) for norm, encoder, decoding and llama, X(suffix, dtype_enum,
+ * the manifest ships. Per variant: X(suffix, dtype_enum) for norm, encoder, decoding, llama and batching, X(suffix, dtype_enum,
  * head_size) for attention. */
 #ifndef FT_VARIANTS_H
 #define FT_VARIANTS_H
@@ -38,6 +38,11 @@
     X(h256_fp32, FT_FP32, 256) \
     X(h256_fp16, FT_FP16, 256) \
     X(h256_bf16, FT_BF16, 256)
+
+#define FT_BATCHING_VARIANTS(X) \
+    X(fp32, FT_FP32) \
+    X(fp16, FT_FP16) \
+    X(bf16, FT_BF16)
 
 #define FT_DECODING_VARIANTS(X) \
     X(fp32, FT_FP32) \
