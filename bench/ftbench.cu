@@ -21,6 +21,7 @@
 #include <time.h>
 
 #include "ft/attention.cuh"
+#include "ft/batching.cuh"
 #include "ft/decoding.cuh"
 #include "ft/encoder.cuh"
 #include "ft/llama.cuh"
@@ -648,13 +649,17 @@ static ft_status run_kv_reorder(const bench_opts *o, void **b, cudaStream_t s)
 
 /* Lengths a kernel's FILL_LENGTHS buffer holds for sequence b. Attention: len-1 cached
  * steps (cross: len memory steps). Encoder: --avg-len spreads lengths evenly over
- * [1, S] around that mean (S when absent). Decoder layer: len cached steps. */
+ * [1, S] around that mean (S when absent). Decoder layer and the
+ * continuous-batching pieces: len steps (the greedy step: at least 1, a running slot). */
 static int bench_length(const bench_opts *o, int b)
 {
     if (strcmp(o->kernel, "self_attention") == 0)
         return o->len - 1;
-    if (strcmp(o->kernel, "cross_attention") == 0 || strcmp(o->kernel, "decoder_layer") == 0)
+    if (strcmp(o->kernel, "cross_attention") == 0 || strcmp(o->kernel, "decoder_layer") == 0 ||
+        strcmp(o->kernel, "qkt") == 0 || strcmp(o->kernel, "softmax_lengths") == 0 || strcmp(o->kernel, "softmax_v") == 0)
         return o->len;
+    if (strcmp(o->kernel, "greedy_step") == 0) /* running slots */
+        return o->len > 0 ? o->len : 1;
     if (o->avg_len <= 0 || o->avg_len >= o->seq)
         return o->seq;
     const int v = (int)lround(2.0 * o->avg_len * (b + 0.5) / o->batch);
@@ -1242,6 +1247,99 @@ static ft_status run_attn_quant_transpose(const bench_opts *o, void **b, cudaStr
                                    o->head_size, 1, s);
 }
 
+/* ---- the continuous-batching inferencer (ft/batching.cuh): every slot at --len steps,
+ * caches of --len (kt [B, E, L], v [B, L, E]) */
+
+/* qkt: 0 q [B, E], 1 kt, 2 lengths, 3 scores fp32 [B, H, L]; softmax_lengths: 0 scores;
+ * softmax_v: 0 probabilities fp32, 1 v, 2 lengths, 3 out [B, E], 4 workspace */
+static int batch_buffers(const bench_opts *o, buf_spec *sp)
+{
+    const size_t B = (size_t)o->batch, E = (size_t)o->heads * o->head_size, L = (size_t)o->len;
+    const size_t rows = B * o->heads * L;
+    if (is_kernel(o, "qkt")) {
+        spec(sp + 0, B * E, 0, 0, FILL_RANDOM);
+        spec(sp + 1, B * E * L, 0, 1, FILL_RANDOM);
+        spec(sp + 2, B, 4, 0, FILL_LENGTHS);
+        spec(sp + 3, rows, 4, 1, FILL_NONE);
+        return 4;
+    }
+    if (is_kernel(o, "softmax_lengths")) {
+        spec(sp + 0, rows, 4, 1, FILL_SCALES);
+        spec(sp + 1, B, 4, 0, FILL_LENGTHS);
+        return 2;
+    }
+    spec(sp + 0, rows, 4, 1, FILL_SCALES);
+    spec(sp + 1, B * L * E, 0, 1, FILL_RANDOM);
+    spec(sp + 2, B, 4, 0, FILL_LENGTHS);
+    spec(sp + 3, B * E, 0, 1, FILL_NONE);
+    const size_t ws = ft_softmax_v_workspace(o->dt, o->batch, o->heads, o->head_size, o->len);
+    spec(sp + 4, ws ? ws : 1, 1, 0, FILL_NONE);
+    return 5;
+}
+static double batch_bytes(const bench_opts *o)
+{
+    const double es = (double)ft_dtype_size(o->dt), B = o->batch, E = (double)o->heads * o->head_size;
+    const double L = o->len, rows = B * o->heads * L;
+    if (is_kernel(o, "qkt"))
+        return B * E * es + B * E * L * es + 4 * rows;
+    if (is_kernel(o, "softmax_lengths"))
+        return 8 * rows;
+    return 4 * rows + B * L * E * es + B * E * es;
+}
+static void batch_describe(const bench_opts *o, char *variant, char *shape, size_t len)
+{
+    snprintf(variant, len, "all at L");
+    snprintf(shape, len, "B=%d H=%d D=%d L=%d", o->batch, o->heads, o->head_size, o->len);
+}
+static ft_status run_qkt(const bench_opts *o, void **b, cudaStream_t s)
+{
+    const int E = o->heads * o->head_size;
+    return ft_qkt(o->dt, b[0], E, b[1], (const int *)b[2], (float *)b[3], o->len, o->batch, o->heads, o->head_size,
+                  o->len, 1.0f / sqrtf((float)o->head_size), s);
+}
+static ft_status run_softmax_lengths(const bench_opts *o, void **b, cudaStream_t s)
+{
+    return ft_softmax_lengths(o->dt, (float *)b[0], o->len, (const int *)b[1], o->batch, o->heads, o->len, s);
+}
+static ft_status run_softmax_v(const bench_opts *o, void **b, cudaStream_t s)
+{
+    const int E = o->heads * o->head_size;
+    const size_t ws = ft_softmax_v_workspace(o->dt, o->batch, o->heads, o->head_size, o->len);
+    return ft_softmax_v(o->dt, (const float *)b[0], o->len, b[1], (const int *)b[2], b[3], E, o->batch, o->heads,
+                        o->head_size, o->len, ws ? b[4] : NULL, ws, 0, s);
+}
+
+/* greedy_step: 0 logits [B, V], 1 embedding table [V, N], 2 lengths (grow by one a call,
+ * the capacity never reached), 3 tokens, 4 next inputs [B, N], 5 workspace */
+static int greedy_buffers(const bench_opts *o, buf_spec *sp)
+{
+    spec(sp + 0, (size_t)o->batch * o->vocab, 0, 1, FILL_RANDOM);
+    spec(sp + 1, (size_t)o->vocab * o->hidden, 0, 0, FILL_RANDOM);
+    spec(sp + 2, (size_t)o->batch, 4, 0, FILL_LENGTHS);
+    spec(sp + 3, (size_t)o->batch, 4, 1, FILL_NONE);
+    spec(sp + 4, (size_t)o->batch * o->hidden, 0, 1, FILL_NONE);
+    const size_t ws = ft_greedy_workspace(o->dt, o->batch, o->vocab);
+    spec(sp + 5, ws ? ws : 1, 1, 0, FILL_NONE);
+    return 6;
+}
+/* the logits read, one table row read and written a slot, the tokens and lengths */
+static double greedy_bytes(const bench_opts *o)
+{
+    const double es = (double)ft_dtype_size(o->dt);
+    return (double)o->batch * ((double)o->vocab * es + 2.0 * o->hidden * es + 12.0);
+}
+static void greedy_describe(const bench_opts *o, char *variant, char *shape, size_t len)
+{
+    snprintf(variant, len, "argmax+embed");
+    snprintf(shape, len, "B=%d V=%d N=%d", o->batch, o->vocab, o->hidden);
+}
+static ft_status run_greedy_step(const bench_opts *o, void **b, cudaStream_t s)
+{
+    const size_t ws = ft_greedy_workspace(o->dt, o->batch, o->vocab);
+    return ft_greedy_step(o->dt, b[0], o->vocab, b[1], o->vocab, o->hidden, (int *)b[2], 0x7fffffff, (int *)b[3], b[4],
+                          o->hidden, o->batch, ws ? b[5] : NULL, ws, s);
+}
+
 static const kernel_desc kernels[] = {
     {"layernorm", "y = LN(x)*gamma + beta", norm_buffers, run_layernorm, norm_bytes, norm_describe},
     {"add_bias_residual_layernorm", "s = x + r + b; y = LN(s) (--sum: store s)", norm_buffers, run_abr_layernorm,
@@ -1304,6 +1402,14 @@ static const kernel_desc kernels[] = {
      run_causal_softmax, csm_bytes, csm_describe},
     {"attn_quant_transpose", "[B,H,S,D] -> int8 [B*S,H*D] with per-row scales, --batch --seq --heads --head-size",
      aqt_buffers, run_attn_quant_transpose, aqt_bytes, aqt_describe},
+    {"qkt", "continuous batching: scores = q K^T over kt [B,E,L], --batch --heads --head-size --len", batch_buffers,
+     run_qkt, batch_bytes, batch_describe},
+    {"softmax_lengths", "continuous batching: softmax of fp32 scores [B,H,L] over each slot's length, same flags",
+     batch_buffers, run_softmax_lengths, batch_bytes, batch_describe},
+    {"softmax_v", "continuous batching: p [B,H,L] times v [B,L,E], same flags", batch_buffers, run_softmax_v,
+     batch_bytes, batch_describe},
+    {"greedy_step", "continuous batching: arg-max of logits [B,V], its embedding row next, --batch --vocab --hidden",
+     greedy_buffers, run_greedy_step, greedy_bytes, greedy_describe},
 };
 #define NKERNELS ((int)(sizeof kernels / sizeof kernels[0]))
 
@@ -1608,6 +1714,17 @@ static const char *suite[] = {
     "qkv_dequant_rope --dtype fp16 --batch 64 --seq 1 --heads 32 --kv-heads 8 --head-size 128 --len 2048",
     "causal_softmax --dtype fp16 --batch 1 --heads 32 --seq 2048",
     "attn_quant_transpose --dtype fp16 --batch 1 --seq 4096 --heads 32 --head-size 128",
+    /* the continuous-batching inferencer's pieces, every slot at L steps (the attention
+     * issue's shapes: beside self_attention's fused step) and a LLaMA-sized greedy step */
+    "qkt --dtype fp16 --batch 8 --heads 32 --head-size 128 --len 4096",
+    "softmax_lengths --dtype fp16 --batch 8 --heads 32 --head-size 128 --len 4096",
+    "softmax_v --dtype fp16 --batch 8 --heads 32 --head-size 128 --len 4096",
+    "qkt --dtype fp16 --batch 64 --heads 12 --head-size 64 --len 1024",
+    "softmax_v --dtype fp16 --batch 64 --heads 12 --head-size 64 --len 1024",
+    "qkt --dtype fp16 --batch 1 --heads 32 --head-size 128 --len 4096",
+    "softmax_v --dtype fp16 --batch 1 --heads 32 --head-size 128 --len 4096",
+    "greedy_step --dtype fp16 --batch 64 --vocab 32000 --hidden 4096",
+    "greedy_step --dtype fp16 --batch 8 --vocab 128256 --hidden 4096",
     "bert_layer --dtype fp16 --batch 32 --seq 128 --hidden 768 --heads 12 --ffn 3072",
     "bert_layer --dtype fp16 --batch 32 --seq 128 --hidden 768 --heads 12 --ffn 3072 --avg-len 64",
     "bert_layer --dtype fp16 --batch 32 --seq 128 --hidden 768 --heads 12 --ffn 3072 --avg-len 64 --remove-padding",

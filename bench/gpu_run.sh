@@ -123,7 +123,9 @@ if [ -z "${FT_SKIP_SANITIZER:-}" ] && command -v compute-sanitizer >/dev/null; t
               "test_attention_bf16 packed_attention_h64" "test_attention_fp32 h80" "test_encoder masked_softmax_fp16 add_qkv_bias_transpose_fp16 remove_rebuild_padding_fp16" \
               "test_layers bert_layer_fp16" "test_decoding topk_k4_fp16 search_kernels topp_cluster_fp16" \
               "test_decoding beam_search_fp32 embedding_fp16 update_logits_fp16 update_logits_stream_fp32" \
-              "test_decoding topp_sorted_small_bf16" "test_llama" "test_layers llama_layer_fp16"; do
+              "test_decoding topp_sorted_small_bf16" "test_llama" "test_layers llama_layer_fp16" \
+              "test_batching batching_insert batching_fill batching_append batching_qkt batching_softmax batching_greedy" \
+              "test_batching batching_inferencer"; do
     set -- $spec
     t=$1
     shift

@@ -297,6 +297,29 @@ def llama(kernel, variant, shape, dt):
     raise NoForm(kernel)
 
 
+def batching(kernel, variant, shape, dt):
+    """The continuous-batching pieces as PyTorch eager code over the same layouts (kt
+    [B, E, L], v [B, L, E]; every slot at L steps, so no mask is needed)."""
+    if kernel == "greedy_step":
+        B, V, N = shape["B"], shape["V"], shape["N"]
+        table = torch.randn(V, N, device="cuda", dtype=dt)
+        return ("tok = logits.argmax(-1); x_next = table[tok]", lambda: (torch.randn(B, V, device="cuda", dtype=dt),),
+                lambda lg: table.index_select(0, lg.argmax(-1)))
+    B, H, D, L = (shape[k] for k in ("B", "H", "D", "L"))
+    if kernel == "qkt":
+        return ("(q.view(B,H,1,D).float() @ kt.view(B,H,D,L).float()) * scale",
+                lambda: (torch.randn(B, H * D, device="cuda", dtype=dt), torch.randn(B, H * D, L, device="cuda", dtype=dt)),
+                lambda q, kt: torch.matmul(q.view(B, H, 1, D).float(), kt.view(B, H, D, L).float()) * D ** -0.5)
+    if kernel == "softmax_lengths":
+        return ("torch.softmax(scores, -1) in fp32", lambda: (torch.rand(B, H, L, device="cuda"),),
+                lambda t: torch.softmax(t, dim=-1))
+    if kernel == "softmax_v":
+        return ("p.view(B,H,1,L).to(dt) @ v.view(B,L,H,D).transpose(1,2)",
+                lambda: (torch.rand(B, H, L, device="cuda"), torch.randn(B, L, H * D, device="cuda", dtype=dt)),
+                lambda p, v: torch.matmul(p.view(B, H, 1, L).to(dt), v.view(B, L, H, D).transpose(1, 2)))
+    raise NoForm(kernel)
+
+
 def expression(kernel, variant, shape, dt):
     """(description, make_inputs, fn[, (description, fn) of a second PyTorch form]) for
     the PyTorch eager form of one kernel."""
@@ -305,6 +328,8 @@ def expression(kernel, variant, shape, dt):
     if kernel in ("rmsnorm_quant", "dequant_residual_rmsnorm_quant", "dequant_residual", "dequant_silu_mul_quant",
                   "qkv_dequant_rope", "causal_softmax", "attn_quant_transpose"):
         return llama(kernel, variant, shape, dt)
+    if kernel in ("qkt", "softmax_lengths", "softmax_v", "greedy_step"):
+        return batching(kernel, variant, shape, dt)
     if kernel == "kv_reorder":
         B, Hkv, D, L = (shape[k] for k in ("B", "Hkv", "D", "L"))
         W = int(variant.split("beam=")[1].split()[0])
