@@ -414,7 +414,7 @@ static __global__ void __launch_bounds__(FT_SML_NT) ft_softmax_lengths_fp32_kern
             s += v[c];
         }
         s = ft_block_sum(s, scratch + 32);
-        const float inv = 1.f / s;
+        const float inv = len > 0 ? 1.f / s : 0.f; /* an empty slot's row: zeros, not 0 * inf */
 #pragma unroll
         for (int c = 0; c < FT_SML_CACHE; c++) {
             const int j = tid + c * FT_SML_NT;
