@@ -33,6 +33,7 @@
 #include "cuda_util.h"
 #include "gemm_util.h"
 #include "decoder_layer.cuh"
+#include "inferencer.cuh"
 
 typedef struct bench_opts {
     const char *kernel;
@@ -656,7 +657,8 @@ static int bench_length(const bench_opts *o, int b)
     if (strcmp(o->kernel, "self_attention") == 0)
         return o->len - 1;
     if (strcmp(o->kernel, "cross_attention") == 0 || strcmp(o->kernel, "decoder_layer") == 0 ||
-        strcmp(o->kernel, "qkt") == 0 || strcmp(o->kernel, "softmax_lengths") == 0 || strcmp(o->kernel, "softmax_v") == 0)
+        strcmp(o->kernel, "qkt") == 0 || strcmp(o->kernel, "softmax_lengths") == 0 || strcmp(o->kernel, "softmax_v") == 0 ||
+        strcmp(o->kernel, "inferencer_step") == 0)
         return o->len;
     if (strcmp(o->kernel, "greedy_step") == 0) /* running slots */
         return o->len > 0 ? o->len : 1;
@@ -1340,6 +1342,57 @@ static ft_status run_greedy_step(const bench_opts *o, void **b, cudaStream_t s)
                           o->hidden, o->batch, ws ? b[5] : NULL, ws, s);
 }
 
+/* inferencer_step: one step of examples/inferencer.cuh for every slot, all at --len steps
+ * of caches of --len (the greedy step then appends nothing, so every call is the same
+ * work): 0 the inferencer's workspace (zeros), 1 embedding [V, N], 2 W_qkv [N, 3E], 3 W_o
+ * [E, N], 4 lengths */
+static ft_inferencer_config infer_config(const bench_opts *o)
+{
+    ft_inferencer_config c;
+    c.dtype = o->dt;
+    c.slots = o->batch;
+    c.hidden = o->hidden;
+    c.heads = o->heads;
+    c.head_size = o->head_size;
+    c.vocab = o->vocab;
+    c.capacity = o->len;
+    c.max_prompt = 1;
+    return c;
+}
+static int infer_buffers(const bench_opts *o, buf_spec *sp)
+{
+    const ft_inferencer_config c = infer_config(o);
+    ft_inferencer_buffers ib;
+    const size_t E = (size_t)o->heads * o->head_size, N = (size_t)o->hidden;
+    spec(sp + 0, ft_inferencer_carve(&c, NULL, &ib), 1, 0, FILL_ZERO);
+    spec(sp + 1, (size_t)o->vocab * N, 0, 0, FILL_RANDOM);
+    spec(sp + 2, N * 3 * E, 0, 0, FILL_RANDOM);
+    spec(sp + 3, E * N, 0, 0, FILL_RANDOM);
+    spec(sp + 4, (size_t)o->batch, 4, 0, FILL_LENGTHS);
+    return 5;
+}
+/* the weights and both caches read once */
+static double infer_bytes(const bench_opts *o)
+{
+    const double es = (double)ft_dtype_size(o->dt), E = (double)o->heads * o->head_size, N = o->hidden;
+    return ((double)o->vocab * N + 4.0 * N * E + 2.0 * o->batch * E * o->len) * es;
+}
+static void infer_describe(const bench_opts *o, char *variant, char *shape, size_t len)
+{
+    snprintf(variant, len, "greedy step");
+    snprintf(shape, len, "B=%d N=%d H=%d D=%d V=%d L=%d", o->batch, o->hidden, o->heads, o->head_size, o->vocab,
+             o->len);
+}
+static ft_status run_inferencer_step(const bench_opts *o, void **b, cudaStream_t s)
+{
+    const ft_inferencer_config c = infer_config(o);
+    ft_inferencer_buffers ib;
+    ft_inferencer_carve(&c, b[0], &ib);
+    ib.lengths = (int *)b[4];
+    const ft_inferencer_weights w = {b[1], b[2], b[3]};
+    return ft_inferencer_step(&c, &w, shared_gemm_ctx(), &ib, s);
+}
+
 static const kernel_desc kernels[] = {
     {"layernorm", "y = LN(x)*gamma + beta", norm_buffers, run_layernorm, norm_bytes, norm_describe},
     {"add_bias_residual_layernorm", "s = x + r + b; y = LN(s) (--sum: store s)", norm_buffers, run_abr_layernorm,
@@ -1410,6 +1463,8 @@ static const kernel_desc kernels[] = {
      batch_bytes, batch_describe},
     {"greedy_step", "continuous batching: arg-max of logits [B,V], its embedding row next, --batch --vocab --hidden",
      greedy_buffers, run_greedy_step, greedy_bytes, greedy_describe},
+    {"inferencer_step", "examples/inferencer.cuh one step, every slot at L, --batch --hidden --heads --head-size --vocab --len",
+     infer_buffers, run_inferencer_step, infer_bytes, infer_describe},
 };
 #define NKERNELS ((int)(sizeof kernels / sizeof kernels[0]))
 
@@ -1725,6 +1780,8 @@ static const char *suite[] = {
     "softmax_v --dtype fp16 --batch 1 --heads 32 --head-size 128 --len 4096",
     "greedy_step --dtype fp16 --batch 64 --vocab 32000 --hidden 4096",
     "greedy_step --dtype fp16 --batch 8 --vocab 128256 --hidden 4096",
+    "inferencer_step --dtype fp16 --batch 64 --hidden 4096 --heads 32 --head-size 128 --vocab 32000 --len 1024",
+    "inferencer_step --dtype fp16 --batch 8 --hidden 4096 --heads 32 --head-size 128 --vocab 32000 --len 4096",
     "bert_layer --dtype fp16 --batch 32 --seq 128 --hidden 768 --heads 12 --ffn 3072",
     "bert_layer --dtype fp16 --batch 32 --seq 128 --hidden 768 --heads 12 --ffn 3072 --avg-len 64",
     "bert_layer --dtype fp16 --batch 32 --seq 128 --hidden 768 --heads 12 --ffn 3072 --avg-len 64 --remove-padding",

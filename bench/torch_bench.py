@@ -306,10 +306,28 @@ def batching(kernel, variant, shape, dt):
         return ("tok = logits.argmax(-1); x_next = table[tok]", lambda: (torch.randn(B, V, device="cuda", dtype=dt),),
                 lambda lg: table.index_select(0, lg.argmax(-1)))
     B, H, D, L = (shape[k] for k in ("B", "H", "D", "L"))
+    if kernel == "inferencer_step":
+        N, V, E = shape["N"], shape["V"], H * D
+        emb = torch.randn(V, N, device="cuda", dtype=dt)
+        wqkv = torch.randn(N, 3 * E, device="cuda", dtype=dt) * N ** -0.5
+        wo = torch.randn(E, N, device="cuda", dtype=dt) * E ** -0.5
+
+        def step(x, kt, vc):
+            q, k, v = (x @ wqkv).split(E, dim=1)
+            kt[:, :, L - 1] = k
+            vc[:, L - 1] = v
+            s = (q.view(B, H, 1, D) @ kt.view(B, H, D, L)).float() * D ** -0.5
+            p = torch.softmax(s, dim=-1).to(dt)
+            a = (p @ vc.view(B, L, H, D).transpose(1, 2)).reshape(B, E)
+            tok = ((a @ wo) @ emb.t()).argmax(-1)
+            return tok, emb.index_select(0, tok)
+        return ("x @ W_qkv; caches at L-1; softmax(q kt) @ v; @ W_o; @ emb.T; argmax; emb[tok]",
+                lambda: (torch.randn(B, N, device="cuda", dtype=dt), torch.randn(B, E, L, device="cuda", dtype=dt),
+                         torch.randn(B, L, E, device="cuda", dtype=dt)), step)
     if kernel == "qkt":
-        return ("(q.view(B,H,1,D).float() @ kt.view(B,H,D,L).float()) * scale",
+        return ("(q.view(B,H,1,D) @ kt.view(B,H,D,L)).float() * scale",
                 lambda: (torch.randn(B, H * D, device="cuda", dtype=dt), torch.randn(B, H * D, L, device="cuda", dtype=dt)),
-                lambda q, kt: torch.matmul(q.view(B, H, 1, D).float(), kt.view(B, H, D, L).float()) * D ** -0.5)
+                lambda q, kt: torch.matmul(q.view(B, H, 1, D), kt.view(B, H, D, L)).float() * D ** -0.5)
     if kernel == "softmax_lengths":
         return ("torch.softmax(scores, -1) in fp32", lambda: (torch.rand(B, H, L, device="cuda"),),
                 lambda t: torch.softmax(t, dim=-1))
@@ -328,7 +346,7 @@ def expression(kernel, variant, shape, dt):
     if kernel in ("rmsnorm_quant", "dequant_residual_rmsnorm_quant", "dequant_residual", "dequant_silu_mul_quant",
                   "qkv_dequant_rope", "causal_softmax", "attn_quant_transpose"):
         return llama(kernel, variant, shape, dt)
-    if kernel in ("qkt", "softmax_lengths", "softmax_v", "greedy_step"):
+    if kernel in ("qkt", "softmax_lengths", "softmax_v", "greedy_step", "inferencer_step"):
         return batching(kernel, variant, shape, dt)
     if kernel == "kv_reorder":
         B, Hkv, D, L = (shape[k] for k in ("B", "Hkv", "D", "L"))
