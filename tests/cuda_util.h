@@ -61,6 +61,15 @@ static void dev_download(float *dst, const void *src, size_t count, ft_dtype dt)
     free(tmp);
 }
 
+/* Copies `bytes` of host data (int32, int8, fp32 scales: anything uploaded as it is) to a
+ * new device buffer with 16 bytes of slack. */
+static void *dev_copy(const void *h, size_t bytes)
+{
+    void *d = dev_alloc(bytes + 16);
+    FT_CHECK_CUDA(cudaMemcpy(d, h, bytes, cudaMemcpyHostToDevice));
+    return d;
+}
+
 /* Copies `n` host ints to a new device buffer (at least one element allocated). */
 static int *dev_upload_ints(const int *h, int n)
 {

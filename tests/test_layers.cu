@@ -228,20 +228,6 @@ static void decoder_test(ft_test *t)
 
 /* ---------------------------------------------------------------- LLaMA int8 layer */
 
-static int8_t *dev_int8s(const int8_t *h, size_t n)
-{
-    int8_t *d = (int8_t *)dev_alloc(n + 16);
-    FT_CHECK_CUDA(cudaMemcpy(d, h, n, cudaMemcpyHostToDevice));
-    return d;
-}
-
-static float *dev_f32(const float *h, size_t n)
-{
-    float *d = (float *)dev_alloc(n * 4 + 16);
-    FT_CHECK_CUDA(cudaMemcpy(d, h, n * 4, cudaMemcpyHostToDevice));
-    return d;
-}
-
 /* int8 weights [out, in] uniform in [-127, 127], and per-output scales that make the
  * dequantised weights about 1/sqrt(in) in size */
 static int8_t *rand_w8(ref_rng *rng, int out, int in, float **scale)
@@ -282,9 +268,19 @@ static void run_llama(ft_test *t, ft_dtype dt, ref_rng *rng, int B, int S, int s
     dev_upload(dkc, kc, KV, dt);
     dev_upload(dvc, vc, KV, dt);
     dev_poison(dy, MN * es);
-    ft_llama_weights w = {dg1, dg2, dev_int8s(wq, (size_t)Wd * N), dev_f32(sq, Wd), dev_int8s(wo, (size_t)N * N),
-                          dev_f32(so, N), dev_int8s(w1, (size_t)F * N), dev_int8s(w3, (size_t)F * N), dev_f32(s1, F),
-                          dev_f32(s3, F), dev_int8s(w2, (size_t)N * F), dev_f32(s2, N)};
+    const size_t f4 = sizeof(float);
+    ft_llama_weights w = {dg1,
+                          dg2,
+                          (const int8_t *)dev_copy(wq, (size_t)Wd * N),
+                          (const float *)dev_copy(sq, Wd * f4),
+                          (const int8_t *)dev_copy(wo, (size_t)N * N),
+                          (const float *)dev_copy(so, N * f4),
+                          (const int8_t *)dev_copy(w1, (size_t)F * N),
+                          (const int8_t *)dev_copy(w3, (size_t)F * N),
+                          (const float *)dev_copy(s1, F * f4),
+                          (const float *)dev_copy(s3, F * f4),
+                          (const int8_t *)dev_copy(w2, (size_t)N * F),
+                          (const float *)dev_copy(s2, N * f4)};
     ft_llama_config c;
     memset(&c, 0, sizeof c);
     c.dtype = dt, c.hidden = N, c.heads = H, c.kv_heads = Hkv, c.ffn = F, c.eps = 1e-6f, c.rope = rope;

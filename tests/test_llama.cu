@@ -25,20 +25,6 @@ static const ft_dtype llama_dtypes[] = {FT_LLAMA_VARIANTS(FT_X)};
 
 /* ---------------------------------------------------------------- data */
 
-static int32_t *dev_ints32(const int32_t *h, size_t n)
-{
-    int32_t *d = (int32_t *)dev_alloc(n * 4 + 16);
-    FT_CHECK_CUDA(cudaMemcpy(d, h, n * 4, cudaMemcpyHostToDevice));
-    return d;
-}
-
-static float *dev_floats(const float *h, size_t n)
-{
-    float *d = (float *)dev_alloc(n * 4 + 16);
-    FT_CHECK_CUDA(cudaMemcpy(d, h, n * 4, cudaMemcpyHostToDevice));
-    return d;
-}
-
 static void fill_acc(int32_t *h, size_t n, ref_rng *rng)
 {
     for (size_t i = 0; i < n; i++)
@@ -178,7 +164,7 @@ static void run_dequant_residual(ft_test *t, int norm)
                 /* a misaligned view: acc and the residual one element off the vectors */
                 int32_t *dacc = (int32_t *)dev_alloc((mn + 8) * 4);
                 FT_CHECK_CUDA(cudaMemcpy(dacc + sh.off, acc, mn * 4, cudaMemcpyHostToDevice));
-                float *drs = dev_floats(rs, m), *dcs = dev_floats(cs, n);
+                float *drs = (float *)dev_copy(rs, m * 4), *dcs = (float *)dev_copy(cs, n * 4);
                 char *dres = (char *)dev_alloc((mn + 8) * es), *dg = (char *)dev_alloc((n + 8) * es);
                 char *dout = (char *)dev_alloc((mn + 8) * es);
                 int8_t *dq = (int8_t *)dev_alloc(mn + 16);
@@ -255,7 +241,8 @@ FT_GPU_TEST(llama_dequant_silu_mul_quant)
         int32_t *d1 = (int32_t *)dev_alloc((mn + 8) * 4), *d3 = (int32_t *)dev_alloc((mn + 8) * 4);
         FT_CHECK_CUDA(cudaMemcpy(d1 + sh.off, w1, mn * 4, cudaMemcpyHostToDevice));
         FT_CHECK_CUDA(cudaMemcpy(d3 + sh.off, w3, mn * 4, cudaMemcpyHostToDevice));
-        float *drs = dev_floats(rs, m), *ds1 = dev_floats(s1, n), *ds3 = dev_floats(s3, n);
+        float *drs = (float *)dev_copy(rs, m * 4), *ds1 = (float *)dev_copy(s1, n * 4);
+        float *ds3 = (float *)dev_copy(s3, n * 4);
         int8_t *dq = (int8_t *)dev_alloc(mn + 16);
         float *dsc = (float *)dev_alloc(m * 4);
         FT_CHECK_CUDA(cudaMemset(dq, 0x80, mn));
@@ -349,7 +336,7 @@ static void qkv_one(ft_test *t, ft_dtype dt, const qkv_case *c, ref_rng *rng)
     for (int b = 0; b < B; b++) /* with a cache: some sequences reach past its end */
         start[b] = c->pos_array ? (int)ref_rng_range(rng, 0, c->cache_len > 0 ? c->cache_len - 1 : 3000) : 0;
     const int start0 = c->pos_array ? 0 : (c->cache_len > 0 ? c->cache_len - S : 17);
-    int32_t *dacc = dev_ints32(acc, (size_t)T * wf);
+    int32_t *dacc = (int32_t *)dev_copy(acc, (size_t)T * wf * 4);
     int32_t *dq_in, *dk_in, *dv_in;
     int32_t *sep = NULL;
     if (c->fused) {
@@ -361,11 +348,12 @@ static void qkv_one(ft_test *t, ft_dtype dt, const qkv_case *c, ref_rng *rng)
             memcpy(h + (size_t)T * wq + (size_t)r * wk, acc + (size_t)r * wf + wq, wk * 4);
             memcpy(h + (size_t)T * (wq + wk) + (size_t)r * wk, acc + (size_t)r * wf + wq + wk, wk * 4);
         }
-        sep = dev_ints32(h, (size_t)T * wf);
+        sep = (int32_t *)dev_copy(h, (size_t)T * wf * 4);
         free(h);
         dq_in = sep, dk_in = sep + (size_t)T * wq, dv_in = sep + (size_t)T * (wq + wk);
     }
-    float *drs = dev_floats(rs, T), *dsq = dev_floats(sq, wq), *dsk = dev_floats(sk, wk), *dsv = dev_floats(sv, wk);
+    float *drs = (float *)dev_copy(rs, (size_t)T * 4), *dsq = (float *)dev_copy(sq, (size_t)wq * 4);
+    float *dsk = (float *)dev_copy(sk, (size_t)wk * 4), *dsv = (float *)dev_copy(sv, (size_t)wk * 4);
     int *dstart = dev_upload_ints(start, B);
     const int P = 4200;
     float *dtab = NULL;

@@ -60,14 +60,13 @@ void ref_causal_softmax_row(const float *x, const float *mask, int Sk, int lim, 
 /* int8 of a row as the kernels quantise it: q = rint(v * 127 / absmax), *scale = absmax / 127 */
 static void quant_row(const double *v, int n, int8_t *q, double *scale)
 {
-    double am = 0.0;
-    for (int i = 0; i < n; i++)
-        am = fmax(am, fabs(v[i]));
-    *scale = am / 127.0;
+    double *target = (double *)malloc((size_t)n * sizeof(double));
+    ref_quant_row(v, n, target, scale);
     for (int i = 0; i < n; i++) {
-        const double t = am > 0.0 ? nearbyint(v[i] * 127.0 / am) : 0.0;
+        const double t = nearbyint(target[i]);
         q[i] = (int8_t)(t > 127.0 ? 127.0 : t < -127.0 ? -127.0 : t);
     }
+    free(target);
 }
 
 /* RMSNorm(v) * gamma of one row, quantised */
