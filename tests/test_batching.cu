@@ -269,11 +269,12 @@ FT_GPU_TEST(batching_qkt)
                             {4, 32, 128, 1024, 4096, 1024, 0, 88},
                             {4, 1, 1, 8, 1, 8, 0, 1000},
                             {5, 2, 256, 300, 512, 300, 0, 62},
-                            {3, 2, 64, 64, 128, 64, 1, 125}}; /* misaligned cache: element by element */
+                            {3, 2, 64, 64, 128, 64, 1, 125},  /* misaligned cache: element by element */
+                            {5, 3, 64, 1000, 192, 1000, 0, 125}}; /* two vectors a lane, lengths between */
     for (int v = 0; v < NDT; v++) {
         const ft_dtype dt = batch_dtypes[v];
         const size_t es = ft_dtype_size(dt);
-        for (int c = 0; c < 6; c++) {
+        for (int c = 0; c < 7; c++) {
             const int B = cases[c][0], H = cases[c][1], D = cases[c][2], S = cases[c][3], ldq = cases[c][4];
             const int lds = cases[c][5], off = cases[c][6];
             const double scale = cases[c][7] / 1000.0;

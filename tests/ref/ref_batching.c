@@ -1,5 +1,6 @@
 /* CPU references for the continuous-batching inferencer: see ref_batching.h. */
 #include "ref_batching.h"
+#include "ref_decoding.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -62,13 +63,9 @@ void ref_softmax_v(const float *p, int64_t ld_p, const float *v, const int *leng
 int ref_argmax(const float *x, int n)
 {
     int best = 0;
-    for (int i = 1; i < n; i++) {
-        const int xn = isnan(x[i]), bn = isnan(x[best]);
-        if (bn)
-            break; /* the first NaN wins */
-        if (xn || x[i] > x[best])
+    for (int i = 1; i < n; i++) /* equal keys (ties, NaNs) keep the lower index */
+        if (ref_order_key(x[i]) > ref_order_key(x[best]))
             best = i;
-    }
     return best;
 }
 

@@ -29,7 +29,8 @@ void ref_softmax_lengths(const float *x, int64_t ld_x, const int *lengths, int B
 void ref_softmax_v(const float *p, int64_t ld_p, const float *v, const int *lengths, int B, int H, int D, int S,
                    double *out);
 
-/* Index of the largest of x[0..n): NaN above +inf, ties to the lower index. */
+/* Index of the largest of x[0..n) in the library's candidate order (ref_order_key: NaN
+ * above +inf, -0.0 == +0.0), ties to the lower index. */
 int ref_argmax(const float *x, int n);
 
 /* The seed's model (examples/inferencer.cuh) in double, for one sequence: the logits of
