@@ -114,7 +114,8 @@ static inline ft_status ft_inferencer_reset(const ft_inferencer_config *c, const
     return ft_launch_error("ft_inferencer_reset", cudaMemsetAsync(b->lengths, 0, (size_t)c->slots * sizeof(int), stream));
 }
 
-/* Applies a plan of ft_items_insert_new held in host->plan (n_new new items). */
+/* Applies a plan of ft_items_insert_new held in host->plan (n_new new items, their rows
+ * padded to max_prompt): its first 2 B + n_new P ints go to the device in one copy. */
 static inline ft_status ft_inferencer_insert(const ft_inferencer_config *c, const ft_inferencer_weights *w,
                                              const ft_gemm_ctx *g, const ft_inferencer_buffers *b,
                                              const ft_inferencer_host *host, int n_new, cudaStream_t stream)
@@ -123,7 +124,7 @@ static inline ft_status ft_inferencer_insert(const ft_inferencer_config *c, cons
     const ft_dtype dt = c->dtype;
     const int B = c->slots, N = c->hidden, E = c->heads * c->head_size, P = c->max_prompt, S = c->capacity;
     const size_t es = ft_dtype_size(dt);
-    const size_t plan_ints = 2 * (size_t)B + (size_t)B * P;
+    const size_t plan_ints = 2 * (size_t)B + (size_t)(n_new > 0 ? n_new : 0) * P;
     FT_EX_TRY(ft_launch_error("ft_inferencer_insert", cudaMemcpyAsync(b->plan, host->plan, plan_ints * sizeof(int),
                                                                        cudaMemcpyHostToDevice, stream)));
     const int *d_idx = b->plan, *d_len = b->plan + B, *d_tok = b->plan + 2 * B;
@@ -203,11 +204,13 @@ static inline ft_status ft_inferencer_run(const ft_inferencer_config *c, const f
     int taken = 0;
     while (p->running + ft_items_waiting(p) > 0) {
         int n_new = 0, changed = 0;
-        for (int i = 0; i < B * P; i++)
-            host->plan[2 * B + i] = -1; /* padding rows: id -1 looks up zeros */
         FT_EX_TRY(ft_items_insert_new(p, host->plan, host->plan + 2 * B, P, host->plan + B, &n_new, &changed));
-        if (changed)
+        if (changed) {
+            for (int i = 0; i < n_new; i++) /* each new prompt's row padded with id -1 (looks up zeros) */
+                for (int t = host->plan[B + i]; t < P; t++)
+                    host->plan[2 * B + i * P + t] = -1;
             FT_EX_TRY(ft_inferencer_insert(c, w, g, b, host, n_new, stream));
+        }
         FT_EX_TRY(ft_inferencer_step(c, w, g, b, stream));
         FT_EX_TRY(ft_launch_error(fn, cudaMemcpyAsync(host->tokens, b->tokens, (size_t)B * sizeof(int),
                                                       cudaMemcpyDeviceToHost, stream)));
