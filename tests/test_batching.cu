@@ -336,8 +336,7 @@ FT_GPU_TEST(batching_softmax_lengths)
             float *x = rand_floats(ns, &rng, 3.0, FT_FP32);
             int len[8];
             random_lengths(len, B, S, &rng);
-            float *dx = (float *)dev_alloc(ns * 4);
-            FT_CHECK_CUDA(cudaMemcpy(dx, x, ns * 4, cudaMemcpyHostToDevice));
+            float *dx = (float *)dev_copy(x, ns * 4);
             int *dl = dev_upload_ints(len, B);
             ft_status st = ft_softmax_lengths(dt, dx, lds, dl, B, H, S, 0);
             FT_EXPECT(t, st == FT_OK, "%s softmax_lengths case %d: %s", ft_dtype_name(dt), c, ft_last_error());
@@ -395,8 +394,7 @@ FT_GPU_TEST(batching_softmax_v)
                 for (int j = 0; j < ldp; j++)
                     p[r * ldp + j] = (float)(2.0 * ref_rng_uniform(&rng) / (S > 1 ? S / 4 + 1 : 1));
             float *vv = rand_floats(nv, &rng, 1.0, dt);
-            float *dp = (float *)dev_alloc(np * 4);
-            FT_CHECK_CUDA(cudaMemcpy(dp, p, np * 4, cudaMemcpyHostToDevice));
+            float *dp = (float *)dev_copy(p, np * 4);
             void *dv = dev_floats_as(vv, nv, dt), *dout = dev_alloc(no * es);
             dev_poison(dout, no * es);
             int *dl = dev_upload_ints(len, B);
