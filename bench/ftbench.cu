@@ -1768,6 +1768,7 @@ static const char *suite[] = {
     "qkv_dequant_rope --dtype fp16 --batch 1 --seq 4096 --heads 32 --kv-heads 32 --head-size 128",
     "qkv_dequant_rope --dtype fp16 --batch 64 --seq 1 --heads 32 --kv-heads 8 --head-size 128 --len 2048",
     "causal_softmax --dtype fp16 --batch 1 --heads 32 --seq 2048",
+    "causal_softmax --dtype fp16 --batch 64 --heads 32 --seq 128",
     "attn_quant_transpose --dtype fp16 --batch 1 --seq 4096 --heads 32 --head-size 128",
     /* the continuous-batching inferencer's pieces, every slot at L steps (the attention
      * issue's shapes: beside self_attention's fused step) and a LLaMA-sized greedy step */

@@ -523,8 +523,11 @@ FT_GPU_TEST(llama_causal_softmax)
     const int cases[][8] = {{1, 1, 1, 1, 1, 0, 0, 0},   {2, 3, 5, 5, 1, 0, 0, 0},    {1, 2, 3, 10, 1, 1, 0, 1},
                             {1, 1, 4, 2, 1, 0, 0, 0},   {2, 2, 7, 37, 1, 1, 3, 0},   {1, 1, 2, 40000, 1, 0, 0, 1},
                             {1, 1, 1, 33001, 0, 0, 0, 0}, {2, 4, 64, 64, 1, 0, 0, 1}, {1, 2, 16, 1024, 0, 1, 0, 0},
-                            {1, 1, 3, 6, 1, 0, 1, 0},   {1, 2, 3, 5000, 1, 1, 0, 0}, {2, 1, 4, 700, 1, 0, 1, 1}};
-    /* rows of up to a warp's registers (1024 keys, 512 element by element) a warp each; the
+                            {1, 1, 3, 6, 1, 0, 1, 0},   {1, 2, 3, 5000, 1, 1, 0, 0}, {2, 1, 4, 700, 1, 0, 1, 1},
+                            {3, 5, 9, 9, 1, 0, 1, 0},   {5, 3, 17, 130, 1, 1, 0, 1}, {4, 3, 128, 128, 1, 0, 0, 0},
+                            {3, 7, 11, 33, 1, 0, 0, 0}, {2, 3, 13, 200, 1, 0, 5, 0}, {3, 1, 5, 300, 0, 1, 0, 0}};
+    /* rows of up to a warp's registers (1024 keys, 512 element by element) in groups of the
+       fewest lanes that hold them (1 to 32, rows count not a multiple of a block's); the
        rest a block each, in registers (5000, 700 element by element) or read again */
     const int ncases = (int)(sizeof cases / sizeof cases[0]);
     for (int v = 0; v < NDT; v++) {
@@ -562,6 +565,13 @@ FT_GPU_TEST(llama_causal_softmax)
             snprintf(what, sizeof what, "%s causal_softmax B%d H%d Sq%d Sk%d causal %d mask %d ld %d inplace %d",
                      ft_dtype_name(dt), B, H, Sq, Sk, causal, use_mask, ld, inplace);
             ft_expect_close(t, what, yc, rc, rows * Sk, tol.atol * 0.1, tol.rtol);
+            if (!inplace) { /* the columns past Sk are never written: still poison */
+                size_t written = 0;
+                for (size_t r = 0; r < rows; r++)
+                    for (int j = Sk; j < ld; j++)
+                        written += !isnan(y[r * ld + j]);
+                FT_EXPECT(t, written == 0, "%s: %zu entries past Sk written", what, written);
+            }
             FT_CHECK_CUDA(cudaFree(dx));
             FT_CHECK_CUDA(cudaFree(dy));
             FT_CHECK_CUDA(cudaFree(dm));

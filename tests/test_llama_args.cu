@@ -102,6 +102,8 @@ FT_TEST(llama_args_qkv)
         EXPECT_STATUS(t, ft_qkv_dequant_rope(dt, &a, 0), FT_ERR_INVALID_ARGUMENT, "rotary_dim (66)");
         a = ok, a.rotary_dim = 31;
         EXPECT_STATUS(t, ft_qkv_dequant_rope(dt, &a, 0), FT_ERR_INVALID_ARGUMENT, "rotary_dim (31)");
+        a = ok, a.H = 1, a.Hkv = 1, a.D = 12290;
+        EXPECT_STATUS(t, ft_qkv_dequant_rope(dt, &a, 0), FT_ERR_INVALID_ARGUMENT, "rotary_dim (12290) is above");
         a = ok, a.rope = 7;
         EXPECT_STATUS(t, ft_qkv_dequant_rope(dt, &a, 0), FT_ERR_INVALID_ARGUMENT, "not an ft_rope");
         a = ok, a.rope_base = 0.5f;

@@ -517,20 +517,6 @@ typedef struct ft_qkv_dequant_args_fp32 {
     int B, S, H, Hkv, D;
 } ft_qkv_dequant_args_fp32;
 
-/* sin and cos of the angle of frequency i at pos: from the table, or from the block's
- * inverse frequencies (freq[i] = base^(-2i/rd) as ft_rope_sincos rounds it, so both give
- * its bits) */
-static __device__ __forceinline__ void ft_qkv_angle_fp32(const ft_qkv_dequant_args_fp32 &a, int i, int pos,
-                                                           int rd, const float *freq, float *s, float *c)
-{
-    if (a.rope_table != NULL && pos >= 0 && pos < a.max_pos) {
-        const float2 t = __ldg((const float2 *)(a.rope_table + (int64_t)pos * rd) + i);
-        *c = t.x, *s = t.y;
-    } else {
-        sincosf((float)pos * freq[i], s, c);
-    }
-}
-
 /* Where unit u (V elements at column d of one head) of token row t = (b, s) reads (src, its
  * scales cs) and writes (dst), and its rotary style; 0 when it has nothing to do: k and v
  * rows outside the cache, the second half of a half-split rotated head (its first half's
@@ -579,12 +565,7 @@ static __global__ void __launch_bounds__(256) ft_qkv_dequant_rope_fp32_v4(ft_qkv
     const float rs = a.row_scale[t];
     const int pos = (a.start_pos != NULL ? a.start_pos[b] : a.start) + s;
     const int L = a.cache_len > 0 ? a.cache_len : a.S, row = a.cache_len > 0 ? pos : s;
-    extern __shared__ float freq[]; /* [rd / 2] with rope: the inverse frequencies, once a block */
-    if (a.rope != FT_ROPE_NONE) {
-        for (int i = threadIdx.x; i < half; i += blockDim.x)
-            freq[i] = (float)exp2(-(2.0 * i / rd) * (double)log2_base);
-        __syncthreads();
-    }
+    extern __shared__ float2 ang[]; /* [rd / 2] with rope: (cos, sin) of the row's angles, once a block */
     const int base = blockIdx.y * blockDim.x * per_thread + threadIdx.x;
     int4 c0[FP32_QKV_UNITS], c1[FP32_QKV_UNITS];
 #pragma unroll
@@ -600,6 +581,8 @@ static __global__ void __launch_bounds__(256) ft_qkv_dequant_rope_fp32_v4(ft_qkv
                 c1[k] = __ldcs((const int4 *)(src + d + half));
         }
     }
+    /* the row's angles (a double-precision exp2 and a sincosf each) while the loads are in flight */
+    ft_rope_block_angles(a.rope, rd, log2_base, pos, a.rope_table, a.max_pos, ang);
 #pragma unroll
     for (int k = 0; k < FP32_QKV_UNITS; k++) {
         const int32_t *src;
@@ -614,8 +597,8 @@ static __global__ void __launch_bounds__(256) ft_qkv_dequant_rope_fp32_v4(ft_qkv
         if (rot == FT_ROPE_INTERLEAVED && d < rd) {
 #pragma unroll
             for (int e = 0; e < 4; e += 2) {
-                float sn, cn;
-                ft_qkv_angle_fp32(a, (d + e) >> 1, pos, rd, freq, &sn, &cn);
+                const float2 w = ang[(d + e) >> 1];
+                const float cn = w.x, sn = w.y;
                 const float x0 = x[e], x1 = x[e + 1];
                 x[e] = x0 * cn - x1 * sn;
                 x[e + 1] = x1 * cn + x0 * sn;
@@ -625,8 +608,8 @@ static __global__ void __launch_bounds__(256) ft_qkv_dequant_rope_fp32_v4(ft_qkv
             ft_qkv_deq4_fp32(c1[k], cs + d + half, rs, y);
 #pragma unroll
             for (int e = 0; e < 4; e++) {
-                float sn, cn;
-                ft_qkv_angle_fp32(a, d + e, pos, rd, freq, &sn, &cn);
+                const float2 w = ang[d + e];
+                const float cn = w.x, sn = w.y;
                 const float x0 = x[e], y0 = y[e];
                 x[e] = x0 * cn - y0 * sn;
                 y[e] = y0 * cn + x0 * sn;
@@ -647,12 +630,8 @@ static __global__ void __launch_bounds__(256) ft_qkv_dequant_rope_fp32_v1(ft_qkv
     const float rs = a.row_scale[t];
     const int pos = (a.start_pos != NULL ? a.start_pos[b] : a.start) + s;
     const int L = a.cache_len > 0 ? a.cache_len : a.S, row = a.cache_len > 0 ? pos : s;
-    extern __shared__ float freq[];
-    if (a.rope != FT_ROPE_NONE) {
-        for (int i = threadIdx.x; i < half; i += blockDim.x)
-            freq[i] = (float)exp2(-(2.0 * i / rd) * (double)log2_base);
-        __syncthreads();
-    }
+    extern __shared__ float2 ang[];
+    ft_rope_block_angles(a.rope, rd, log2_base, pos, a.rope_table, a.max_pos, ang);
     const int u = blockIdx.y * blockDim.x + threadIdx.x;
     const int32_t *src;
     const float *cs;
@@ -665,8 +644,8 @@ static __global__ void __launch_bounds__(256) ft_qkv_dequant_rope_fp32_v1(ft_qkv
         return;
     }
     const int p = rot == FT_ROPE_INTERLEAVED ? d + 1 : d + half; /* the partner */
-    float sn, cn;
-    ft_qkv_angle_fp32(a, rot == FT_ROPE_INTERLEAVED ? d >> 1 : d, pos, rd, freq, &sn, &cn);
+    const float2 w = ang[rot == FT_ROPE_INTERLEAVED ? d >> 1 : d];
+    const float cn = w.x, sn = w.y;
     const float x0 = (float)src[d] * rs * cs[d], x1 = (float)src[p] * rs * cs[p];
     dst[d] = ft_from_float_fp32(x0 * cn - x1 * sn);
     dst[p] = ft_from_float_fp32(x1 * cn + x0 * sn);
@@ -719,6 +698,9 @@ static inline ft_status ft_qkv_dequant_rope_fp32(const ft_qkv_dequant_args_fp32 
     if (a.rotary_dim < 0 || a.rotary_dim > a.D || a.rotary_dim % 2)
         return ft_fail(FT_ERR_INVALID_ARGUMENT, "%s: rotary_dim (%d) must be even and in [2, D = %d] (0: D)", fn,
                        a.rotary_dim, a.D);
+    if (a.rope != FT_ROPE_NONE && a.rotary_dim > 12288) /* a block's angles: 8 bytes a pair in 48 KB */
+        return ft_fail(FT_ERR_INVALID_ARGUMENT, "%s: rotary_dim (%d) is above the 12288 a block's angles hold", fn,
+                       a.rotary_dim);
     if (a.rope_base == 0.0f)
         a.rope_base = 10000.0f;
     if (!(a.rope_base > 1.0f) || !isfinite(a.rope_base))
@@ -748,7 +730,7 @@ static inline ft_status ft_qkv_dequant_rope_fp32(const ft_qkv_dequant_args_fp32 
     const int64_t tokens = (int64_t)a.B * a.S;
     const int p = vec && tokens * ((units + 1023) / 1024) >= 4LL * sms ? FP32_QKV_UNITS : 1;
     const dim3 grid((unsigned)tokens, (unsigned)((units + 256 * p - 1) / (256 * p)));
-    const size_t smem = a.rope != FT_ROPE_NONE ? (size_t)(a.rotary_dim / 2) * sizeof(float) : 0;
+    const size_t smem = a.rope != FT_ROPE_NONE ? (size_t)(a.rotary_dim / 2) * sizeof(float2) : 0;
     if (vec)
         ft_qkv_dequant_rope_fp32_v4<<<grid, 256, smem, stream>>>(a, log2_base, p);
     else
@@ -852,6 +834,7 @@ typedef struct ft_csm_args_fp32 {
     int64_t ld, ld_mask;
     int64_t rows;          /* B*H*Sq */
     int Sq, Sk, causal;
+    int lg;                /* the warp form's lanes a row: 1 << lg (1 .. 32) */
     float scale;
 } ft_csm_args_fp32;
 
@@ -895,14 +878,14 @@ static __device__ __forceinline__ void ft_csm_put_fp32_v4(float *y, int i, int S
 static __global__ void __launch_bounds__(1024) ft_causal_softmax_fp32_v4(ft_csm_args_fp32 a)
 {
     __shared__ float scratch[64];
-    const int64_t r = blockIdx.x;
+    const unsigned r = blockIdx.x;
     const int nt = blockDim.x, tid = threadIdx.x;
-    const int qi = (int)(r % a.Sq);
+    const int qi = (int)(r % (unsigned)a.Sq); /* 32 bits: a 64-bit remainder is a long call */
     const int nv = (a.Sk + 3) / 4;
     /* query qi sits at position Sk - Sq + qi among the keys; it sees keys up to there */
     const int lim = a.causal ? max(0, min(a.Sk, a.Sk - a.Sq + qi + 1)) : a.Sk;
-    const float *x = a.x + r * a.ld;
-    float *y = a.y + r * a.ld;
+    const float *x = a.x + (int64_t)r * a.ld;
+    float *y = a.y + (int64_t)r * a.ld;
     const float *mrow = a.mask != NULL ? a.mask + (int64_t)qi * a.ld_mask : NULL;
     const bool fits = nv <= 8 * nt;
     float z[8][4], mx = -INFINITY;
@@ -917,7 +900,7 @@ static __global__ void __launch_bounds__(1024) ft_causal_softmax_fp32_v4(ft_csm_
         }
     }
     if (!fits)
-        for (int i = tid; i < nv; i += nt) {
+        for (int i = tid; i < nv && 4 * i < lim; i += nt) {
             float t[4];
             ft_csm_z_fp32_v4(a, x, mrow, i, lim, t);
 #pragma unroll
@@ -927,6 +910,9 @@ static __global__ void __launch_bounds__(1024) ft_causal_softmax_fp32_v4(ft_csm_
     mx = ft_block_max(mx, scratch);
     const float m = mx == -INFINITY ? 0.0f : mx; /* a row without keys: zeros */
     float sum = 0.0f;
+    /* in registers, vectors wholly past the row's keys (-inf) take their exponent too: a
+       branch around it cost registers and occupancy (fp16 B4 H32 S1024 131.6 us against
+       123.8 on the H200); read again, they are skipped */
     if (fits) {
 #pragma unroll
         for (int k = 0; k < 8; k++)
@@ -937,7 +923,7 @@ static __global__ void __launch_bounds__(1024) ft_causal_softmax_fp32_v4(ft_csm_
                     sum += z[k][e];
                 }
     } else {
-        for (int i = tid; i < nv; i += nt) {
+        for (int i = tid; i < nv && 4 * i < lim; i += nt) {
             float t[4];
             ft_csm_z_fp32_v4(a, x, mrow, i, lim, t);
 #pragma unroll
@@ -962,27 +948,35 @@ static __global__ void __launch_bounds__(1024) ft_causal_softmax_fp32_v4(ft_csm_
     } else {
         for (int i = tid; i < nv; i += nt) {
             float t[4];
-            ft_csm_z_fp32_v4(a, x, mrow, i, lim, t);
+            if (4 * i < lim) {
+                ft_csm_z_fp32_v4(a, x, mrow, i, lim, t);
 #pragma unroll
-            for (int e = 0; e < 4; e++)
-                t[e] = __expf(t[e] - m) * inv;
+                for (int e = 0; e < 4; e++)
+                    t[e] = __expf(t[e] - m) * inv;
+            } else {
+#pragma unroll
+                for (int e = 0; e < 4; e++)
+                    t[e] = 0.0f;
+            }
             ft_csm_put_fp32_v4(y, i, a.Sk, t);
         }
     }
 }
-/* A warp a row, the rows of up to 8 vectors a lane (eight rows a block of 256): no block barrier, no idle threads on short rows. */
-static __global__ void __launch_bounds__(256) ft_causal_softmax_warp_fp32_v4(ft_csm_args_fp32 a)
+/* An aligned group of 1 << a.lg lanes a row (1 to 16: 256 >> a.lg rows a block of 256), up to 8 vectors a lane, the fewest lanes that hold the row: short rows keep every lane busy and several vectors of each in flight; no block barrier. */
+static __global__ void __launch_bounds__(256) ft_causal_softmax_group_fp32_v4(ft_csm_args_fp32 a)
 {
-    const int64_t r = (int64_t)blockIdx.x * (blockDim.x >> 5) + (threadIdx.x >> 5);
-    if (r >= a.rows)
+    const int nt = 1 << a.lg, lane = threadIdx.x & 31, tid = lane & (nt - 1);
+    /* shifts, not a division: the row's address waits on r (rows < 2^31, checked) */
+    const unsigned r = (unsigned)(((uint64_t)blockIdx.x * blockDim.x + threadIdx.x) >> a.lg);
+    if (r >= a.rows) /* whole groups leave */
         return;
-    const int nt = 32, tid = threadIdx.x & 31;
-    const int qi = (int)(r % a.Sq);
+    const unsigned gmask = ((1u << nt) - 1u) << (lane & ~(nt - 1));
+    const int qi = (int)(r % (unsigned)a.Sq); /* 32 bits: a 64-bit remainder is a long call */
     const int nv = (a.Sk + 3) / 4;
     /* query qi sits at position Sk - Sq + qi among the keys; it sees keys up to there */
     const int lim = a.causal ? max(0, min(a.Sk, a.Sk - a.Sq + qi + 1)) : a.Sk;
-    const float *x = a.x + r * a.ld;
-    float *y = a.y + r * a.ld;
+    const float *x = a.x + (int64_t)r * a.ld;
+    float *y = a.y + (int64_t)r * a.ld;
     const float *mrow = a.mask != NULL ? a.mask + (int64_t)qi * a.ld_mask : NULL;
     const bool fits = true;
     float z[8][4], mx = -INFINITY;
@@ -997,16 +991,19 @@ static __global__ void __launch_bounds__(256) ft_causal_softmax_warp_fp32_v4(ft_
         }
     }
     if (!fits)
-        for (int i = tid; i < nv; i += nt) {
+        for (int i = tid; i < nv && 4 * i < lim; i += nt) {
             float t[4];
             ft_csm_z_fp32_v4(a, x, mrow, i, lim, t);
 #pragma unroll
             for (int e = 0; e < 4; e++)
                 mx = fmaxf(mx, t[e]);
         }
-    mx = ft_warp_max(mx);
+    mx = ft_group_max(mx, nt, gmask);
     const float m = mx == -INFINITY ? 0.0f : mx; /* a row without keys: zeros */
     float sum = 0.0f;
+    /* in registers, vectors wholly past the row's keys (-inf) take their exponent too: a
+       branch around it cost registers and occupancy (fp16 B4 H32 S1024 131.6 us against
+       123.8 on the H200); read again, they are skipped */
     if (fits) {
 #pragma unroll
         for (int k = 0; k < 8; k++)
@@ -1017,7 +1014,96 @@ static __global__ void __launch_bounds__(256) ft_causal_softmax_warp_fp32_v4(ft_
                     sum += z[k][e];
                 }
     } else {
+        for (int i = tid; i < nv && 4 * i < lim; i += nt) {
+            float t[4];
+            ft_csm_z_fp32_v4(a, x, mrow, i, lim, t);
+#pragma unroll
+            for (int e = 0; e < 4; e++)
+                sum += __expf(t[e] - m);
+        }
+    }
+    sum = ft_group_sum(sum, nt, gmask);
+    const float inv = sum > 0.0f ? 1.0f / sum : 0.0f;
+    if (fits) {
+#pragma unroll
+        for (int k = 0; k < 8; k++) {
+            const int i = tid + k * nt;
+            if (i < nv) {
+                float p[4];
+#pragma unroll
+                for (int e = 0; e < 4; e++)
+                    p[e] = z[k][e] * inv;
+                ft_csm_put_fp32_v4(y, i, a.Sk, p);
+            }
+        }
+    } else {
         for (int i = tid; i < nv; i += nt) {
+            float t[4];
+            if (4 * i < lim) {
+                ft_csm_z_fp32_v4(a, x, mrow, i, lim, t);
+#pragma unroll
+                for (int e = 0; e < 4; e++)
+                    t[e] = __expf(t[e] - m) * inv;
+            } else {
+#pragma unroll
+                for (int e = 0; e < 4; e++)
+                    t[e] = 0.0f;
+            }
+            ft_csm_put_fp32_v4(y, i, a.Sk, t);
+        }
+    }
+}
+/* A warp a row (eight a block of 256), up to 8 vectors a lane: the group form with 32 lanes known to the compiler (its addresses one base and offsets). */
+static __global__ void __launch_bounds__(256) ft_causal_softmax_warp_fp32_v4(ft_csm_args_fp32 a)
+{
+    const unsigned r = blockIdx.x * 8u + (threadIdx.x >> 5);
+    if (r >= a.rows)
+        return;
+    const int nt = 32, tid = threadIdx.x & 31;
+    const int qi = (int)(r % (unsigned)a.Sq); /* 32 bits: a 64-bit remainder is a long call */
+    const int nv = (a.Sk + 3) / 4;
+    /* query qi sits at position Sk - Sq + qi among the keys; it sees keys up to there */
+    const int lim = a.causal ? max(0, min(a.Sk, a.Sk - a.Sq + qi + 1)) : a.Sk;
+    const float *x = a.x + (int64_t)r * a.ld;
+    float *y = a.y + (int64_t)r * a.ld;
+    const float *mrow = a.mask != NULL ? a.mask + (int64_t)qi * a.ld_mask : NULL;
+    const bool fits = true;
+    float z[8][4], mx = -INFINITY;
+#pragma unroll
+    for (int k = 0; k < 8; k++) {
+        const int i = tid + k * nt;
+        if (fits && i < nv) {
+            ft_csm_z_fp32_v4(a, x, mrow, i, lim, z[k]);
+#pragma unroll
+            for (int e = 0; e < 4; e++)
+                mx = fmaxf(mx, z[k][e]);
+        }
+    }
+    if (!fits)
+        for (int i = tid; i < nv && 4 * i < lim; i += nt) {
+            float t[4];
+            ft_csm_z_fp32_v4(a, x, mrow, i, lim, t);
+#pragma unroll
+            for (int e = 0; e < 4; e++)
+                mx = fmaxf(mx, t[e]);
+        }
+    mx = ft_warp_max(mx);
+    const float m = mx == -INFINITY ? 0.0f : mx; /* a row without keys: zeros */
+    float sum = 0.0f;
+    /* in registers, vectors wholly past the row's keys (-inf) take their exponent too: a
+       branch around it cost registers and occupancy (fp16 B4 H32 S1024 131.6 us against
+       123.8 on the H200); read again, they are skipped */
+    if (fits) {
+#pragma unroll
+        for (int k = 0; k < 8; k++)
+            if (tid + k * nt < nv)
+#pragma unroll
+                for (int e = 0; e < 4; e++) {
+                    z[k][e] = __expf(z[k][e] - m);
+                    sum += z[k][e];
+                }
+    } else {
+        for (int i = tid; i < nv && 4 * i < lim; i += nt) {
             float t[4];
             ft_csm_z_fp32_v4(a, x, mrow, i, lim, t);
 #pragma unroll
@@ -1042,10 +1128,16 @@ static __global__ void __launch_bounds__(256) ft_causal_softmax_warp_fp32_v4(ft_
     } else {
         for (int i = tid; i < nv; i += nt) {
             float t[4];
-            ft_csm_z_fp32_v4(a, x, mrow, i, lim, t);
+            if (4 * i < lim) {
+                ft_csm_z_fp32_v4(a, x, mrow, i, lim, t);
 #pragma unroll
-            for (int e = 0; e < 4; e++)
-                t[e] = __expf(t[e] - m) * inv;
+                for (int e = 0; e < 4; e++)
+                    t[e] = __expf(t[e] - m) * inv;
+            } else {
+#pragma unroll
+                for (int e = 0; e < 4; e++)
+                    t[e] = 0.0f;
+            }
             ft_csm_put_fp32_v4(y, i, a.Sk, t);
         }
     }
@@ -1067,14 +1159,14 @@ static __device__ __forceinline__ void ft_csm_put_fp32_v1(float *y, int i, int S
 static __global__ void __launch_bounds__(1024) ft_causal_softmax_fp32_v1(ft_csm_args_fp32 a)
 {
     __shared__ float scratch[64];
-    const int64_t r = blockIdx.x;
+    const unsigned r = blockIdx.x;
     const int nt = blockDim.x, tid = threadIdx.x;
-    const int qi = (int)(r % a.Sq);
+    const int qi = (int)(r % (unsigned)a.Sq); /* 32 bits: a 64-bit remainder is a long call */
     const int nv = (a.Sk + 0) / 1;
     /* query qi sits at position Sk - Sq + qi among the keys; it sees keys up to there */
     const int lim = a.causal ? max(0, min(a.Sk, a.Sk - a.Sq + qi + 1)) : a.Sk;
-    const float *x = a.x + r * a.ld;
-    float *y = a.y + r * a.ld;
+    const float *x = a.x + (int64_t)r * a.ld;
+    float *y = a.y + (int64_t)r * a.ld;
     const float *mrow = a.mask != NULL ? a.mask + (int64_t)qi * a.ld_mask : NULL;
     const bool fits = nv <= 16 * nt;
     float z[16][1], mx = -INFINITY;
@@ -1089,7 +1181,7 @@ static __global__ void __launch_bounds__(1024) ft_causal_softmax_fp32_v1(ft_csm_
         }
     }
     if (!fits)
-        for (int i = tid; i < nv; i += nt) {
+        for (int i = tid; i < nv && 1 * i < lim; i += nt) {
             float t[1];
             ft_csm_z_fp32_v1(a, x, mrow, i, lim, t);
 #pragma unroll
@@ -1099,6 +1191,9 @@ static __global__ void __launch_bounds__(1024) ft_causal_softmax_fp32_v1(ft_csm_
     mx = ft_block_max(mx, scratch);
     const float m = mx == -INFINITY ? 0.0f : mx; /* a row without keys: zeros */
     float sum = 0.0f;
+    /* in registers, vectors wholly past the row's keys (-inf) take their exponent too: a
+       branch around it cost registers and occupancy (fp16 B4 H32 S1024 131.6 us against
+       123.8 on the H200); read again, they are skipped */
     if (fits) {
 #pragma unroll
         for (int k = 0; k < 16; k++)
@@ -1109,7 +1204,7 @@ static __global__ void __launch_bounds__(1024) ft_causal_softmax_fp32_v1(ft_csm_
                     sum += z[k][e];
                 }
     } else {
-        for (int i = tid; i < nv; i += nt) {
+        for (int i = tid; i < nv && 1 * i < lim; i += nt) {
             float t[1];
             ft_csm_z_fp32_v1(a, x, mrow, i, lim, t);
 #pragma unroll
@@ -1134,27 +1229,35 @@ static __global__ void __launch_bounds__(1024) ft_causal_softmax_fp32_v1(ft_csm_
     } else {
         for (int i = tid; i < nv; i += nt) {
             float t[1];
-            ft_csm_z_fp32_v1(a, x, mrow, i, lim, t);
+            if (1 * i < lim) {
+                ft_csm_z_fp32_v1(a, x, mrow, i, lim, t);
 #pragma unroll
-            for (int e = 0; e < 1; e++)
-                t[e] = __expf(t[e] - m) * inv;
+                for (int e = 0; e < 1; e++)
+                    t[e] = __expf(t[e] - m) * inv;
+            } else {
+#pragma unroll
+                for (int e = 0; e < 1; e++)
+                    t[e] = 0.0f;
+            }
             ft_csm_put_fp32_v1(y, i, a.Sk, t);
         }
     }
 }
-/* A warp a row, the rows of up to 16 vectors a lane (eight rows a block of 256): no block barrier, no idle threads on short rows. */
-static __global__ void __launch_bounds__(256) ft_causal_softmax_warp_fp32_v1(ft_csm_args_fp32 a)
+/* An aligned group of 1 << a.lg lanes a row (1 to 16: 256 >> a.lg rows a block of 256), up to 16 vectors a lane, the fewest lanes that hold the row: short rows keep every lane busy and several vectors of each in flight; no block barrier. */
+static __global__ void __launch_bounds__(256) ft_causal_softmax_group_fp32_v1(ft_csm_args_fp32 a)
 {
-    const int64_t r = (int64_t)blockIdx.x * (blockDim.x >> 5) + (threadIdx.x >> 5);
-    if (r >= a.rows)
+    const int nt = 1 << a.lg, lane = threadIdx.x & 31, tid = lane & (nt - 1);
+    /* shifts, not a division: the row's address waits on r (rows < 2^31, checked) */
+    const unsigned r = (unsigned)(((uint64_t)blockIdx.x * blockDim.x + threadIdx.x) >> a.lg);
+    if (r >= a.rows) /* whole groups leave */
         return;
-    const int nt = 32, tid = threadIdx.x & 31;
-    const int qi = (int)(r % a.Sq);
+    const unsigned gmask = ((1u << nt) - 1u) << (lane & ~(nt - 1));
+    const int qi = (int)(r % (unsigned)a.Sq); /* 32 bits: a 64-bit remainder is a long call */
     const int nv = (a.Sk + 0) / 1;
     /* query qi sits at position Sk - Sq + qi among the keys; it sees keys up to there */
     const int lim = a.causal ? max(0, min(a.Sk, a.Sk - a.Sq + qi + 1)) : a.Sk;
-    const float *x = a.x + r * a.ld;
-    float *y = a.y + r * a.ld;
+    const float *x = a.x + (int64_t)r * a.ld;
+    float *y = a.y + (int64_t)r * a.ld;
     const float *mrow = a.mask != NULL ? a.mask + (int64_t)qi * a.ld_mask : NULL;
     const bool fits = true;
     float z[16][1], mx = -INFINITY;
@@ -1169,16 +1272,19 @@ static __global__ void __launch_bounds__(256) ft_causal_softmax_warp_fp32_v1(ft_
         }
     }
     if (!fits)
-        for (int i = tid; i < nv; i += nt) {
+        for (int i = tid; i < nv && 1 * i < lim; i += nt) {
             float t[1];
             ft_csm_z_fp32_v1(a, x, mrow, i, lim, t);
 #pragma unroll
             for (int e = 0; e < 1; e++)
                 mx = fmaxf(mx, t[e]);
         }
-    mx = ft_warp_max(mx);
+    mx = ft_group_max(mx, nt, gmask);
     const float m = mx == -INFINITY ? 0.0f : mx; /* a row without keys: zeros */
     float sum = 0.0f;
+    /* in registers, vectors wholly past the row's keys (-inf) take their exponent too: a
+       branch around it cost registers and occupancy (fp16 B4 H32 S1024 131.6 us against
+       123.8 on the H200); read again, they are skipped */
     if (fits) {
 #pragma unroll
         for (int k = 0; k < 16; k++)
@@ -1189,7 +1295,96 @@ static __global__ void __launch_bounds__(256) ft_causal_softmax_warp_fp32_v1(ft_
                     sum += z[k][e];
                 }
     } else {
+        for (int i = tid; i < nv && 1 * i < lim; i += nt) {
+            float t[1];
+            ft_csm_z_fp32_v1(a, x, mrow, i, lim, t);
+#pragma unroll
+            for (int e = 0; e < 1; e++)
+                sum += __expf(t[e] - m);
+        }
+    }
+    sum = ft_group_sum(sum, nt, gmask);
+    const float inv = sum > 0.0f ? 1.0f / sum : 0.0f;
+    if (fits) {
+#pragma unroll
+        for (int k = 0; k < 16; k++) {
+            const int i = tid + k * nt;
+            if (i < nv) {
+                float p[1];
+#pragma unroll
+                for (int e = 0; e < 1; e++)
+                    p[e] = z[k][e] * inv;
+                ft_csm_put_fp32_v1(y, i, a.Sk, p);
+            }
+        }
+    } else {
         for (int i = tid; i < nv; i += nt) {
+            float t[1];
+            if (1 * i < lim) {
+                ft_csm_z_fp32_v1(a, x, mrow, i, lim, t);
+#pragma unroll
+                for (int e = 0; e < 1; e++)
+                    t[e] = __expf(t[e] - m) * inv;
+            } else {
+#pragma unroll
+                for (int e = 0; e < 1; e++)
+                    t[e] = 0.0f;
+            }
+            ft_csm_put_fp32_v1(y, i, a.Sk, t);
+        }
+    }
+}
+/* A warp a row (eight a block of 256), up to 16 vectors a lane: the group form with 32 lanes known to the compiler (its addresses one base and offsets). */
+static __global__ void __launch_bounds__(256) ft_causal_softmax_warp_fp32_v1(ft_csm_args_fp32 a)
+{
+    const unsigned r = blockIdx.x * 8u + (threadIdx.x >> 5);
+    if (r >= a.rows)
+        return;
+    const int nt = 32, tid = threadIdx.x & 31;
+    const int qi = (int)(r % (unsigned)a.Sq); /* 32 bits: a 64-bit remainder is a long call */
+    const int nv = (a.Sk + 0) / 1;
+    /* query qi sits at position Sk - Sq + qi among the keys; it sees keys up to there */
+    const int lim = a.causal ? max(0, min(a.Sk, a.Sk - a.Sq + qi + 1)) : a.Sk;
+    const float *x = a.x + (int64_t)r * a.ld;
+    float *y = a.y + (int64_t)r * a.ld;
+    const float *mrow = a.mask != NULL ? a.mask + (int64_t)qi * a.ld_mask : NULL;
+    const bool fits = true;
+    float z[16][1], mx = -INFINITY;
+#pragma unroll
+    for (int k = 0; k < 16; k++) {
+        const int i = tid + k * nt;
+        if (fits && i < nv) {
+            ft_csm_z_fp32_v1(a, x, mrow, i, lim, z[k]);
+#pragma unroll
+            for (int e = 0; e < 1; e++)
+                mx = fmaxf(mx, z[k][e]);
+        }
+    }
+    if (!fits)
+        for (int i = tid; i < nv && 1 * i < lim; i += nt) {
+            float t[1];
+            ft_csm_z_fp32_v1(a, x, mrow, i, lim, t);
+#pragma unroll
+            for (int e = 0; e < 1; e++)
+                mx = fmaxf(mx, t[e]);
+        }
+    mx = ft_warp_max(mx);
+    const float m = mx == -INFINITY ? 0.0f : mx; /* a row without keys: zeros */
+    float sum = 0.0f;
+    /* in registers, vectors wholly past the row's keys (-inf) take their exponent too: a
+       branch around it cost registers and occupancy (fp16 B4 H32 S1024 131.6 us against
+       123.8 on the H200); read again, they are skipped */
+    if (fits) {
+#pragma unroll
+        for (int k = 0; k < 16; k++)
+            if (tid + k * nt < nv)
+#pragma unroll
+                for (int e = 0; e < 1; e++) {
+                    z[k][e] = __expf(z[k][e] - m);
+                    sum += z[k][e];
+                }
+    } else {
+        for (int i = tid; i < nv && 1 * i < lim; i += nt) {
             float t[1];
             ft_csm_z_fp32_v1(a, x, mrow, i, lim, t);
 #pragma unroll
@@ -1214,10 +1409,16 @@ static __global__ void __launch_bounds__(256) ft_causal_softmax_warp_fp32_v1(ft_
     } else {
         for (int i = tid; i < nv; i += nt) {
             float t[1];
-            ft_csm_z_fp32_v1(a, x, mrow, i, lim, t);
+            if (1 * i < lim) {
+                ft_csm_z_fp32_v1(a, x, mrow, i, lim, t);
 #pragma unroll
-            for (int e = 0; e < 1; e++)
-                t[e] = __expf(t[e] - m) * inv;
+                for (int e = 0; e < 1; e++)
+                    t[e] = __expf(t[e] - m) * inv;
+            } else {
+#pragma unroll
+                for (int e = 0; e < 1; e++)
+                    t[e] = 0.0f;
+            }
             ft_csm_put_fp32_v1(y, i, a.Sk, t);
         }
     }
@@ -1261,10 +1462,18 @@ static inline ft_status ft_causal_softmax_fp32(const float *x, float *y, const f
     const bool vec = ld % 4 == 0 && ld - Sk >= pad && ft_aligned(x, 16) && ft_aligned(y, 16) &&
                      (mask == NULL || (ld_mask % 4 == 0 && ld_mask - Sk >= pad && ft_aligned(mask, 16)));
     a.rows = rows;
-    /* rows a warp's registers hold go eight a block, a warp each; longer ones a block each */
+    /* rows a warp's registers hold go to the fewest lanes that hold them (a power of two),
+       256 / group rows a block; longer ones a block each */
     const int nv = vec ? (Sk + 3) / 4 : Sk, cache = vec ? 8 : 16;
-    const unsigned warp_blocks = (unsigned)((rows + 7) / 8);
-    if (vec && nv <= 32 * cache)
+    a.lg = 0;
+    while (a.lg < 5 && (nv + (1 << a.lg) - 1) >> a.lg > cache)
+        a.lg++;
+    const unsigned warp_blocks = (unsigned)((((int64_t)rows << a.lg) + 255) / 256);
+    if (vec && a.lg < 5)
+        ft_causal_softmax_group_fp32_v4<<<warp_blocks, 256, 0, stream>>>(a);
+    else if (a.lg < 5)
+        ft_causal_softmax_group_fp32_v1<<<warp_blocks, 256, 0, stream>>>(a);
+    else if (vec && nv <= 32 * cache)
         ft_causal_softmax_warp_fp32_v4<<<warp_blocks, 256, 0, stream>>>(a);
     else if (nv <= 32 * cache)
         ft_causal_softmax_warp_fp32_v1<<<warp_blocks, 256, 0, stream>>>(a);

@@ -917,13 +917,18 @@ FT_DEFINE_PACK(bf16, __nv_bfloat16, 2, unsigned int)
 FT_DEFINE_PACK(bf16, __nv_bfloat16, 4, uint2)
 FT_DEFINE_PACK(bf16, __nv_bfloat16, 8, uint4)
 
-/* sin and cos of the rotary angle of frequency i (i < rd / 2) at position pos: inv_freq =
- * base^(-2i/rd) is taken in double and rounded once, so the C reference reproduces the
- * angle bit for bit (the attention family and ft/quant.cuh). */
+/* The rotary inverse frequency i (i < rd / 2), base^(-2i/rd) (log2_base = log2(base)),
+ * taken in double and rounded once, so the C reference reproduces it bit for bit (the
+ * attention family, ft/quant.cuh and the LLaMA family). */
+static __device__ __forceinline__ float ft_rope_inv_freq(int i, int rd, float log2_base)
+{
+    return (float)exp2(-(2.0 * i / rd) * (double)log2_base);
+}
+
+/* sin and cos of the rotary angle of frequency i at position pos, from ft_rope_inv_freq */
 static __device__ __forceinline__ void ft_rope_sincos(int i, int pos, int rd, float log2_base, float *s, float *c)
 {
-    const float inv_freq = (float)exp2(-(2.0 * i / rd) * (double)log2_base);
-    sincosf((float)pos * inv_freq, s, c);
+    sincosf((float)pos * ft_rope_inv_freq(i, rd, log2_base), s, c);
 }
 
 /* ---------------------------------------------------------------- activations */

@@ -90,6 +90,27 @@ static inline ft_status ft_quant_check_rows(const char *fn, int64_t m, int64_t n
 
 /* ---------------------------------------------------------------- rotary table */
 
+/* (cos, sin) of every rotary frequency i < rd / 2 at position pos into cs[rd / 2] (shared
+ * memory), by the whole block, then a block barrier: from table (ft_rope_table, max_pos
+ * rows) where pos has a row, else computed (the same bits); nothing without rotary. One
+ * sincosf a frequency a block, where every head of a token row would repeat them. */
+static __device__ __forceinline__ void ft_rope_block_angles(int rope, int rd, float log2_base, int pos,
+                                                            const float *table, int max_pos, float2 *cs)
+{
+    if (rope == FT_ROPE_NONE)
+        return;
+    for (int i = threadIdx.x; i < rd / 2; i += blockDim.x) {
+        if (table != NULL && pos >= 0 && pos < max_pos) {
+            cs[i] = __ldg((const float2 *)(table + (int64_t)pos * rd) + i);
+        } else {
+            float sn, cn;
+            ft_rope_sincos(i, pos, rd, log2_base, &sn, &cn);
+            cs[i] = make_float2(cn, sn);
+        }
+    }
+    __syncthreads();
+}
+
 static __global__ void ft_rope_table_kernel(float *table, int max_pos, int rd, float log2_base)
 {
     const int half = rd / 2;
