@@ -522,10 +522,11 @@ typedef struct ft_qkv_dequant_args_fp16 {
  * rows outside the cache, the second half of a half-split rotated head (its first half's
  * units take it), odd columns of an interleaved one element by element (d takes d + 1). */
 static __device__ __forceinline__ int ft_qkv_unit_fp16(const ft_qkv_dequant_args_fp16 &a, int t, int b, int s,
-                                                         int row, int L, int u, int V, const int32_t **src,
+                                                         int row, int L, int u, int V, int ush, const int32_t **src,
                                                          const float **cs, __half **dst, int *rot, int *d)
 {
-    const int D = a.D, upd = D / V, hh = u / upd;
+    /* ush = log2(D / V) where that is a power of two: a shift instead of a division */
+    const int D = a.D, upd = D / V, hh = ush >= 0 ? u >> ush : u / upd;
     *d = (u - hh * upd) * V;
     if (hh < a.H) {
         *src = a.q + (int64_t)t * a.ldq + hh * D, *cs = a.q_scale + hh * D;
@@ -558,7 +559,7 @@ static __device__ __forceinline__ void ft_qkv_deq4_fp16(int4 c, const float *cs,
  * (1 .. 4) a thread (each 4 columns of one q, k or v head; a half-split rotated unit also
  * reads its partner at d + rd / 2), every load issued before the first value is used. */
 static __global__ void __launch_bounds__(256) ft_qkv_dequant_rope_fp16_v4(ft_qkv_dequant_args_fp16 a, float log2_base,
-                                                                               int per_thread)
+                                                                               int per_thread, int ush)
 {
     const int t = blockIdx.x, b = t / a.S, s = t - b * a.S;
     const int rd = a.rotary_dim, half = rd / 2, units = (a.H + 2 * a.Hkv) * (a.D / 4);
@@ -575,7 +576,7 @@ static __global__ void __launch_bounds__(256) ft_qkv_dequant_rope_fp16_v4(ft_qkv
         __half *dst;
         int rot, d;
         const int u = base + k * blockDim.x;
-        if (k < per_thread && u < units && ft_qkv_unit_fp16(a, t, b, s, row, L, u, 4, &src, &cs, &dst, &rot, &d)) {
+        if (k < per_thread && u < units && ft_qkv_unit_fp16(a, t, b, s, row, L, u, 4, ush, &src, &cs, &dst, &rot, &d)) {
             c0[k] = __ldcs((const int4 *)(src + d));
             if (rot == FT_ROPE_HALF && d < half)
                 c1[k] = __ldcs((const int4 *)(src + d + half));
@@ -590,7 +591,7 @@ static __global__ void __launch_bounds__(256) ft_qkv_dequant_rope_fp16_v4(ft_qkv
         __half *dst;
         int rot, d;
         const int u = base + k * blockDim.x;
-        if (!(k < per_thread && u < units && ft_qkv_unit_fp16(a, t, b, s, row, L, u, 4, &src, &cs, &dst, &rot, &d)))
+        if (!(k < per_thread && u < units && ft_qkv_unit_fp16(a, t, b, s, row, L, u, 4, ush, &src, &cs, &dst, &rot, &d)))
             continue;
         float x[4];
         ft_qkv_deq4_fp16(c0[k], cs + d, rs, x);
@@ -623,7 +624,7 @@ static __global__ void __launch_bounds__(256) ft_qkv_dequant_rope_fp16_v4(ft_qkv
 /* Block (t, c): token row t = (b, s), its units 256 c .. 256 c + 255, one element of a q, k
  * or v head each (the forms the 4-column kernel cannot take: D or the rotated half not whole
  * 4-column vectors, misaligned rows). */
-static __global__ void __launch_bounds__(256) ft_qkv_dequant_rope_fp16_v1(ft_qkv_dequant_args_fp16 a, float log2_base)
+static __global__ void __launch_bounds__(256) ft_qkv_dequant_rope_fp16_v1(ft_qkv_dequant_args_fp16 a, float log2_base, int ush)
 {
     const int t = blockIdx.x, b = t / a.S, s = t - b * a.S;
     const int rd = a.rotary_dim, half = rd / 2, units = (a.H + 2 * a.Hkv) * a.D;
@@ -637,7 +638,7 @@ static __global__ void __launch_bounds__(256) ft_qkv_dequant_rope_fp16_v1(ft_qkv
     const float *cs;
     __half *dst;
     int rot, d;
-    if (!(u < units && ft_qkv_unit_fp16(a, t, b, s, row, L, u, 1, &src, &cs, &dst, &rot, &d)))
+    if (!(u < units && ft_qkv_unit_fp16(a, t, b, s, row, L, u, 1, ush, &src, &cs, &dst, &rot, &d)))
         return;
     if (rot == FT_ROPE_NONE || d >= rd) {
         dst[d] = ft_from_float_fp16((float)src[d] * rs * cs[d]);
@@ -731,10 +732,14 @@ static inline ft_status ft_qkv_dequant_rope_fp16(const ft_qkv_dequant_args_fp16 
     const int p = vec && tokens * ((units + 1023) / 1024) >= 4LL * sms ? FP16_QKV_UNITS : 1;
     const dim3 grid((unsigned)tokens, (unsigned)((units + 256 * p - 1) / (256 * p)));
     const size_t smem = a.rope != FT_ROPE_NONE ? (size_t)(a.rotary_dim / 2) * sizeof(float2) : 0;
+    const int upd = vec ? a.D / 4 : a.D; /* units a head */
+    int ush = (upd & (upd - 1)) == 0 ? 0 : -1;
+    while (ush >= 0 && (1 << ush) < upd)
+        ush++;
     if (vec)
-        ft_qkv_dequant_rope_fp16_v4<<<grid, 256, smem, stream>>>(a, log2_base, p);
+        ft_qkv_dequant_rope_fp16_v4<<<grid, 256, smem, stream>>>(a, log2_base, p, ush);
     else
-        ft_qkv_dequant_rope_fp16_v1<<<grid, 256, smem, stream>>>(a, log2_base);
+        ft_qkv_dequant_rope_fp16_v1<<<grid, 256, smem, stream>>>(a, log2_base, ush);
     return ft_launch_status(fn);
 }
 
@@ -834,8 +839,8 @@ typedef struct ft_csm_args_fp16 {
     int64_t ld, ld_mask;
     int64_t rows;          /* B*H*Sq */
     int Sq, Sk, causal;
-    int lg;                /* the warp form's lanes a row: 1 << lg (1 .. 32) */
-    float scale;
+    int lg;                /* the group form's lanes a row: 1 << lg (1 .. 16; 32: the warp form) */
+    float scale;           /* scale * log2(e): z and the row's maximum in base 2 */
 } ft_csm_args_fp16;
 
 /* z of vector i of row r (query qi): score * scale + mask; -inf past the row's keys (a
@@ -850,15 +855,20 @@ static __device__ __forceinline__ void ft_csm_z_fp16_v8(const ft_csm_args_fp16 &
         return;
     }
     ft_load_fp16x8(x + 8 * i, z);
-    float mk[8];
-#pragma unroll
-    for (int e = 0; e < 8; e++)
-        mk[e] = 0.0f;
-    if (mrow != NULL)
+    if (mrow != NULL) {
+        float mk[8];
         ft_load_nc_fp16x8(mrow + 8 * i, mk);
 #pragma unroll
+        for (int e = 0; e < 8; e++)
+            z[e] = fmaf(z[e], a.scale, mk[e] * FT_LOG2E);
+    } else {
+#pragma unroll
+        for (int e = 0; e < 8; e++)
+            z[e] *= a.scale;
+    }
+#pragma unroll
     for (int e = 0; e < 8; e++)
-        z[e] = 8 * i + e < lim ? fmaf(z[e], a.scale, mk[e]) : -INFINITY;
+        z[e] = 8 * i + e < lim ? z[e] : -INFINITY;
 }
 
 /* the probabilities p of vector i into y: whole vectors, or element by element the last one
@@ -919,7 +929,7 @@ static __global__ void __launch_bounds__(1024) ft_causal_softmax_fp16_v8(ft_csm_
             if (tid + k * nt < nv)
 #pragma unroll
                 for (int e = 0; e < 8; e++) {
-                    z[k][e] = __expf(z[k][e] - m);
+                    z[k][e] = ft_exp2_approx(z[k][e] - m);
                     sum += z[k][e];
                 }
     } else {
@@ -928,7 +938,7 @@ static __global__ void __launch_bounds__(1024) ft_causal_softmax_fp16_v8(ft_csm_
             ft_csm_z_fp16_v8(a, x, mrow, i, lim, t);
 #pragma unroll
             for (int e = 0; e < 8; e++)
-                sum += __expf(t[e] - m);
+                sum += ft_exp2_approx(t[e] - m);
         }
     }
     sum = ft_block_sum(sum, scratch + 32);
@@ -952,7 +962,7 @@ static __global__ void __launch_bounds__(1024) ft_causal_softmax_fp16_v8(ft_csm_
                 ft_csm_z_fp16_v8(a, x, mrow, i, lim, t);
 #pragma unroll
                 for (int e = 0; e < 8; e++)
-                    t[e] = __expf(t[e] - m) * inv;
+                    t[e] = ft_exp2_approx(t[e] - m) * inv;
             } else {
 #pragma unroll
                 for (int e = 0; e < 8; e++)
@@ -1010,7 +1020,7 @@ static __global__ void __launch_bounds__(256) ft_causal_softmax_group_fp16_v8(ft
             if (tid + k * nt < nv)
 #pragma unroll
                 for (int e = 0; e < 8; e++) {
-                    z[k][e] = __expf(z[k][e] - m);
+                    z[k][e] = ft_exp2_approx(z[k][e] - m);
                     sum += z[k][e];
                 }
     } else {
@@ -1019,7 +1029,7 @@ static __global__ void __launch_bounds__(256) ft_causal_softmax_group_fp16_v8(ft
             ft_csm_z_fp16_v8(a, x, mrow, i, lim, t);
 #pragma unroll
             for (int e = 0; e < 8; e++)
-                sum += __expf(t[e] - m);
+                sum += ft_exp2_approx(t[e] - m);
         }
     }
     sum = ft_group_sum(sum, nt, gmask);
@@ -1043,7 +1053,7 @@ static __global__ void __launch_bounds__(256) ft_causal_softmax_group_fp16_v8(ft
                 ft_csm_z_fp16_v8(a, x, mrow, i, lim, t);
 #pragma unroll
                 for (int e = 0; e < 8; e++)
-                    t[e] = __expf(t[e] - m) * inv;
+                    t[e] = ft_exp2_approx(t[e] - m) * inv;
             } else {
 #pragma unroll
                 for (int e = 0; e < 8; e++)
@@ -1099,7 +1109,7 @@ static __global__ void __launch_bounds__(256) ft_causal_softmax_warp_fp16_v8(ft_
             if (tid + k * nt < nv)
 #pragma unroll
                 for (int e = 0; e < 8; e++) {
-                    z[k][e] = __expf(z[k][e] - m);
+                    z[k][e] = ft_exp2_approx(z[k][e] - m);
                     sum += z[k][e];
                 }
     } else {
@@ -1108,7 +1118,7 @@ static __global__ void __launch_bounds__(256) ft_causal_softmax_warp_fp16_v8(ft_
             ft_csm_z_fp16_v8(a, x, mrow, i, lim, t);
 #pragma unroll
             for (int e = 0; e < 8; e++)
-                sum += __expf(t[e] - m);
+                sum += ft_exp2_approx(t[e] - m);
         }
     }
     sum = ft_warp_sum(sum);
@@ -1132,7 +1142,7 @@ static __global__ void __launch_bounds__(256) ft_causal_softmax_warp_fp16_v8(ft_
                 ft_csm_z_fp16_v8(a, x, mrow, i, lim, t);
 #pragma unroll
                 for (int e = 0; e < 8; e++)
-                    t[e] = __expf(t[e] - m) * inv;
+                    t[e] = ft_exp2_approx(t[e] - m) * inv;
             } else {
 #pragma unroll
                 for (int e = 0; e < 8; e++)
@@ -1145,7 +1155,7 @@ static __global__ void __launch_bounds__(256) ft_causal_softmax_warp_fp16_v8(ft_
 static __device__ __forceinline__ void ft_csm_z_fp16_v1(const ft_csm_args_fp16 &a, const __half *x,
                                                                 const __half *mrow, int i, int lim, float *z)
 {
-    z[0] = i < lim ? fmaf(ft_to_float_fp16(x[i]), a.scale, mrow != NULL ? ft_to_float_fp16(mrow[i]) : 0.0f) : -INFINITY;
+    z[0] = i < lim ? fmaf(ft_to_float_fp16(x[i]), a.scale, mrow != NULL ? ft_to_float_fp16(mrow[i]) * FT_LOG2E : 0.0f) : -INFINITY;
 }
 
 /* the probabilities p of vector i into y: whole vectors, or element by element the last one
@@ -1200,7 +1210,7 @@ static __global__ void __launch_bounds__(1024) ft_causal_softmax_fp16_v1(ft_csm_
             if (tid + k * nt < nv)
 #pragma unroll
                 for (int e = 0; e < 1; e++) {
-                    z[k][e] = __expf(z[k][e] - m);
+                    z[k][e] = ft_exp2_approx(z[k][e] - m);
                     sum += z[k][e];
                 }
     } else {
@@ -1209,7 +1219,7 @@ static __global__ void __launch_bounds__(1024) ft_causal_softmax_fp16_v1(ft_csm_
             ft_csm_z_fp16_v1(a, x, mrow, i, lim, t);
 #pragma unroll
             for (int e = 0; e < 1; e++)
-                sum += __expf(t[e] - m);
+                sum += ft_exp2_approx(t[e] - m);
         }
     }
     sum = ft_block_sum(sum, scratch + 32);
@@ -1233,7 +1243,7 @@ static __global__ void __launch_bounds__(1024) ft_causal_softmax_fp16_v1(ft_csm_
                 ft_csm_z_fp16_v1(a, x, mrow, i, lim, t);
 #pragma unroll
                 for (int e = 0; e < 1; e++)
-                    t[e] = __expf(t[e] - m) * inv;
+                    t[e] = ft_exp2_approx(t[e] - m) * inv;
             } else {
 #pragma unroll
                 for (int e = 0; e < 1; e++)
@@ -1291,7 +1301,7 @@ static __global__ void __launch_bounds__(256) ft_causal_softmax_group_fp16_v1(ft
             if (tid + k * nt < nv)
 #pragma unroll
                 for (int e = 0; e < 1; e++) {
-                    z[k][e] = __expf(z[k][e] - m);
+                    z[k][e] = ft_exp2_approx(z[k][e] - m);
                     sum += z[k][e];
                 }
     } else {
@@ -1300,7 +1310,7 @@ static __global__ void __launch_bounds__(256) ft_causal_softmax_group_fp16_v1(ft
             ft_csm_z_fp16_v1(a, x, mrow, i, lim, t);
 #pragma unroll
             for (int e = 0; e < 1; e++)
-                sum += __expf(t[e] - m);
+                sum += ft_exp2_approx(t[e] - m);
         }
     }
     sum = ft_group_sum(sum, nt, gmask);
@@ -1324,7 +1334,7 @@ static __global__ void __launch_bounds__(256) ft_causal_softmax_group_fp16_v1(ft
                 ft_csm_z_fp16_v1(a, x, mrow, i, lim, t);
 #pragma unroll
                 for (int e = 0; e < 1; e++)
-                    t[e] = __expf(t[e] - m) * inv;
+                    t[e] = ft_exp2_approx(t[e] - m) * inv;
             } else {
 #pragma unroll
                 for (int e = 0; e < 1; e++)
@@ -1380,7 +1390,7 @@ static __global__ void __launch_bounds__(256) ft_causal_softmax_warp_fp16_v1(ft_
             if (tid + k * nt < nv)
 #pragma unroll
                 for (int e = 0; e < 1; e++) {
-                    z[k][e] = __expf(z[k][e] - m);
+                    z[k][e] = ft_exp2_approx(z[k][e] - m);
                     sum += z[k][e];
                 }
     } else {
@@ -1389,7 +1399,7 @@ static __global__ void __launch_bounds__(256) ft_causal_softmax_warp_fp16_v1(ft_
             ft_csm_z_fp16_v1(a, x, mrow, i, lim, t);
 #pragma unroll
             for (int e = 0; e < 1; e++)
-                sum += __expf(t[e] - m);
+                sum += ft_exp2_approx(t[e] - m);
         }
     }
     sum = ft_warp_sum(sum);
@@ -1413,7 +1423,7 @@ static __global__ void __launch_bounds__(256) ft_causal_softmax_warp_fp16_v1(ft_
                 ft_csm_z_fp16_v1(a, x, mrow, i, lim, t);
 #pragma unroll
                 for (int e = 0; e < 1; e++)
-                    t[e] = __expf(t[e] - m) * inv;
+                    t[e] = ft_exp2_approx(t[e] - m) * inv;
             } else {
 #pragma unroll
                 for (int e = 0; e < 1; e++)
@@ -1450,11 +1460,11 @@ static inline ft_status ft_causal_softmax_fp16(const __half *x, __half *y, const
     if ((int64_t)B * H * Sq > INT32_MAX)
         return ft_fail(FT_ERR_INVALID_ARGUMENT, "%s: B * H * Sq = %lld rows exceeds %d", fn, (long long)B * H * Sq,
                        INT32_MAX);
-    if (!isfinite(scale))
-        return ft_fail(FT_ERR_INVALID_ARGUMENT, "%s: scale must be finite", fn);
+    if (!isfinite(scale) || !isfinite(scale * FT_LOG2E))
+        return ft_fail(FT_ERR_INVALID_ARGUMENT, "%s: scale must be finite (|scale| * log2(e) too)", fn);
     ft_csm_args_fp16 a;
     a.x = x, a.y = y, a.mask = mask, a.ld = ld, a.ld_mask = ld_mask, a.Sq = Sq, a.Sk = Sk, a.causal = causal != 0;
-    a.scale = scale;
+    a.scale = scale * FT_LOG2E; /* exponents in base 2: one FADD and the ex2 a weight */
     const unsigned rows = (unsigned)((int64_t)B * H * Sq);
     /* 16-byte vectors where every row starts on one: the last may pass Sk inside ld (its
        tail read, never written) */

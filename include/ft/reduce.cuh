@@ -205,6 +205,8 @@ static __device__ __forceinline__ float2 ft_block_sum2(float2 v, float *scratch)
     return v;
 }
 
+#define FT_LOG2E 1.4426950408889634f /* log2(e): e^x = 2^(x log2(e)) */
+
 /* 2^x on the approximate unit (softmax weights, x <= 0; subnormal results flush to 0). */
 static __device__ __forceinline__ float ft_exp2_approx(float x)
 {
