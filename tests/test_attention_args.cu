@@ -211,6 +211,9 @@ FT_TEST(packed_attention_args)
                      ft_has_packed_attention(FT_FP16, 48) && !ft_has_packed_attention(FT_FP32, 64) &&
                      !ft_has_packed_attention(FT_FP16, 160) && !ft_has_packed_attention(FT_FP16, 72),
               "ft_has_packed_attention");
+    FT_EXPECT(t, ft_has_attention(FT_FP32, 64) && ft_has_attention(FT_FP16, 256) && ft_has_attention(FT_BF16, 48) &&
+                     !ft_has_attention(FT_FP16, 72) && !ft_has_attention(FT_INT8, 64),
+              "ft_has_attention");
 }
 
 FT_TEST(attention_workspace_size)

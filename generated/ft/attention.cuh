@@ -68,6 +68,19 @@ static inline ft_status ft_packed_attention(ft_dtype dtype, int head_size, const
     }
 }
 
+/* Whether the decode launchers (ft_masked_self_attention_decode, ft_cross_attention_decode)
+ * have a variant for this dtype and head size: a caller picks another path without
+ * an error raised. */
+static inline int ft_has_attention(ft_dtype dtype, int head_size)
+{
+    switch (dtype) {
+    case FT_FP32: return ft_has_attention_fp32(head_size);
+    case FT_FP16: return ft_has_attention_fp16(head_size);
+    case FT_BF16: return ft_has_attention_bf16(head_size);
+    default: return 0;
+    }
+}
+
 /* Whether ft_packed_attention has a kernel for this dtype and head size (fp16 and bf16,
  * head sizes that are multiples of 16 up to 128, among the generated ones). */
 static inline int ft_has_packed_attention(ft_dtype dtype, int head_size)

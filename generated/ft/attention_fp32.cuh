@@ -120,6 +120,26 @@ static inline ft_status ft_packed_attention_fp32(int head_size, const ft_packed_
     }
 }
 
+/* Whether the decode launchers (ft_masked_self_attention_decode_fp32,
+ * ft_cross_attention_decode_fp32) have a variant for this head size. */
+static inline int ft_has_attention_fp32(int head_size)
+{
+    switch (head_size) {
+    case 32:
+    case 48:
+    case 64:
+    case 80:
+    case 96:
+    case 112:
+    case 128:
+    case 160:
+    case 192:
+    case 256:
+        return 1;
+    default: return 0;
+    }
+}
+
 /* Whether ft_packed_attention_fp32 has a kernel for this head size. */
 static inline int ft_has_packed_attention_fp32(int head_size)
 {
