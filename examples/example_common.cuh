@@ -30,6 +30,22 @@ static inline void *ft_ex_take(ft_ex_arena *a, size_t bytes)
             return st_;                                                                          \
     } while (0)
 
+static __global__ void ft_ex_fill_int_kernel(int *p, int n, int v)
+{
+    const int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n)
+        p[i] = v;
+}
+
+/* p[0 .. n) = v on the device (a lengths array for a launcher that takes one). */
+static inline ft_status ft_ex_fill_int(int *p, int n, int v, cudaStream_t stream)
+{
+    if (p == NULL || n <= 0)
+        return ft_fail(FT_ERR_INVALID_ARGUMENT, "ft_ex_fill_int: p (%p) and n (%d) > 0 required", (void *)p, n);
+    ft_ex_fill_int_kernel<<<(n + 255) / 256, 256, 0, stream>>>(p, n, v);
+    return ft_launch_status("ft_ex_fill_int");
+}
+
 /* C[m,n] = act(A[m,k] W[k,n] + bias): one GEMM with the bias and activation in its
  * epilogue when the context has a cuBLASLt handle (and the activation an epilogue), else
  * the GEMM and ft_add_bias_act in place. */

@@ -8,10 +8,15 @@
  *   acc        = x8 Wqkv^T                                          ft_gemm_int8
  *   q, k, v    = dequant, rotary on q and k, heads split; k and v   ft_qkv_dequant_rope
  *                straight into the caches at start .. start + S - 1
- *   scores     = q K^T over the caches' first start + S rows         one GEMM a (sequence, kv
+ *   a          = softmax(q K^T / sqrt(D)) V over the caches' first start + S rows:
+ *                a prompt (S > 1):
+ *                  scores = q K^T                                    one GEMM a (sequence, kv
  *                                                                    head): its G query heads' S rows at once
- *   p          = causal softmax(scores / sqrt(D))                    ft_causal_softmax
- *   a          = p V                                                 one GEMM a (sequence, kv head)
+ *                  p      = causal softmax(scores / sqrt(D))         ft_causal_softmax
+ *                  a      = p V                                      one GEMM a (sequence, kv head)
+ *                a decode step (S = 1, a generated head size):       ft_cross_attention_decode
+ *                  over the caches as memory of start + 1 steps (the cache read once, split
+ *                  over the GPU for long caches; q, k, v already rotated and appended)
  *   a8, s2     = int8 of a, heads merged                             ft_attn_quant_transpose
  *   acc        = a8 Wo^T                                             ft_gemm_int8
  *   h, h8, s3  = dequant + x (kept); int8 of RMSNorm(h) * gamma2     ft_dequant_residual_rmsnorm_quant
@@ -29,6 +34,7 @@
 
 #include <math.h>
 
+#include "ft/attention.cuh"
 #include "ft/gemm.cuh"
 #include "ft/llama.cuh"
 
@@ -64,6 +70,9 @@ typedef struct ft_llama_buffers {
     float *s1, *s2, *s3, *s4;
     int32_t *acc, *acc3;
     char *q, *scores, *att, *h;
+    int *lens;                  /* decode steps: [B] steps each sequence attends to */
+    void *attn_ws;              /* decode steps: split-KV partials */
+    size_t attn_ws_bytes;
 } ft_llama_buffers;
 
 /* Carves the workspace for B sequences of S tokens against caches of Lmax rows into b (base
@@ -89,6 +98,9 @@ static inline size_t ft_llama_carve(const ft_llama_config *c, int B, int S, int 
     b->scores = (char *)ft_ex_take(&a, (size_t)B * c->heads * S * (size_t)Lmax * es);
     b->att = (char *)ft_ex_take(&a, M * N * es);
     b->h = (char *)ft_ex_take(&a, M * N * es);
+    b->lens = (int *)ft_ex_take(&a, (size_t)B * sizeof(int));
+    b->attn_ws_bytes = S == 1 ? ft_attention_workspace_bytes(B, c->heads, (int)D, FT_ATTN_MAX_SPLITS) : 0;
+    b->attn_ws = ft_ex_take(&a, b->attn_ws_bytes);
     return a.used;
 }
 
@@ -135,12 +147,23 @@ static inline ft_status ft_llama_layer_forward(const ft_gemm_ctx *g, const ft_ll
     qa.q_out = (float *)b.q, qa.k_out = (float *)k_cache, qa.v_out = (float *)v_cache;
     qa.B = B, qa.S = S, qa.H = H, qa.Hkv = Hkv, qa.D = D;
     FT_EX_TRY(ft_qkv_dequant_rope(dt, &qa, stream));
-    /* per (sequence, kv head): its G heads' S query rows [G S, D] against the cache's L rows */
-    FT_EX_TRY(ft_gemm_strided_batched(g, dt, 0, 1, G * S, L, D, 1.0f, b.q, D, (int64_t)G * S * D, k_cache, D,
-                                      (int64_t)Lmax * D, 0.0f, b.scores, L, (int64_t)G * S * L, B * Hkv, stream));
-    FT_EX_TRY(ft_causal_softmax(dt, b.scores, b.scores, NULL, L, 0, B, H, S, L, 1, 1.0f / sqrtf((float)D), stream));
-    FT_EX_TRY(ft_gemm_strided_batched(g, dt, 0, 0, G * S, D, L, 1.0f, b.scores, L, (int64_t)G * S * L, v_cache, D,
-                                      (int64_t)Lmax * D, 0.0f, b.att, D, (int64_t)G * S * D, B * Hkv, stream));
+    if (S == 1 && ft_has_attention(dt, D)) {
+        /* a decode step: q [B, H*D] against the L cached rows, the step's own among them */
+        FT_EX_TRY(ft_ex_fill_int(b.lens, B, L, stream));
+        ft_cross_attention_args ca;
+        memset(&ca, 0, sizeof ca);
+        ca.batch = B, ca.num_heads = H, ca.num_kv_heads = Hkv, ca.mem_len = Lmax, ca.max_mem_seq_len = L;
+        ca.q = b.q, ca.k_mem = k_cache, ca.v_mem = v_cache, ca.layout = FT_KV_BHLD, ca.mem_lengths = b.lens;
+        ca.out = b.att, ca.workspace = b.attn_ws, ca.workspace_bytes = b.attn_ws_bytes;
+        FT_EX_TRY(ft_cross_attention_decode(dt, D, &ca, stream));
+    } else {
+        /* per (sequence, kv head): its G heads' S query rows [G S, D] against the cache's L rows */
+        FT_EX_TRY(ft_gemm_strided_batched(g, dt, 0, 1, G * S, L, D, 1.0f, b.q, D, (int64_t)G * S * D, k_cache, D,
+                                          (int64_t)Lmax * D, 0.0f, b.scores, L, (int64_t)G * S * L, B * Hkv, stream));
+        FT_EX_TRY(ft_causal_softmax(dt, b.scores, b.scores, NULL, L, 0, B, H, S, L, 1, 1.0f / sqrtf((float)D), stream));
+        FT_EX_TRY(ft_gemm_strided_batched(g, dt, 0, 0, G * S, D, L, 1.0f, b.scores, L, (int64_t)G * S * L, v_cache, D,
+                                          (int64_t)Lmax * D, 0.0f, b.att, D, (int64_t)G * S * D, B * Hkv, stream));
+    }
     FT_EX_TRY(ft_attn_quant_transpose(dt, b.att, b.a8, b.s2, B, H, S, D, 1, stream));
     FT_EX_TRY(ft_gemm_int8(g, M, N, N, b.a8, w->w_o, b.acc, stream));
     FT_EX_TRY(ft_dequant_residual_rmsnorm_quant(dt, b.acc, b.s2, w->o_scale, x, w->gamma2, b.h, b.h8, b.s3, M, N,

@@ -336,11 +336,16 @@ static void llama_test(ft_test *t)
     ref_rng rng;
     ref_rng_seed(&rng, ref_test_seed() + 307 * (uint64_t)dt);
     /* a prompt after cached tokens (grouped heads), a decode step, a prompt from 0 (MQA,
-       half-split rotary), N and F off 16-byte vectors of 16-bit types */
+       half-split rotary), N and F off 16-byte vectors of 16-bit types; decode steps through
+       the attention family (grouped heads; a long cache, split over the GPU) and, at a
+       head size it does not generate (D 24, MQA), through the GEMMs */
     run_llama(t, dt, &rng, 2, 5, 3, 128, 4, 2, 256, 16, FT_ROPE_INTERLEAVED);
     run_llama(t, dt, &rng, 3, 1, 7, 256, 8, 8, 512, 12, FT_ROPE_INTERLEAVED);
     run_llama(t, dt, &rng, 1, 33, 0, 64, 2, 1, 192, 40, FT_ROPE_HALF);
     run_llama(t, dt, &rng, 2, 4, 2, 96, 3, 3, 100, 9, FT_ROPE_INTERLEAVED);
+    run_llama(t, dt, &rng, 4, 1, 20, 512, 8, 2, 256, 40, FT_ROPE_HALF);
+    run_llama(t, dt, &rng, 2, 1, 1500, 256, 2, 2, 128, 1600, FT_ROPE_INTERLEAVED);
+    run_llama(t, dt, &rng, 2, 1, 5, 72, 3, 1, 64, 8, FT_ROPE_INTERLEAVED);
 }
 
 /* ---------------------------------------------------------------- whole decoding loop */
