@@ -70,10 +70,17 @@ typedef struct ft_llama_buffers {
     float *s1, *s2, *s3, *s4;
     int32_t *acc, *acc3;
     char *q, *scores, *att, *h;
-    int *lens;                  /* decode steps: [B] steps each sequence attends to */
-    void *attn_ws;              /* decode steps: split-KV partials */
+    int *lens;                  /* fused decode steps: [B] steps each sequence attends to */
+    void *attn_ws;              /* fused decode steps: split-KV partials (scores: none) */
     size_t attn_ws_bytes;
 } ft_llama_buffers;
+
+/* Whether a forward of S tokens runs its attention as ft_cross_attention_decode (a
+ * generation step at a generated head size) rather than GEMMs over a scores buffer. */
+static inline int ft_llama_fused_decode(const ft_llama_config *c, int S)
+{
+    return S == 1 && ft_has_attention(c->dtype, c->hidden / c->heads);
+}
 
 /* Carves the workspace for B sequences of S tokens against caches of Lmax rows into b (base
  * NULL: sizes only); returns the bytes it needs. */
@@ -95,11 +102,12 @@ static inline size_t ft_llama_carve(const ft_llama_config *c, int B, int S, int 
     b->acc = (int32_t *)ft_ex_take(&a, M * wide * 4);
     b->acc3 = (int32_t *)ft_ex_take(&a, M * F * 4);
     b->q = (char *)ft_ex_take(&a, M * N * es);
-    b->scores = (char *)ft_ex_take(&a, (size_t)B * c->heads * S * (size_t)Lmax * es);
+    const int fused = ft_llama_fused_decode(c, S);
+    b->scores = (char *)ft_ex_take(&a, fused ? 0 : (size_t)B * c->heads * S * (size_t)Lmax * es);
     b->att = (char *)ft_ex_take(&a, M * N * es);
     b->h = (char *)ft_ex_take(&a, M * N * es);
     b->lens = (int *)ft_ex_take(&a, (size_t)B * sizeof(int));
-    b->attn_ws_bytes = S == 1 ? ft_attention_workspace_bytes(B, c->heads, (int)D, FT_ATTN_MAX_SPLITS) : 0;
+    b->attn_ws_bytes = fused ? ft_attention_workspace_bytes(B, c->heads, (int)D, FT_ATTN_MAX_SPLITS) : 0;
     b->attn_ws = ft_ex_take(&a, b->attn_ws_bytes);
     return a.used;
 }
@@ -147,7 +155,7 @@ static inline ft_status ft_llama_layer_forward(const ft_gemm_ctx *g, const ft_ll
     qa.q_out = (float *)b.q, qa.k_out = (float *)k_cache, qa.v_out = (float *)v_cache;
     qa.B = B, qa.S = S, qa.H = H, qa.Hkv = Hkv, qa.D = D;
     FT_EX_TRY(ft_qkv_dequant_rope(dt, &qa, stream));
-    if (S == 1 && ft_has_attention(dt, D)) {
+    if (ft_llama_fused_decode(c, S)) {
         /* a decode step: q [B, H*D] against the L cached rows, the step's own among them */
         FT_EX_TRY(ft_ex_fill_int(b.lens, B, L, stream));
         ft_cross_attention_args ca;
