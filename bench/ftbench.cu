@@ -34,6 +34,7 @@
 #include "gemm_util.h"
 #include "decoder_layer.cuh"
 #include "inferencer.cuh"
+#include "llama_layer.cuh"
 
 typedef struct bench_opts {
     const char *kernel;
@@ -1249,6 +1250,86 @@ static ft_status run_attn_quant_transpose(const bench_opts *o, void **b, cudaStr
                                    o->head_size, 1, s);
 }
 
+/* llama_layer (examples/llama_layer.cuh): a forward of --seq tokens of --batch sequences
+ * that end at step --len (start = len - seq; len <= seq: a prompt from 0): 0 x [B S, N],
+ * 1 y, 2 int8 weights (Wqkv, Wo, W1, W3, W2, carved), 3 their fp32 scales, 4 gamma1 and
+ * gamma2, 5 workspace, 6/7 k/v caches [B, Hkv, L, D] (rows before start as if cached) */
+static int llama_len(const bench_opts *o)
+{
+    return o->len > o->seq ? o->len : o->seq;
+}
+static ft_llama_config llama_config(const bench_opts *o)
+{
+    ft_llama_config c;
+    memset(&c, 0, sizeof c);
+    c.dtype = o->dt, c.hidden = o->hidden, c.heads = o->heads, c.kv_heads = o->kv_heads, c.ffn = o->ffn;
+    c.eps = 1e-6f, c.rope = FT_ROPE_INTERLEAVED; /* angles computed on the fly */
+    return c;
+}
+/* int8 weight and fp32 scale element counts, in llama_buffers' carving order */
+static void llama_counts(const bench_opts *o, size_t *w, size_t *sc)
+{
+    const size_t N = (size_t)o->hidden, F = (size_t)o->ffn, Wd = (size_t)(o->heads + 2 * o->kv_heads) * (N / o->heads);
+    const size_t wv[5] = {Wd * N, N * N, F * N, F * N, N * F}, sv[5] = {Wd, N, F, F, N};
+    memcpy(w, wv, sizeof wv);
+    memcpy(sc, sv, sizeof sv);
+}
+static int llama_buffers(const bench_opts *o, buf_spec *sp)
+{
+    size_t w[5], sc[5];
+    llama_counts(o, w, sc);
+    const ft_llama_config c = llama_config(o);
+    const size_t M = (size_t)o->batch * o->seq, N = (size_t)o->hidden, L = (size_t)llama_len(o);
+    const size_t kv = (size_t)o->batch * o->kv_heads * L * (N / o->heads);
+    spec(sp + 0, M * N, 0, 1, FILL_RANDOM);
+    spec(sp + 1, M * N, 0, 1, FILL_NONE);
+    spec(sp + 2, carve(NULL, 1, w, 5, NULL), 1, 0, FILL_RANDOM); /* random bytes */
+    spec(sp + 3, carve(NULL, 1, sc, 5, NULL), 4, 0, FILL_SCALES);
+    spec(sp + 4, 2 * N, 0, 0, FILL_RANDOM);
+    spec(sp + 5, ft_llama_workspace_bytes(&c, o->batch, o->seq, (int)L), 1, 0, FILL_NONE);
+    spec(sp + 6, kv, 0, 0, FILL_RANDOM);
+    spec(sp + 7, kv, 0, 0, FILL_RANDOM);
+    return 8;
+}
+/* the weights and their scales once, x read and y written, the caches' first len rows read
+ * (k and v; the step's own rows written) */
+static double llama_bytes(const bench_opts *o)
+{
+    size_t w[5], sc[5];
+    llama_counts(o, w, sc);
+    double b = 0;
+    for (int i = 0; i < 5; i++)
+        b += (double)w[i] + 4.0 * (double)sc[i];
+    const double es = (double)ft_dtype_size(o->dt), N = o->hidden, D = (double)o->hidden / o->heads;
+    return b + 2.0 * N * es + 2.0 * o->batch * o->seq * N * es + 2.0 * o->batch * o->kv_heads * llama_len(o) * D * es;
+}
+static void llama_describe(const bench_opts *o, char *variant, char *shape, size_t len)
+{
+    const ft_llama_config c = llama_config(o);
+    snprintf(variant, len, "%s", o->seq == 1 ? (ft_llama_fused_decode(&c, 1) ? "decode fused" : "decode gemm")
+                                             : "prompt");
+    snprintf(shape, len, "B=%d S=%d N=%d H=%d Hkv=%d F=%d L=%d", o->batch, o->seq, o->hidden, o->heads, o->kv_heads,
+             o->ffn, llama_len(o));
+}
+static ft_status run_llama_layer(const bench_opts *o, void **b, cudaStream_t s)
+{
+    size_t w[5], sc[5];
+    const void *wp[5], *sp[5];
+    llama_counts(o, w, sc);
+    carve(b[2], 1, w, 5, wp);
+    carve(b[3], 4, sc, 5, sp);
+    ft_llama_weights lw;
+    lw.gamma1 = b[4], lw.gamma2 = (const char *)b[4] + (size_t)o->hidden * ft_dtype_size(o->dt);
+    lw.w_qkv = (const int8_t *)wp[0], lw.w_o = (const int8_t *)wp[1], lw.w1 = (const int8_t *)wp[2];
+    lw.w3 = (const int8_t *)wp[3], lw.w2 = (const int8_t *)wp[4];
+    lw.qkv_scale = (const float *)sp[0], lw.o_scale = (const float *)sp[1], lw.w1_scale = (const float *)sp[2];
+    lw.w3_scale = (const float *)sp[3], lw.w2_scale = (const float *)sp[4];
+    const ft_llama_config c = llama_config(o);
+    const int L = llama_len(o);
+    return ft_llama_layer_forward(shared_gemm_ctx(), &c, &lw, b[0], o->batch, o->seq, L - o->seq, b[6], b[7], L, b[5],
+                                  ft_llama_workspace_bytes(&c, o->batch, o->seq, L), b[1], s);
+}
+
 /* ---- the continuous-batching inferencer (ft/batching.cuh): every slot at --len steps,
  * caches of --len (kt [B, E, L], v [B, L, E]) */
 
@@ -1427,6 +1508,8 @@ static const kernel_desc kernels[] = {
      bert_buffers, run_bert_layer, layer_bytes, layer_describe},
     {"decoder_layer", "examples/decoder_layer.cuh one step, --batch --hidden --heads --ffn --len --mem-len",
      decoder_buffers, run_decoder_layer, layer_bytes, layer_describe},
+    {"llama_layer", "examples/llama_layer.cuh int8 layer, --batch --seq --hidden --heads --kv-heads --ffn [--len L: the forward ends at step L]",
+     llama_buffers, run_llama_layer, llama_bytes, llama_describe},
     {"topk", "the k best of each row, --batch --vocab --k [--topk-form auto|split|row|rowN (N blocks per row)]", decoding_buffers, run_topk, decoding_bytes,
      decoding_describe},
     {"beam_topk", "beam candidates with cum_log_probs, --batch --beam --vocab --k", decoding_buffers, run_beam_topk,
@@ -1788,6 +1871,10 @@ static const char *suite[] = {
     "bert_layer --dtype fp16 --batch 32 --seq 128 --hidden 768 --heads 12 --ffn 3072 --avg-len 64 --remove-padding",
     "bert_layer --dtype bf16 --batch 32 --seq 128 --hidden 768 --heads 12 --ffn 3072",
     "decoder_layer --dtype fp16 --batch 64 --hidden 512 --heads 8 --ffn 2048 --len 128 --mem-len 128",
+    /* the LLaMA int8 layer (LLaMA-2 7B sizes): a 2048-token prompt, decode steps at 1024 and 4096 */
+    "llama_layer --dtype fp16 --batch 1 --seq 2048 --hidden 4096 --heads 32 --ffn 11008",
+    "llama_layer --dtype fp16 --batch 8 --seq 1 --hidden 4096 --heads 32 --ffn 11008 --len 1024",
+    "llama_layer --dtype fp16 --batch 64 --seq 1 --hidden 4096 --heads 32 --kv-heads 8 --ffn 11008 --len 1024",
     /* decoding: the decoding issue's shapes (fp32 logits) */
     "topk --dtype fp32 --batch 64 --vocab 32000 --k 1",
     "topk --dtype fp32 --batch 64 --vocab 32000 --k 4",

@@ -297,6 +297,68 @@ def llama(kernel, variant, shape, dt):
     raise NoForm(kernel)
 
 
+def llama_layer(variant, shape, dt):
+    """examples/llama_layer.cuh in PyTorch eager: the same int8 layer (per-row int8
+    activations, int8 weights with per-channel scales, torch._int_mm; rows padded to 32 where
+    fewer than 17, _int_mm's least) with SDPA over the caches; second, the fp16/bf16 layer
+    (F.linear on floating-point weights), what a PyTorch user without int8 kernels runs."""
+    B, S, N, H, Hkv, Fd, L = (shape[k] for k in ("B", "S", "N", "H", "Hkv", "F", "L"))
+    D, M, start = N // H, B * S, L - S
+    Wd = (H + 2 * Hkv) * D
+
+    def i8(*s):
+        return torch.randint(-127, 128, s, device="cuda", dtype=torch.int8)
+
+    def sc(k):
+        return torch.rand(k, device="cuda") * 1e-3 + 0.5e-3
+
+    Ws = [i8(Wd, N), i8(N, N), i8(Fd, N), i8(Fd, N), i8(N, Fd)]
+    Wt = [t.t() for t in Ws]  # [in, out], column-major: _int_mm's second operand
+    Sc = [sc(Wd), sc(N), sc(Fd), sc(Fd), sc(N)]
+    g1, g2 = torch.randn(N, device="cuda", dtype=dt) + 1.0, torch.randn(N, device="cuda", dtype=dt) + 1.0
+    kc, vc = w(B, Hkv, L, D, dt=dt), w(B, Hkv, L, D, dt=dt)
+    inv = 10000.0 ** (-torch.arange(0, D, 2, device="cuda", dtype=torch.float32) / D)
+    pos = torch.arange(start, L, device="cuda", dtype=torch.float32)
+    freqs = torch.polar(torch.ones(S, D // 2, device="cuda"), pos[:, None] * inv)
+    causal = S > 1  # prompts start at 0 here, where SDPA's top-left causal mask is the right one
+
+    def rot(t):  # [B, S, h, D] fp32, interleaved pairs
+        c = torch.view_as_complex(t.reshape(*t.shape[:-1], D // 2, 2))
+        return torch.view_as_real(c * freqs[None, :, None, :]).flatten(-2)
+
+    def mm(a8, i):
+        if M <= 16:
+            return torch._int_mm(F.pad(a8, (0, 0, 0, 32 - M)), Wt[i])[:M]
+        return torch._int_mm(a8, Wt[i])
+
+    def attend(qkv):  # [M, Wd] fp32 -> [M, N] in dt, k and v appended to the caches
+        q, k, v = qkv.view(B, S, H + 2 * Hkv, D).split([H, Hkv, Hkv], dim=2)
+        kc[:, :, start:] = rot(k).transpose(1, 2).to(dt)
+        vc[:, :, start:] = v.transpose(1, 2).to(dt)
+        o = F.scaled_dot_product_attention(rot(q).transpose(1, 2).to(dt), kc, vc, is_causal=causal,
+                                           enable_gqa=Hkv < H)
+        return o.transpose(1, 2).reshape(M, N)
+
+    def int8_layer(x):
+        a8, s1 = quantise(F.rms_norm(x, (N,), g1, 1e-6).float())
+        a8, s2 = quantise(attend(mm(a8, 0).float() * s1 * Sc[0]).float())
+        h = (mm(a8, 1).float() * s2 * Sc[1] + x.float()).to(dt)
+        h8, s3 = quantise(F.rms_norm(h, (N,), g2, 1e-6).float())
+        f8, s4 = quantise(F.silu(mm(h8, 2).float() * s3 * Sc[2]) * (mm(h8, 3).float() * s3 * Sc[3]))
+        return (mm(f8, 4).float() * s4 * Sc[4] + h.float()).to(dt)
+
+    Wf = [(t.float() * c[:, None]).to(dt) for t, c in zip(Ws, Sc)]
+
+    def float_layer(x):
+        h = F.linear(attend(F.linear(F.rms_norm(x, (N,), g1, 1e-6), Wf[0]).float()), Wf[1]) + x
+        u = F.rms_norm(h, (N,), g2, 1e-6)
+        return F.linear(F.silu(F.linear(u, Wf[2])) * F.linear(u, Wf[3]), Wf[4]) + h
+
+    return ("int8 layer: rms_norm, per-row int8, torch._int_mm, view_as_complex rotary, SDPA over the caches",
+            lambda: (torch.randn(M, N, device="cuda", dtype=dt),), int8_layer,
+            (f"{str(dt).split('.')[-1]} layer (F.linear, SDPA)", float_layer))
+
+
 def batching(kernel, variant, shape, dt):
     """The continuous-batching pieces as PyTorch eager code over the same layouts (kt
     [B, E, L], v [B, L, E]; every slot at L steps, so no mask is needed)."""
@@ -368,6 +430,8 @@ def expression(kernel, variant, shape, dt):
         return packed_attention(variant, shape, dt)
     if kernel == "decoder_layer":
         return decoder_layer(variant, shape, dt)
+    if kernel == "llama_layer":
+        return llama_layer(variant, shape, dt)
     if kernel == "add_qkv_bias_transpose":
         B, H, S, D = (shape[k] for k in ("B", "H", "S", "D"))
         return ("(qkv + b).view(B,S,3,H,D).permute(2,0,3,1,4).contiguous()",
