@@ -313,14 +313,6 @@ static const qkv_case qkv_cases[] = {
     {2, 4, 2, 2, 12, FT_ROPE_HALF, 12, 1, 0, 0, 0},       /* half of 6: element-wise */
     {2, 33, 16, 16, 64, FT_ROPE_NONE, 0, 0, 1, 48, 1},
     {1, 2, 64, 8, 256, FT_ROPE_INTERLEAVED, 64, 1, 0, 4100, 0},
-    {2, 3, 8, 4, 96, FT_ROPE_HALF, 0, 0, 1, 0, 1},         /* 24 units a head: not a power of two */
-    {3, 5, 6, 2, 48, FT_ROPE_INTERLEAVED, 32, 1, 0, 20, 0}, /* 12 units a head, into a cache */
-    {2, 2, 3, 3, 112, FT_ROPE_NONE, 0, 0, 0, 0, 0},
-    /* prompts long enough for several units a thread (at least 4 blocks an SM up to ~170 SMs):
-       heads not a power of two units wide, crossing heads in a thread's stride of 256 */
-    {1, 700, 16, 4, 96, FT_ROPE_INTERLEAVED, 64, 1, 0, 0, 1},
-    {2, 400, 8, 8, 80, FT_ROPE_HALF, 0, 0, 1, 0, 0},
-    {1, 600, 40, 40, 128, FT_ROPE_NONE, 0, 0, 0, 1000, 0},
 };
 #define NQKV (int)(sizeof qkv_cases / sizeof qkv_cases[0])
 

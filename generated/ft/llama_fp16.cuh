@@ -522,11 +522,11 @@ typedef struct ft_qkv_dequant_args_fp16 {
  * rows outside the cache, the second half of a half-split rotated head (its first half's
  * units take it), odd columns of an interleaved one element by element (d takes d + 1). */
 static __device__ __forceinline__ int ft_qkv_unit_fp16(const ft_qkv_dequant_args_fp16 &a, int t, int b, int s,
-                                                         int row, int L, int u, int V, ft_fastdiv upd_div, const int32_t **src,
+                                                         int row, int L, int u, int V, int ush, const int32_t **src,
                                                          const float **cs, __half **dst, int *rot, int *d)
 {
-    /* the head: u / (D / V) by a multiply-high and a shift (the divisor fixed per launch) */
-    const int D = a.D, upd = D / V, hh = ft_fastdiv_q(upd_div, u);
+    /* ush = log2(D / V) where that is a power of two: a shift instead of a division */
+    const int D = a.D, upd = D / V, hh = ush >= 0 ? u >> ush : u / upd;
     *d = (u - hh * upd) * V;
     if (hh < a.H) {
         *src = a.q + (int64_t)t * a.ldq + hh * D, *cs = a.q_scale + hh * D;
@@ -557,11 +557,9 @@ static __device__ __forceinline__ void ft_qkv_deq4_fp16(int4 c, const float *cs,
 
 /* Block (t, c): token row t = (b, s), its units 256 p c .. 256 p (c + 1) - 1, p = per_thread
  * (1 .. 4) a thread (each 4 columns of one q, k or v head; a half-split rotated unit also
- * reads its partner at d + rd / 2), every load issued before the first value is used.
- * Four blocks an SM (64 registers; left free, ptxas takes 71 and fits three: on the H200,
- * fp16 B1 S4096 H32 D128 took 118.6 us against 106.2 bound, D96 98.9 against 88.0). */
-static __global__ void __launch_bounds__(256, 4) ft_qkv_dequant_rope_fp16_v4(ft_qkv_dequant_args_fp16 a, float log2_base,
-                                                                               int per_thread, ft_fastdiv upd_div)
+ * reads its partner at d + rd / 2), every load issued before the first value is used. */
+static __global__ void __launch_bounds__(256) ft_qkv_dequant_rope_fp16_v4(ft_qkv_dequant_args_fp16 a, float log2_base,
+                                                                               int per_thread, int ush)
 {
     const int t = blockIdx.x, b = t / a.S, s = t - b * a.S;
     const int rd = a.rotary_dim, half = rd / 2, units = (a.H + 2 * a.Hkv) * (a.D / 4);
@@ -578,7 +576,7 @@ static __global__ void __launch_bounds__(256, 4) ft_qkv_dequant_rope_fp16_v4(ft_
         __half *dst;
         int rot, d;
         const int u = base + k * blockDim.x;
-        if (k < per_thread && u < units && ft_qkv_unit_fp16(a, t, b, s, row, L, u, 4, upd_div, &src, &cs, &dst, &rot, &d)) {
+        if (k < per_thread && u < units && ft_qkv_unit_fp16(a, t, b, s, row, L, u, 4, ush, &src, &cs, &dst, &rot, &d)) {
             c0[k] = __ldcs((const int4 *)(src + d));
             if (rot == FT_ROPE_HALF && d < half)
                 c1[k] = __ldcs((const int4 *)(src + d + half));
@@ -593,7 +591,7 @@ static __global__ void __launch_bounds__(256, 4) ft_qkv_dequant_rope_fp16_v4(ft_
         __half *dst;
         int rot, d;
         const int u = base + k * blockDim.x;
-        if (!(k < per_thread && u < units && ft_qkv_unit_fp16(a, t, b, s, row, L, u, 4, upd_div, &src, &cs, &dst, &rot, &d)))
+        if (!(k < per_thread && u < units && ft_qkv_unit_fp16(a, t, b, s, row, L, u, 4, ush, &src, &cs, &dst, &rot, &d)))
             continue;
         float x[4];
         ft_qkv_deq4_fp16(c0[k], cs + d, rs, x);
@@ -626,7 +624,7 @@ static __global__ void __launch_bounds__(256, 4) ft_qkv_dequant_rope_fp16_v4(ft_
 /* Block (t, c): token row t = (b, s), its units 256 c .. 256 c + 255, one element of a q, k
  * or v head each (the forms the 4-column kernel cannot take: D or the rotated half not whole
  * 4-column vectors, misaligned rows). */
-static __global__ void __launch_bounds__(256) ft_qkv_dequant_rope_fp16_v1(ft_qkv_dequant_args_fp16 a, float log2_base, ft_fastdiv upd_div)
+static __global__ void __launch_bounds__(256) ft_qkv_dequant_rope_fp16_v1(ft_qkv_dequant_args_fp16 a, float log2_base, int ush)
 {
     const int t = blockIdx.x, b = t / a.S, s = t - b * a.S;
     const int rd = a.rotary_dim, half = rd / 2, units = (a.H + 2 * a.Hkv) * a.D;
@@ -640,7 +638,7 @@ static __global__ void __launch_bounds__(256) ft_qkv_dequant_rope_fp16_v1(ft_qkv
     const float *cs;
     __half *dst;
     int rot, d;
-    if (!(u < units && ft_qkv_unit_fp16(a, t, b, s, row, L, u, 1, upd_div, &src, &cs, &dst, &rot, &d)))
+    if (!(u < units && ft_qkv_unit_fp16(a, t, b, s, row, L, u, 1, ush, &src, &cs, &dst, &rot, &d)))
         return;
     if (rot == FT_ROPE_NONE || d >= rd) {
         dst[d] = ft_from_float_fp16((float)src[d] * rs * cs[d]);
@@ -734,11 +732,14 @@ static inline ft_status ft_qkv_dequant_rope_fp16(const ft_qkv_dequant_args_fp16 
     const int p = vec && tokens * ((units + 1023) / 1024) >= 4LL * sms ? FP16_QKV_UNITS : 1;
     const dim3 grid((unsigned)tokens, (unsigned)((units + 256 * p - 1) / (256 * p)));
     const size_t smem = a.rope != FT_ROPE_NONE ? (size_t)(a.rotary_dim / 2) * sizeof(float2) : 0;
-    const ft_fastdiv upd_div = ft_fastdiv_make(vec ? a.D / 4 : a.D); /* units a head */
+    const int upd = vec ? a.D / 4 : a.D; /* units a head */
+    int ush = (upd & (upd - 1)) == 0 ? 0 : -1;
+    while (ush >= 0 && (1 << ush) < upd)
+        ush++;
     if (vec)
-        ft_qkv_dequant_rope_fp16_v4<<<grid, 256, smem, stream>>>(a, log2_base, p, upd_div);
+        ft_qkv_dequant_rope_fp16_v4<<<grid, 256, smem, stream>>>(a, log2_base, p, ush);
     else
-        ft_qkv_dequant_rope_fp16_v1<<<grid, 256, smem, stream>>>(a, log2_base, upd_div);
+        ft_qkv_dequant_rope_fp16_v1<<<grid, 256, smem, stream>>>(a, log2_base, ush);
     return ft_launch_status(fn);
 }
 
@@ -838,7 +839,6 @@ typedef struct ft_csm_args_fp16 {
     int64_t ld, ld_mask;
     int64_t rows;          /* B*H*Sq */
     int Sq, Sk, causal;
-    ft_fastdiv sq_div;     /* r / Sq */
     int lg;                /* the group form's lanes a row: 1 << lg (1 .. 16; 32: the warp form) */
     float scale;           /* scale * log2(e): z and the row's maximum in base 2 */
 } ft_csm_args_fp16;
@@ -890,7 +890,7 @@ static __global__ void __launch_bounds__(1024) ft_causal_softmax_fp16_v8(ft_csm_
     __shared__ float scratch[64];
     const unsigned r = blockIdx.x;
     const int nt = blockDim.x, tid = threadIdx.x;
-    const int qi = (int)r - ft_fastdiv_q(a.sq_div, (int)r) * a.Sq; /* r < 2^31, checked */
+    const int qi = (int)(r % (unsigned)a.Sq); /* 32 bits: a 64-bit remainder is a long call */
     const int nv = (a.Sk + 7) / 8;
     /* query qi sits at position Sk - Sq + qi among the keys; it sees keys up to there */
     const int lim = a.causal ? max(0, min(a.Sk, a.Sk - a.Sq + qi + 1)) : a.Sk;
@@ -981,7 +981,7 @@ static __global__ void __launch_bounds__(256) ft_causal_softmax_group_fp16_v8(ft
     if (r >= a.rows) /* whole groups leave */
         return;
     const unsigned gmask = ((1u << nt) - 1u) << (lane & ~(nt - 1));
-    const int qi = (int)r - ft_fastdiv_q(a.sq_div, (int)r) * a.Sq; /* r < 2^31, checked */
+    const int qi = (int)(r % (unsigned)a.Sq); /* 32 bits: a 64-bit remainder is a long call */
     const int nv = (a.Sk + 7) / 8;
     /* query qi sits at position Sk - Sq + qi among the keys; it sees keys up to there */
     const int lim = a.causal ? max(0, min(a.Sk, a.Sk - a.Sq + qi + 1)) : a.Sk;
@@ -1070,7 +1070,7 @@ static __global__ void __launch_bounds__(256) ft_causal_softmax_warp_fp16_v8(ft_
     if (r >= a.rows)
         return;
     const int nt = 32, tid = threadIdx.x & 31;
-    const int qi = (int)r - ft_fastdiv_q(a.sq_div, (int)r) * a.Sq; /* r < 2^31, checked */
+    const int qi = (int)(r % (unsigned)a.Sq); /* 32 bits: a 64-bit remainder is a long call */
     const int nv = (a.Sk + 7) / 8;
     /* query qi sits at position Sk - Sq + qi among the keys; it sees keys up to there */
     const int lim = a.causal ? max(0, min(a.Sk, a.Sk - a.Sq + qi + 1)) : a.Sk;
@@ -1171,7 +1171,7 @@ static __global__ void __launch_bounds__(1024) ft_causal_softmax_fp16_v1(ft_csm_
     __shared__ float scratch[64];
     const unsigned r = blockIdx.x;
     const int nt = blockDim.x, tid = threadIdx.x;
-    const int qi = (int)r - ft_fastdiv_q(a.sq_div, (int)r) * a.Sq; /* r < 2^31, checked */
+    const int qi = (int)(r % (unsigned)a.Sq); /* 32 bits: a 64-bit remainder is a long call */
     const int nv = (a.Sk + 0) / 1;
     /* query qi sits at position Sk - Sq + qi among the keys; it sees keys up to there */
     const int lim = a.causal ? max(0, min(a.Sk, a.Sk - a.Sq + qi + 1)) : a.Sk;
@@ -1262,7 +1262,7 @@ static __global__ void __launch_bounds__(256) ft_causal_softmax_group_fp16_v1(ft
     if (r >= a.rows) /* whole groups leave */
         return;
     const unsigned gmask = ((1u << nt) - 1u) << (lane & ~(nt - 1));
-    const int qi = (int)r - ft_fastdiv_q(a.sq_div, (int)r) * a.Sq; /* r < 2^31, checked */
+    const int qi = (int)(r % (unsigned)a.Sq); /* 32 bits: a 64-bit remainder is a long call */
     const int nv = (a.Sk + 0) / 1;
     /* query qi sits at position Sk - Sq + qi among the keys; it sees keys up to there */
     const int lim = a.causal ? max(0, min(a.Sk, a.Sk - a.Sq + qi + 1)) : a.Sk;
@@ -1351,7 +1351,7 @@ static __global__ void __launch_bounds__(256) ft_causal_softmax_warp_fp16_v1(ft_
     if (r >= a.rows)
         return;
     const int nt = 32, tid = threadIdx.x & 31;
-    const int qi = (int)r - ft_fastdiv_q(a.sq_div, (int)r) * a.Sq; /* r < 2^31, checked */
+    const int qi = (int)(r % (unsigned)a.Sq); /* 32 bits: a 64-bit remainder is a long call */
     const int nv = (a.Sk + 0) / 1;
     /* query qi sits at position Sk - Sq + qi among the keys; it sees keys up to there */
     const int lim = a.causal ? max(0, min(a.Sk, a.Sk - a.Sq + qi + 1)) : a.Sk;
@@ -1464,7 +1464,6 @@ static inline ft_status ft_causal_softmax_fp16(const __half *x, __half *y, const
         return ft_fail(FT_ERR_INVALID_ARGUMENT, "%s: scale must be finite (|scale| * log2(e) too)", fn);
     ft_csm_args_fp16 a;
     a.x = x, a.y = y, a.mask = mask, a.ld = ld, a.ld_mask = ld_mask, a.Sq = Sq, a.Sk = Sk, a.causal = causal != 0;
-    a.sq_div = ft_fastdiv_make(Sq);
     a.scale = scale * FT_LOG2E; /* exponents in base 2: one FADD and the ex2 a weight */
     const unsigned rows = (unsigned)((int64_t)B * H * Sq);
     /* 16-byte vectors where every row starts on one: the last may pass Sk inside ld (its
