@@ -221,6 +221,19 @@ def quantise(y):
     return torch.round(y / scale).to(torch.int8), scale
 
 
+def rope_rotation(D, first, S):
+    """Meta LLaMA's rotary embedding for positions first .. first + S - 1 (freqs_cis, base
+    10000): returns rot(t), t [B, S, h, D] fp32 rotated in interleaved pairs."""
+    inv = 10000.0 ** (-torch.arange(0, D, 2, device="cuda", dtype=torch.float32) / D)
+    pos = torch.arange(first, first + S, device="cuda", dtype=torch.float32)
+    freqs = torch.polar(torch.ones(S, D // 2, device="cuda"), pos[:, None] * inv)
+
+    def rot(t):
+        c = torch.view_as_complex(t.reshape(*t.shape[:-1], D // 2, 2))
+        return torch.view_as_real(c * freqs[None, :, None, :]).flatten(-2)
+    return rot
+
+
 def llama(kernel, variant, shape, dt):
     """The LLaMA int8 path's kernels as PyTorch eager code (FasterLLaMA's reference forms)."""
     i32 = torch.int32
@@ -256,11 +269,8 @@ def llama(kernel, variant, shape, dt):
         B, S, H, Hkv, D, L = (shape[k] for k in ("B", "S", "H", "Hkv", "D", "L"))
         W = (H + 2 * Hkv) * D
         cs = torch.rand(W, device="cuda") * 1e-3 + 0.5e-3
-        pos = torch.arange(L - S, L, device="cuda", dtype=torch.float32) if "cache" in variant else \
-            torch.arange(S, device="cuda", dtype=torch.float32)
-        inv = 10000.0 ** (-torch.arange(0, D, 2, device="cuda", dtype=torch.float32) / D)
-        freqs = torch.polar(torch.ones(S, D // 2, device="cuda"), pos[:, None] * inv)  # Meta LLaMA's freqs_cis
         cache = "cache" in variant
+        rot = rope_rotation(D, L - S if cache else 0, S)
 
         def make():
             t = (torch.randint(-100000, 100001, (B * S, W), device="cuda", dtype=i32),
@@ -268,10 +278,6 @@ def llama(kernel, variant, shape, dt):
             if cache:
                 t += (torch.empty(B, Hkv, L, D, device="cuda", dtype=dt), torch.empty(B, Hkv, L, D, device="cuda", dtype=dt))
             return t
-
-        def rot(t):  # [B, S, h, D] fp32, interleaved pairs
-            c = torch.view_as_complex(t.reshape(*t.shape[:-1], D // 2, 2))
-            return torch.view_as_real(c * freqs[None, :, None, :]).flatten(-2)
 
         def fn(acc, rs, *caches):
             x = (acc.float() * rs[:, None] * cs).view(B, S, H + 2 * Hkv, D)
@@ -317,14 +323,12 @@ def llama_layer(variant, shape, dt):
     Sc = [sc(Wd), sc(N), sc(Fd), sc(Fd), sc(N)]
     g1, g2 = torch.randn(N, device="cuda", dtype=dt) + 1.0, torch.randn(N, device="cuda", dtype=dt) + 1.0
     kc, vc = w(B, Hkv, L, D, dt=dt), w(B, Hkv, L, D, dt=dt)
-    inv = 10000.0 ** (-torch.arange(0, D, 2, device="cuda", dtype=torch.float32) / D)
-    pos = torch.arange(start, L, device="cuda", dtype=torch.float32)
-    freqs = torch.polar(torch.ones(S, D // 2, device="cuda"), pos[:, None] * inv)
-    causal = S > 1  # prompts start at 0 here, where SDPA's top-left causal mask is the right one
-
-    def rot(t):  # [B, S, h, D] fp32, interleaved pairs
-        c = torch.view_as_complex(t.reshape(*t.shape[:-1], D // 2, 2))
-        return torch.view_as_real(c * freqs[None, :, None, :]).flatten(-2)
+    rot = rope_rotation(D, start, S)
+    # token s at position start + s sees keys 0 .. start + s: SDPA's is_causal (its mask
+    # aligned top-left) where start is 0, else the mask itself; a decode step sees them all
+    causal = S > 1 and start == 0
+    mask = None if S == 1 or start == 0 else \
+        torch.arange(L, device="cuda")[None, :] <= start + torch.arange(S, device="cuda")[:, None]
 
     def mm(a8, i):
         if M <= 16:
@@ -335,7 +339,7 @@ def llama_layer(variant, shape, dt):
         q, k, v = qkv.view(B, S, H + 2 * Hkv, D).split([H, Hkv, Hkv], dim=2)
         kc[:, :, start:] = rot(k).transpose(1, 2).to(dt)
         vc[:, :, start:] = v.transpose(1, 2).to(dt)
-        o = F.scaled_dot_product_attention(rot(q).transpose(1, 2).to(dt), kc, vc, is_causal=causal,
+        o = F.scaled_dot_product_attention(rot(q).transpose(1, 2).to(dt), kc, vc, attn_mask=mask, is_causal=causal,
                                            enable_gqa=Hkv < H)
         return o.transpose(1, 2).reshape(M, N)
 
